@@ -1,0 +1,73 @@
+#include "cli/serve.h"
+
+#include <malloc.h>
+#include <signal.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "collectors/registry.h"
+#include "core/collector_runner.h"
+#include "core/sysfs.h"
+#include "core/version.h"
+#include "http/server.h"
+
+namespace rdmascope {
+namespace {
+
+// Says at start-up what this host has and lacks, so that an empty section of /metrics is
+// never a mystery.
+void LogHostInventory(const ServeConfig& config) {
+  const auto rdma_devices = sysfs::ListDirectory(config.sysfs / "class" / "infiniband");
+  if (rdma_devices.empty()) {
+    log::Info("no RDMA devices found; RDMA port metrics will be absent",
+              {{"path", (config.sysfs / "class" / "infiniband").string()}});
+  } else {
+    std::string names;
+    for (const auto& name : rdma_devices) names += (names.empty() ? "" : ",") + name;
+    log::Info("RDMA devices found", {{"devices", names}});
+  }
+  const auto netdevs = sysfs::ListDirectory(config.sysfs / "class" / "net");
+  log::Info("network interfaces found", {{"count", std::to_string(netdevs.size())}});
+}
+
+}  // namespace
+
+int RunServe(const ServeConfig& config) {
+  // Two arenas are plenty for a few HTTP threads and keep RSS small on many-core hosts.
+  mallopt(M_ARENA_MAX, 2);
+  log::SetLevel(config.log_level);
+  log::Info("starting rdmascope", {{"version", kVersion}, {"revision", kRevision}});
+
+  // Block the signals before any thread starts so that only sigwait below receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::vector<NamedCollector> collectors;
+  for (const CollectorEntry& entry : AllCollectors()) {
+    const std::string name(entry.name);
+    const bool enabled = config.collector_enabled.at(name);
+    log::Info("collector", {{"name", name}, {"enabled", enabled ? "true" : "false"}});
+    if (enabled) collectors.push_back({name, entry.create(config)});
+  }
+  LogHostInventory(config);
+
+  auto runner = std::make_shared<CollectorRunner>(
+      std::move(collectors), BuildInfo{kVersion, kRevision}, config.procfs);
+  HttpServer server(config.web, runner);
+  log::Info("listening", {{"address", config.web.listen_address},
+                          {"port", std::to_string(server.port())},
+                          {"telemetry_path", config.web.telemetry_path}});
+
+  int received = 0;
+  while (sigwait(&signals, &received) != 0) {
+  }
+  log::Info("shutting down", {{"signal", strsignal(received)}});
+  return 0;
+}
+
+}  // namespace rdmascope

@@ -1,0 +1,33 @@
+// Everything `rdmascope serve` is configured with, filled from flags.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "collectors/ethtool.h"
+#include "collectors/rdma.h"
+#include "core/log.h"
+
+namespace rdmascope {
+
+// The documented default port; see docs/configuration.md.
+inline constexpr int kDefaultPort = 9879;
+
+struct WebOptions {
+  std::string listen_address = ":" + std::to_string(kDefaultPort);
+  std::string telemetry_path = "/metrics";
+  int threads = 4;
+};
+
+struct ServeConfig {
+  WebOptions web;
+  std::filesystem::path sysfs = "/sys";
+  std::filesystem::path procfs = "/proc";
+  log::Level log_level = log::Level::kInfo;
+  std::map<std::string, bool> collector_enabled;  // by collector name
+  EthtoolOptions ethtool;
+  RdmaOptions rdma;
+};
+
+}  // namespace rdmascope

@@ -1,0 +1,177 @@
+#include "collectors/ethtool.h"
+
+#include <map>
+#include <tuple>
+
+#include "collectors/ethtool_names.h"
+
+namespace rdmascope {
+namespace {
+
+using prometheus::MetricType;
+namespace names = ethtool_names;
+
+constexpr MetricDesc kStat{"rdma_ethtool_stat",
+                           "A NIC statistic as `ethtool -S` prints it (raw driver name in `stat`).",
+                           MetricType::Untyped};
+constexpr MetricDesc kQueueStat{"rdma_ethtool_queue_stat",
+                                "A per-queue NIC statistic, with the queue index moved from the "
+                                "driver's name into the `queue` label.",
+                                MetricType::Untyped};
+constexpr MetricDesc kQueueStatSum{"rdma_ethtool_queue_stat_sum",
+                                   "A per-queue NIC statistic summed over all queues.",
+                                   MetricType::Untyped};
+constexpr MetricDesc kCrc{"rdma_netdev_crc_errors_total",
+                          "Frames received with a bad CRC/FCS (vendor counters normalised).",
+                          MetricType::Counter};
+constexpr MetricDesc kSymbol{"rdma_netdev_symbol_errors_total",
+                             "Physical-layer symbol errors (vendor counters normalised).",
+                             MetricType::Counter};
+constexpr MetricDesc kDiscards{"rdma_netdev_discards_total",
+                               "Packets discarded by the NIC port (vendor counters normalised).",
+                               MetricType::Counter};
+constexpr MetricDesc kPause{"rdma_netdev_pause_frames_total",
+                            "Pause frames by direction and priority (\"global\" for link-level "
+                            "802.3x pause; 0-7 for PFC).",
+                            MetricType::Counter};
+constexpr MetricDesc kPauseStorm{"rdma_netdev_pause_storm_events_total",
+                                 "Pause-storm detections by the NIC (device stalled sending "
+                                 "pause frames), by level.",
+                                 MetricType::Counter};
+constexpr MetricDesc kInfo{"rdma_netdev_info",
+                           "Network interface identity from ETHTOOL_GDRVINFO.", MetricType::Gauge};
+constexpr MetricDesc kMtu{"rdma_netdev_mtu_bytes", "Interface MTU in bytes.", MetricType::Gauge};
+constexpr MetricDesc kCoalesceUsecs{"rdma_netdev_coalesce_usecs",
+                                    "Interrupt coalescing delay (rx-usecs/tx-usecs) in "
+                                    "microseconds, as ethtool -c shows it.",
+                                    MetricType::Gauge};
+constexpr MetricDesc kCoalesceAdaptive{"rdma_netdev_coalesce_adaptive",
+                                       "1 if adaptive interrupt coalescing is on.",
+                                       MetricType::Gauge};
+constexpr MetricDesc kNuma{"rdma_netdev_numa_node",
+                           "NUMA node of the interface's device (-1: the platform reports none).",
+                           MetricType::Gauge};
+constexpr MetricDesc kPfcEnabled{"rdma_netdev_pfc_enabled",
+                                 "1 if priority flow control is enabled on the priority (DCB "
+                                 "IEEE PFC configuration).",
+                                 MetricType::Gauge};
+
+const MetricDesc& DescFor(names::Kind kind) {
+  switch (kind) {
+    case names::Kind::kCrcErrors: return kCrc;
+    case names::Kind::kSymbolErrors: return kSymbol;
+    case names::Kind::kDiscards: return kDiscards;
+    case names::Kind::kPauseFrames: return kPause;
+    case names::Kind::kPauseStormEvents: return kPauseStorm;
+  }
+  return kCrc;
+}
+
+void MapNormalised(const NetdevSnapshot& dev, MetricSet& out) {
+  // One series per (kind, direction, priority, level): the most specific driver name wins.
+  struct Chosen {
+    int preference;
+    uint64_t value;
+  };
+  std::map<std::tuple<names::Kind, std::string_view, std::string, std::string_view>, Chosen> best;
+  for (const auto& [stat, value] : *dev.stats) {
+    const auto n = names::Normalise(stat);
+    if (!n) continue;
+    auto key = std::make_tuple(n->kind, n->direction, n->priority, n->level);
+    const auto it = best.find(key);
+    if (it == best.end() || n->preference < it->second.preference) {
+      best[std::move(key)] = {n->preference, value};
+    }
+  }
+  for (const auto& [key, chosen] : best) {
+    const auto& [kind, direction, priority, level] = key;
+    std::vector<Label> labels{{"device", dev.name}};
+    if (!direction.empty()) labels.emplace_back("direction", direction);
+    if (!priority.empty()) labels.emplace_back("priority", priority);
+    if (!level.empty()) labels.emplace_back("level", level);
+    out.Add(DescFor(kind), labels, static_cast<double>(chosen.value));
+  }
+}
+
+void MapStats(const NetdevSnapshot& dev, const NameFilter& filter, QueueStatsMode mode,
+              MetricSet& out) {
+  std::map<std::string, uint64_t> sums;  // ordered: deterministic output
+  for (const auto& [stat, value] : *dev.stats) {
+    if (!filter.Allows(stat)) continue;
+    if (mode != QueueStatsMode::kRaw) {
+      if (auto queue = names::SplitQueueStat(stat)) {
+        if (mode == QueueStatsMode::kLabel) {
+          out.Add(kQueueStat, {{"device", dev.name}, {"queue", queue->queue},
+                               {"stat", queue->stat}},
+                  static_cast<double>(value));
+        } else {
+          sums[queue->stat] += value;
+        }
+        continue;
+      }
+    }
+    out.Add(kStat, {{"device", dev.name}, {"stat", stat}}, static_cast<double>(value));
+  }
+  for (const auto& [stat, sum] : sums) {
+    out.Add(kQueueStatSum, {{"device", dev.name}, {"stat", stat}}, static_cast<double>(sum));
+  }
+}
+
+void MapConfig(const NetdevSnapshot& dev, MetricSet& out) {
+  if (dev.driver) {
+    out.Add(kInfo, {{"device", dev.name}, {"driver", dev.driver->driver},
+                    {"driver_version", dev.driver->version},
+                    {"firmware_version", dev.driver->firmware_version},
+                    {"bus_info", dev.driver->bus_info}},
+            1);
+  }
+  if (dev.mtu) out.Add(kMtu, {{"device", dev.name}}, static_cast<double>(*dev.mtu));
+  if (dev.numa_node) out.Add(kNuma, {{"device", dev.name}}, static_cast<double>(*dev.numa_node));
+  if (dev.coalesce) {
+    out.Add(kCoalesceUsecs, {{"device", dev.name}, {"direction", "rx"}}, dev.coalesce->rx_usecs);
+    out.Add(kCoalesceUsecs, {{"device", dev.name}, {"direction", "tx"}}, dev.coalesce->tx_usecs);
+    out.Add(kCoalesceAdaptive, {{"device", dev.name}, {"direction", "rx"}},
+            dev.coalesce->adaptive_rx ? 1 : 0);
+    out.Add(kCoalesceAdaptive, {{"device", dev.name}, {"direction", "tx"}},
+            dev.coalesce->adaptive_tx ? 1 : 0);
+  }
+  if (dev.pfc) {
+    static constexpr std::string_view kPriorities[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
+    for (unsigned prio = 0; prio < 8; ++prio) {
+      out.Add(kPfcEnabled, {{"device", dev.name}, {"priority", kPriorities[prio]}},
+              (dev.pfc->enabled_mask >> prio) & 1U);
+    }
+  }
+}
+
+}  // namespace
+
+void MapNetdevs(const std::vector<NetdevSnapshot>& netdevs, const NameFilter& stats,
+                QueueStatsMode mode, MetricSet& out) {
+  for (const NetdevSnapshot& dev : netdevs) {
+    MapConfig(dev, out);
+    if (dev.stats) {
+      MapNormalised(dev, out);
+      MapStats(dev, stats, mode, out);
+    }
+  }
+}
+
+EthtoolCollector::EthtoolCollector(const EthtoolOptions& options,
+                                   std::unique_ptr<NetdevSource> source)
+    : devices_(options.device_include, options.device_exclude),
+      stats_(options.stat_include, options.stat_exclude),
+      mode_(options.queue_stats),
+      source_(std::move(source)) {}
+
+CollectResult EthtoolCollector::Collect(MetricSet& out) const {
+  const std::vector<NetdevSnapshot> netdevs = source_->Read(devices_);
+  MapNetdevs(netdevs, stats_, mode_, out);
+  if (netdevs.empty()) return {.no_data = true, .detail = "no network interface matched"};
+  size_t with_stats = 0;
+  for (const auto& dev : netdevs) with_stats += dev.stats ? 1 : 0;
+  return {.detail = std::to_string(netdevs.size()) + " interfaces, " + std::to_string(with_stats) +
+                    " with ethtool stats"};
+}
+
+}  // namespace rdmascope

@@ -1,0 +1,56 @@
+#include "collectors/netdev_source.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/log.h"
+#include "core/sysfs.h"
+
+namespace rdmascope {
+namespace {
+
+// Errors that only mean "this driver does not implement that": expected, not worth a log.
+bool IsUnsupported(int err) { return err == EOPNOTSUPP || err == EINVAL || err == ENODATA; }
+
+template <typename T>
+std::optional<T> Keep(std::expected<T, int> result, const std::string& device, const char* what) {
+  if (result) return std::move(*result);
+  if (!IsUnsupported(result.error())) {
+    log::Debug("netdev query failed", {{"device", device}, {"query", what},
+                                       {"err", std::strerror(result.error())}});
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) const {
+  const std::filesystem::path class_net = sysfs_ / "class" / "net";
+  auto ethtool = sys::Ethtool::Open();
+  if (!ethtool) {
+    throw std::runtime_error(std::string("cannot open a socket for ethtool ioctls: ") +
+                             std::strerror(ethtool.error()));
+  }
+  std::optional<sys::DcbNetlink> dcb;
+  if (query_pfc_) {
+    if (auto opened = sys::DcbNetlink::Open()) dcb.emplace(std::move(*opened));
+  }
+
+  std::vector<NetdevSnapshot> out;
+  for (const std::string& name : sysfs::ListDirectory(class_net)) {
+    if (!devices.Allows(name)) continue;
+    const auto dir = class_net / name;
+    NetdevSnapshot snap{.name = name};
+    snap.mtu = sysfs::ReadSigned(dir / "mtu");
+    if (!snap.mtu) continue;  // not an interface (bonding_masters) or gone already
+    snap.numa_node = sysfs::ReadSigned(dir / "device" / "numa_node");
+    snap.driver = Keep(ethtool->GetDriverInfo(name), name, "drvinfo");
+    snap.stats = Keep(ethtool->GetStats(name), name, "stats");
+    snap.coalesce = Keep(ethtool->GetCoalesce(name), name, "coalesce");
+    if (dcb) snap.pfc = Keep(dcb->QueryPfc(name), name, "dcb-pfc");
+    out.push_back(std::move(snap));
+  }
+  return out;
+}
+
+}  // namespace rdmascope

@@ -1,0 +1,176 @@
+#include "collectors/rdma.h"
+
+#include <array>
+
+namespace rdmascope {
+namespace {
+
+using prometheus::MetricType;
+
+constexpr MetricDesc kDeviceInfo{"rdma_device_info", "RDMA device identity from sysfs.",
+                                 MetricType::Gauge};
+constexpr MetricDesc kDeviceNuma{"rdma_device_numa_node",
+                                 "NUMA node of the RDMA device (-1: the platform reports none).",
+                                 MetricType::Gauge};
+constexpr MetricDesc kPortInfo{"rdma_port_info", "RDMA port identity and state names.",
+                               MetricType::Gauge};
+constexpr MetricDesc kPortState{"rdma_port_state",
+                                "Port logical state number (1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, "
+                                "5 ACTIVE_DEFER).",
+                                MetricType::Gauge};
+constexpr MetricDesc kPortPhysState{"rdma_port_physical_state",
+                                    "Port physical state number (5 = LinkUp).",
+                                    MetricType::Gauge};
+constexpr MetricDesc kPortRate{"rdma_port_rate_bytes_per_second",
+                               "Port signalling rate in bytes per second.", MetricType::Gauge};
+constexpr MetricDesc kHwCounter{"rdma_port_hw_counter_total",
+                                "A driver hw_counters file, raw name in `counter`.",
+                                MetricType::Counter};
+constexpr MetricDesc kPortCounter{"rdma_port_counter_total",
+                                  "A standard port counters/ file not curated below, raw name in "
+                                  "`counter`.",
+                                  MetricType::Counter};
+constexpr MetricDesc kGidInfo{"rdma_port_gid_info",
+                              "A populated GID table entry with its RoCE type and netdev.",
+                              MetricType::Gauge};
+constexpr MetricDesc kActiveMtu{"rdma_port_active_mtu_bytes",
+                                "Active path MTU of the port (ibv_query_port).",
+                                MetricType::Gauge};
+constexpr MetricDesc kMaxMtu{"rdma_port_max_mtu_bytes",
+                             "Largest MTU the port supports (ibv_query_port).", MetricType::Gauge};
+
+struct CuratedCounter {
+  std::string_view file;
+  MetricDesc desc;
+  double scale;
+};
+
+// The IBA PortCounters, in base units. Data counters count 4-byte words.
+constexpr std::array<CuratedCounter, 10> kCurated{{
+    {"port_rcv_data",
+     {"rdma_port_data_received_bytes_total", "Data received on the port, in bytes.",
+      MetricType::Counter},
+     4},
+    {"port_xmit_data",
+     {"rdma_port_data_transmitted_bytes_total", "Data transmitted on the port, in bytes.",
+      MetricType::Counter},
+     4},
+    {"port_rcv_packets",
+     {"rdma_port_packets_received_total", "Packets received on the port.", MetricType::Counter},
+     1},
+    {"port_xmit_packets",
+     {"rdma_port_packets_transmitted_total", "Packets transmitted on the port.",
+      MetricType::Counter},
+     1},
+    {"symbol_error",
+     {"rdma_port_symbol_errors_total", "Minor link errors detected on the physical lanes.",
+      MetricType::Counter},
+     1},
+    {"link_downed",
+     {"rdma_port_link_downed_total", "Times the link failed its error recovery and went down.",
+      MetricType::Counter},
+     1},
+    {"link_error_recovery",
+     {"rdma_port_link_error_recovery_total", "Successful link error recoveries.",
+      MetricType::Counter},
+     1},
+    {"port_rcv_errors",
+     {"rdma_port_receive_errors_total", "Packets received with errors.", MetricType::Counter},
+     1},
+    {"port_xmit_discards",
+     {"rdma_port_transmit_discards_total", "Outbound packets discarded (port down or congested).",
+      MetricType::Counter},
+     1},
+    {"port_xmit_wait",
+     {"rdma_port_transmit_wait_total",
+      "Ticks during which the port had data to send but no flow-control credits.",
+      MetricType::Counter},
+     1},
+}};
+
+const CuratedCounter* FindCurated(std::string_view file) {
+  for (const auto& counter : kCurated) {
+    if (counter.file == file) return &counter;
+  }
+  return nullptr;
+}
+
+void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
+  const std::string number = std::to_string(port.number);
+  const std::initializer_list<Label> key{{"device", device.name}, {"port", number}};
+  out.Add(kPortInfo, {{"device", device.name}, {"port", number}, {"link_layer", port.link_layer},
+                      {"state", port.state_name}, {"phys_state", port.phys_state_name},
+                      {"netdev", port.netdev}},
+          1);
+  if (port.state) out.Add(kPortState, key, *port.state);
+  if (port.phys_state) out.Add(kPortPhysState, key, *port.phys_state);
+  if (port.rate_bytes_per_second) out.Add(kPortRate, key, *port.rate_bytes_per_second);
+  if (port.mtu) {
+    out.Add(kActiveMtu, key, port.mtu->active_bytes);
+    out.Add(kMaxMtu, key, port.mtu->max_bytes);
+  }
+  for (const auto& [file, value] : port.counters) {
+    if (const CuratedCounter* curated = FindCurated(file)) {
+      out.Add(curated->desc, key, static_cast<double>(value) * curated->scale);
+    } else {
+      out.Add(kPortCounter, {{"device", device.name}, {"port", number}, {"counter", file}},
+              static_cast<double>(value));
+    }
+  }
+  for (const auto& [file, value] : port.hw_counters) {
+    out.Add(kHwCounter, {{"device", device.name}, {"port", number}, {"counter", file}},
+            static_cast<double>(value));
+  }
+  for (const RdmaGid& gid : port.gids) {
+    const std::string index = std::to_string(gid.index);
+    out.Add(kGidInfo, {{"device", device.name}, {"port", number}, {"index", index},
+                       {"gid", gid.gid}, {"type", gid.type}, {"netdev", gid.netdev}},
+            1);
+  }
+}
+
+}  // namespace
+
+void MapRdmaDevices(const std::vector<RdmaDevice>& devices, MetricSet& out) {
+  for (const RdmaDevice& device : devices) {
+    out.Add(kDeviceInfo, {{"device", device.name}, {"node_type", device.node_type},
+                          {"fw_ver", device.fw_ver}, {"board_id", device.board_id},
+                          {"hca_type", device.hca_type}, {"node_guid", device.node_guid}},
+            1);
+    if (device.numa_node) {
+      out.Add(kDeviceNuma, {{"device", device.name}}, static_cast<double>(*device.numa_node));
+    }
+    for (const RdmaPort& port : device.ports) MapPort(device, port, out);
+  }
+}
+
+RdmaCollector::RdmaCollector(const RdmaOptions& options, std::filesystem::path sysfs,
+                             std::unique_ptr<PortMtuQuerier> mtu)
+    : devices_(options.device_include, options.device_exclude),
+      sysfs_(std::move(sysfs)),
+      mtu_(std::move(mtu)) {}
+
+CollectResult RdmaCollector::Collect(MetricSet& out) const {
+  std::vector<RdmaDevice> devices = ReadRdmaDevices(sysfs_, devices_);
+  if (devices.empty()) {
+    return {.no_data = true,
+            .detail = "no RDMA device under " + (sysfs_ / "class" / "infiniband").string()};
+  }
+  if (mtu_) {
+    const auto mtus = mtu_->Query(devices);
+    for (RdmaDevice& device : devices) {
+      for (RdmaPort& port : device.ports) {
+        if (const auto it = mtus.find({device.name, port.number}); it != mtus.end()) {
+          port.mtu = it->second;
+        }
+      }
+    }
+  }
+  MapRdmaDevices(devices, out);
+  size_t ports = 0;
+  for (const auto& device : devices) ports += device.ports.size();
+  return {.detail = std::to_string(devices.size()) + " devices, " + std::to_string(ports) +
+                    " ports"};
+}
+
+}  // namespace rdmascope

@@ -1,0 +1,137 @@
+#include "collectors/rdma_sysfs.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/sysfs.h"
+
+namespace rdmascope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string AttributeOrEmpty(const fs::path& path) {
+  return sysfs::ReadAttribute(path).value_or("");
+}
+
+std::vector<std::pair<std::string, uint64_t>> ReadCounterDir(const fs::path& dir) {
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  for (const std::string& name : sysfs::ListDirectory(dir)) {
+    // lifespan is the hw_counters refresh period in ms, a setting, not a counter.
+    if (name == "lifespan") continue;
+    if (const auto value = sysfs::ReadUnsigned(dir / name)) counters.emplace_back(name, *value);
+  }
+  return counters;
+}
+
+bool IsZeroGid(std::string_view gid) {
+  for (const char c : gid) {
+    if (c != '0' && c != ':') return false;
+  }
+  return true;
+}
+
+std::vector<RdmaGid> ReadGids(const fs::path& port_dir) {
+  std::vector<RdmaGid> gids;
+  const fs::path gid_dir = port_dir / "gids";
+  for (const std::string& entry : sysfs::ListDirectory(gid_dir)) {
+    const auto index = sysfs::ParseUnsigned(entry);
+    if (!index || *index > UINT32_MAX) continue;
+    const auto gid = sysfs::ReadAttribute(gid_dir / entry);
+    if (!gid || IsZeroGid(*gid)) continue;
+    gids.push_back({
+        .index = static_cast<uint32_t>(*index),
+        .gid = *gid,
+        .type = AttributeOrEmpty(port_dir / "gid_attrs" / "types" / entry),
+        .netdev = AttributeOrEmpty(port_dir / "gid_attrs" / "ndevs" / entry),
+    });
+  }
+  std::sort(gids.begin(), gids.end(),
+            [](const RdmaGid& a, const RdmaGid& b) { return a.index < b.index; });
+  return gids;
+}
+
+RdmaPort ReadPort(const fs::path& port_dir, uint32_t number) {
+  RdmaPort port{.number = number};
+  if (const auto text = sysfs::ReadAttribute(port_dir / "state")) {
+    if (const auto parsed = ParseNumberedState(*text)) {
+      port.state = parsed->first;
+      port.state_name = parsed->second;
+    }
+  }
+  if (const auto text = sysfs::ReadAttribute(port_dir / "phys_state")) {
+    if (const auto parsed = ParseNumberedState(*text)) {
+      port.phys_state = parsed->first;
+      port.phys_state_name = parsed->second;
+    }
+  }
+  if (const auto text = sysfs::ReadAttribute(port_dir / "rate")) {
+    port.rate_bytes_per_second = ParseRateBytesPerSecond(*text);
+  }
+  port.link_layer = AttributeOrEmpty(port_dir / "link_layer");
+  port.counters = ReadCounterDir(port_dir / "counters");
+  port.hw_counters = ReadCounterDir(port_dir / "hw_counters");
+  port.gids = ReadGids(port_dir);
+  for (const RdmaGid& gid : port.gids) {
+    if (!gid.netdev.empty()) {
+      port.netdev = gid.netdev;
+      break;
+    }
+  }
+  return port;
+}
+
+}  // namespace
+
+std::optional<std::pair<uint32_t, std::string>> ParseNumberedState(std::string_view text) {
+  text = sysfs::Trim(text);
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto number = sysfs::ParseUnsigned(text.substr(0, colon));
+  if (!number || *number > UINT32_MAX) return std::nullopt;
+  return std::make_pair(static_cast<uint32_t>(*number),
+                        std::string(sysfs::Trim(text.substr(colon + 1))));
+}
+
+std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
+  text = sysfs::Trim(text);
+  const auto space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  double gbits = 0;
+  const std::string_view number = text.substr(0, space);
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), gbits);
+  if (ec != std::errc() || end != number.data() + number.size() || gbits < 0) return std::nullopt;
+  if (!text.substr(space + 1).starts_with("Gb/sec")) return std::nullopt;
+  return gbits * 1e9 / 8;
+}
+
+std::vector<RdmaDevice> ReadRdmaDevices(const fs::path& sysfs, const NameFilter& devices) {
+  std::vector<RdmaDevice> out;
+  const fs::path class_dir = sysfs / "class" / "infiniband";
+  for (const std::string& name : sysfs::ListDirectory(class_dir)) {
+    if (!devices.Allows(name)) continue;
+    const fs::path dir = class_dir / name;
+    RdmaDevice device{.name = name};
+    if (const auto text = sysfs::ReadAttribute(dir / "node_type")) {
+      // "1: CA"; keep the name, or the raw text if the format is unexpected.
+      const auto parsed = ParseNumberedState(*text);
+      device.node_type = parsed ? parsed->second : *text;
+    }
+    device.fw_ver = AttributeOrEmpty(dir / "fw_ver");
+    device.board_id = AttributeOrEmpty(dir / "board_id");
+    device.hca_type = AttributeOrEmpty(dir / "hca_type");
+    device.node_guid = AttributeOrEmpty(dir / "node_guid");
+    device.numa_node = sysfs::ReadSigned(dir / "device" / "numa_node");
+    for (const std::string& entry : sysfs::ListDirectory(dir / "ports")) {
+      const auto number = sysfs::ParseUnsigned(entry);
+      if (!number || *number > UINT32_MAX) continue;
+      device.ports.push_back(ReadPort(dir / "ports" / entry, static_cast<uint32_t>(*number)));
+    }
+    std::sort(device.ports.begin(), device.ports.end(),
+              [](const RdmaPort& a, const RdmaPort& b) { return a.number < b.number; });
+    out.push_back(std::move(device));
+  }
+  return out;
+}
+
+}  // namespace rdmascope

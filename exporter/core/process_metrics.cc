@@ -1,0 +1,115 @@
+#include "core/process_metrics.h"
+
+#include <unistd.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/sysfs.h"
+
+namespace rdmascope {
+namespace {
+
+using prometheus::MetricType;
+
+constexpr MetricDesc kCpu{"process_cpu_seconds_total",
+                          "Total user and system CPU time spent in seconds.", MetricType::Counter};
+constexpr MetricDesc kResident{"process_resident_memory_bytes", "Resident memory size in bytes.",
+                               MetricType::Gauge};
+constexpr MetricDesc kVirtual{"process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                              MetricType::Gauge};
+constexpr MetricDesc kStart{"process_start_time_seconds",
+                            "Start time of the process since unix epoch in seconds.",
+                            MetricType::Gauge};
+constexpr MetricDesc kOpenFds{"process_open_fds", "Number of open file descriptors.",
+                              MetricType::Gauge};
+constexpr MetricDesc kMaxFds{"process_max_fds", "Maximum number of open file descriptors.",
+                             MetricType::Gauge};
+
+std::optional<double> BootTime(const std::filesystem::path& procfs) {
+  const auto stat = sysfs::ReadFile(procfs / "stat", 4 << 20);
+  if (!stat) return std::nullopt;
+  std::istringstream lines(*stat);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.starts_with("btime ")) {
+      if (const auto v = sysfs::ParseUnsigned(std::string_view(line).substr(6))) {
+        return static_cast<double>(*v);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<double> MaxFds(const std::filesystem::path& procfs) {
+  const auto limits = sysfs::ReadFile(procfs / "self" / "limits", 64 << 10);
+  if (!limits) return std::nullopt;
+  std::istringstream lines(*limits);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("Max open files")) continue;
+    std::istringstream fields(line.substr(std::string_view("Max open files").size()));
+    std::string soft;
+    fields >> soft;
+    if (const auto v = sysfs::ParseUnsigned(soft)) return static_cast<double>(*v);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_time_seconds,
+                                            long ticks_per_second, long page_size) {
+  // Fields after the last ')' start at field 3 (state); see proc(5).
+  const auto close = stat.rfind(')');
+  if (close == std::string_view::npos || ticks_per_second <= 0) return std::nullopt;
+  std::vector<std::string_view> fields;
+  std::string_view rest = stat.substr(close + 1);
+  while (!rest.empty()) {
+    const auto start = rest.find_first_not_of(' ');
+    if (start == std::string_view::npos) break;
+    rest.remove_prefix(start);
+    const auto end = rest.find(' ');
+    fields.push_back(rest.substr(0, end));
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end);
+  }
+  // fields[0] is field 3; utime=14, stime=15, starttime=22, vsize=23, rss=24.
+  const auto field = [&](size_t number) -> std::optional<uint64_t> {
+    if (number - 3 >= fields.size()) return std::nullopt;
+    return sysfs::ParseUnsigned(fields[number - 3]);
+  };
+  const auto utime = field(14), stime = field(15), start = field(22), vsize = field(23),
+             rss = field(24);
+  if (!utime || !stime || !start || !vsize || !rss) return std::nullopt;
+  const auto ticks = static_cast<double>(ticks_per_second);
+  return ProcessStat{
+      .cpu_seconds = static_cast<double>(*utime + *stime) / ticks,
+      .virtual_bytes = static_cast<double>(*vsize),
+      .resident_bytes = static_cast<double>(*rss) * static_cast<double>(page_size),
+      .start_time_seconds = boot_time_seconds + static_cast<double>(*start) / ticks,
+  };
+}
+
+void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out) {
+  // The boot time never changes; /proc/stat is large on big hosts, so read it once.
+  static const std::optional<double> boot = BootTime(procfs);
+  const auto stat_text = sysfs::ReadAttribute(procfs / "self" / "stat");
+  if (boot && stat_text) {
+    if (const auto stat =
+            ParseProcessStat(*stat_text, *boot, ::sysconf(_SC_CLK_TCK), ::sysconf(_SC_PAGESIZE))) {
+      out.Add(kCpu, {}, stat->cpu_seconds);
+      out.Add(kResident, {}, stat->resident_bytes);
+      out.Add(kVirtual, {}, stat->virtual_bytes);
+      out.Add(kStart, {}, stat->start_time_seconds);
+    }
+  }
+  const auto fd_dir = procfs / "self" / "fd";
+  if (std::error_code ec; std::filesystem::is_directory(fd_dir, ec)) {
+    out.Add(kOpenFds, {}, static_cast<double>(sysfs::ListDirectory(fd_dir).size()));
+  }
+  if (const auto max = MaxFds(procfs)) out.Add(kMaxFds, {}, *max);
+}
+
+}  // namespace rdmascope

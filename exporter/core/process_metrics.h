@@ -1,0 +1,27 @@
+// The standard process_* metrics of Prometheus client libraries, for rdmascope itself,
+// read from <procfs>/self: CPU time, memory, file descriptors and start time.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+#include "core/metric_set.h"
+
+namespace rdmascope {
+
+struct ProcessStat {
+  double cpu_seconds;
+  double virtual_bytes;
+  double resident_bytes;
+  double start_time_seconds;  // since the epoch
+};
+
+// Parses /proc/PID/stat (the comm field may contain spaces and parentheses) given the
+// machine's boot time, clock ticks per second and page size.
+std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_time_seconds,
+                                            long ticks_per_second, long page_size);
+
+void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out);
+
+}  // namespace rdmascope

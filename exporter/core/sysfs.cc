@@ -1,0 +1,119 @@
+#include "core/sysfs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+
+namespace rdmascope::sysfs {
+namespace {
+
+// sysfs attributes are at most one page; a larger file is not an attribute.
+constexpr size_t kMaxAttributeBytes = 4096;
+
+template <typename Int>
+std::optional<Int> ParseInteger(std::string_view text) {
+  text = Trim(text);
+  if (text.empty()) return std::nullopt;
+  int base = 10;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    text.remove_prefix(2);
+  }
+  Int value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value, base);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::string_view Trim(std::string_view text) {
+  const auto blank = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+  while (!text.empty() && blank(text.front())) text.remove_prefix(1);
+  while (!text.empty() && blank(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  std::string buf(std::min<size_t>(max_bytes, kMaxAttributeBytes) + 1, '\0');
+  size_t used = 0;
+  bool ok = true;
+  for (;;) {
+    if (used == buf.size()) {
+      if (buf.size() > max_bytes) {
+        ok = false;  // larger than the caller accepts
+        break;
+      }
+      buf.resize(std::min(buf.size() * 2, max_bytes + 1));
+    }
+    const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ok = false;
+      break;
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (!ok || used > max_bytes) return std::nullopt;
+  buf.resize(used);
+  return buf;
+}
+
+std::optional<std::string> ReadAttribute(const std::filesystem::path& path) {
+  auto buf = ReadFile(path, kMaxAttributeBytes);
+  if (!buf) return std::nullopt;
+  while (!buf->empty() && (buf->back() == '\n' || buf->back() == '\0')) buf->pop_back();
+  if (buf->starts_with("N/A")) return std::nullopt;
+  return buf;
+}
+
+std::optional<uint64_t> ParseUnsigned(std::string_view text) {
+  return ParseInteger<uint64_t>(text);
+}
+
+std::optional<int64_t> ParseSigned(std::string_view text) { return ParseInteger<int64_t>(text); }
+
+std::optional<uint64_t> ReadUnsigned(const std::filesystem::path& path) {
+  const auto text = ReadAttribute(path);
+  if (!text) return std::nullopt;
+  return ParseUnsigned(*text);
+}
+
+std::optional<int64_t> ReadSigned(const std::filesystem::path& path) {
+  const auto text = ReadAttribute(path);
+  if (!text) return std::nullopt;
+  return ParseSigned(*text);
+}
+
+std::vector<std::string> ListDirectory(const std::filesystem::path& path) {
+  std::vector<std::string> names;
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    names.emplace_back(name);
+  }
+  ::closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path) {
+  char buf[4096];
+  const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return std::nullopt;
+  const std::string_view target(buf, static_cast<size_t>(n));
+  const auto slash = target.rfind('/');
+  return std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));
+}
+
+}  // namespace rdmascope::sysfs

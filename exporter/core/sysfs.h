@@ -1,0 +1,38 @@
+// Defensive reads of sysfs/procfs attributes. Every read is one bounded read(2) of a small
+// file; any failure (ENOENT when a device vanished, EACCES, EINVAL or EOPNOTSUPP from a driver
+// that does not implement the attribute, EISDIR on a malformed tree) or a "N/A" placeholder
+// yields nullopt: the caller then omits the series rather than inventing a 0.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rdmascope::sysfs {
+
+// Contents without the trailing newline; nullopt on error or "N/A ..." placeholders
+// (mlx5 counters read "N/A (no PMA)" on ports without a performance management agent).
+std::optional<std::string> ReadAttribute(const std::filesystem::path& path);
+
+// A whole (proc) file up to max_bytes, read until EOF; nullopt on error or if larger.
+std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t max_bytes);
+
+// A decimal or 0x-prefixed unsigned integer, whole file, surrounding blanks allowed.
+std::optional<uint64_t> ReadUnsigned(const std::filesystem::path& path);
+std::optional<int64_t> ReadSigned(const std::filesystem::path& path);
+
+std::optional<uint64_t> ParseUnsigned(std::string_view text);
+std::optional<int64_t> ParseSigned(std::string_view text);
+
+// Names of the entries of a directory, sorted; empty when it cannot be read.
+std::vector<std::string> ListDirectory(const std::filesystem::path& path);
+
+// Target name of a symlink's last component (e.g. the driver of a device), if any.
+std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path);
+
+std::string_view Trim(std::string_view text);
+
+}  // namespace rdmascope::sysfs

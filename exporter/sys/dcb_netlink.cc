@@ -1,0 +1,135 @@
+#include "sys/dcb_netlink.h"
+
+#include <libmnl/libmnl.h>
+#include <linux/dcbnl.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace rdmascope::sys {
+namespace {
+
+// A reply to one IEEE_GET is a few hundred bytes; the APP table can add a few KiB.
+constexpr size_t kReplyBufferBytes = 32 * 1024;
+
+struct ParseState {
+  std::expected<PfcConfig, int> result = std::unexpected(ENODATA);
+};
+
+int OnIeeeAttribute(const nlattr* attr, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  if (mnl_attr_get_type(attr) != DCB_ATTR_IEEE_PFC) return MNL_CB_OK;
+  if (mnl_attr_get_payload_len(attr) < sizeof(ieee_pfc)) {
+    state->result = std::unexpected(EBADMSG);
+    return MNL_CB_OK;
+  }
+  ieee_pfc pfc;
+  std::memcpy(&pfc, mnl_attr_get_payload(attr), sizeof pfc);
+  PfcConfig config;
+  config.capability = pfc.pfc_cap;
+  config.enabled_mask = pfc.pfc_en;
+  for (int i = 0; i < 8; ++i) {
+    config.requests[i] = pfc.requests[i];
+    config.indications[i] = pfc.indications[i];
+  }
+  state->result = config;
+  return MNL_CB_OK;
+}
+
+int OnTopAttribute(const nlattr* attr, void* data) {
+  if (mnl_attr_get_type(attr) != DCB_ATTR_IEEE) return MNL_CB_OK;
+  if (mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0) {
+    static_cast<ParseState*>(data)->result = std::unexpected(EBADMSG);
+    return MNL_CB_OK;
+  }
+  mnl_attr_parse_nested(attr, OnIeeeAttribute, data);
+  return MNL_CB_OK;
+}
+
+int OnMessage(const nlmsghdr* message, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  if (message->nlmsg_type != RTM_GETDCB ||
+      message->nlmsg_len < NLMSG_LENGTH(sizeof(dcbmsg))) {
+    state->result = std::unexpected(EBADMSG);
+    return MNL_CB_ERROR;
+  }
+  if (mnl_attr_parse(message, sizeof(dcbmsg), OnTopAttribute, data) < 0) {
+    state->result = std::unexpected(EBADMSG);
+    return MNL_CB_ERROR;
+  }
+  return MNL_CB_OK;
+}
+
+}  // namespace
+
+size_t BuildIeeeGetRequest(std::string_view ifname, uint32_t seq, std::vector<char>& buf) {
+  if (ifname.empty() || ifname.size() >= IFNAMSIZ) return 0;
+  buf.assign(MNL_SOCKET_BUFFER_SIZE, '\0');
+  nlmsghdr* message = mnl_nlmsg_put_header(buf.data());
+  message->nlmsg_type = RTM_GETDCB;
+  message->nlmsg_flags = NLM_F_REQUEST;
+  message->nlmsg_seq = seq;
+  auto* dcb = static_cast<dcbmsg*>(mnl_nlmsg_put_extra_header(message, sizeof(dcbmsg)));
+  dcb->dcb_family = AF_UNSPEC;
+  dcb->cmd = DCB_CMD_IEEE_GET;
+  const std::string name(ifname);
+  mnl_attr_put_strz(message, DCB_ATTR_IFNAME, name.c_str());
+  return message->nlmsg_len;
+}
+
+std::expected<PfcConfig, int> ParseIeeeGetReply(const void* data, size_t len) {
+  ParseState state;
+  errno = 0;
+  if (mnl_cb_run(data, len, 0, 0, OnMessage, &state) < 0) {
+    if (!state.result && state.result.error() == EBADMSG) return state.result;
+    // An NLMSG_ERROR reply: libmnl sets errno to the kernel's error (EOPNOTSUPP, ENODEV...).
+    return std::unexpected(errno != 0 ? errno : EBADMSG);
+  }
+  return state.result;
+}
+
+std::expected<DcbNetlink, int> DcbNetlink::Open() {
+  mnl_socket* socket = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+  if (socket == nullptr) return std::unexpected(errno);
+  if (mnl_socket_bind(socket, 0, MNL_SOCKET_AUTOPID) < 0) {
+    const int err = errno;
+    mnl_socket_close(socket);
+    return std::unexpected(err);
+  }
+  // A scrape must never hang on a netlink reply that does not come.
+  const timeval timeout{.tv_sec = 1, .tv_usec = 0};
+  setsockopt(mnl_socket_get_fd(socket), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return DcbNetlink(socket);
+}
+
+DcbNetlink::DcbNetlink(DcbNetlink&& other) noexcept
+    : socket_(std::exchange(other.socket_, nullptr)), seq_(other.seq_) {}
+
+DcbNetlink::~DcbNetlink() {
+  if (socket_ != nullptr) mnl_socket_close(socket_);
+}
+
+std::expected<PfcConfig, int> DcbNetlink::QueryPfc(std::string_view ifname) {
+  std::vector<char> request;
+  const uint32_t seq = seq_++;
+  const size_t len = BuildIeeeGetRequest(ifname, seq, request);
+  if (len == 0) return std::unexpected(EINVAL);
+  if (mnl_socket_sendto(socket_, request.data(), len) < 0) return std::unexpected(errno);
+  std::vector<char> reply(kReplyBufferBytes);
+  for (;;) {
+    const ssize_t n = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
+    if (n < 0) return std::unexpected(errno);
+    const auto* header = reinterpret_cast<const nlmsghdr*>(reply.data());
+    // Skip stale replies to an earlier request that timed out.
+    if (static_cast<size_t>(n) >= sizeof(nlmsghdr) && header->nlmsg_seq != seq) continue;
+    return ParseIeeeGetReply(reply.data(), static_cast<size_t>(n));
+  }
+}
+
+}  // namespace rdmascope::sys

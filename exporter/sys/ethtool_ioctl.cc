@@ -1,0 +1,164 @@
+#include "sys/ethtool_ioctl.h"
+
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace rdmascope::sys {
+namespace {
+
+// The number of stats can change between our calls (a driver reconfigured with
+// `ethtool -L`), and the kernel writes as many strings/values as the driver reports *now*,
+// ignoring the length we pass. A buffer followed by a PROT_NONE guard page turns such an
+// overrun into EFAULT from copy_to_user instead of heap corruption; we then retry.
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(size_t bytes) {
+    const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    usable_ = (bytes + page - 1) / page * page;
+    void* p = ::mmap(nullptr, usable_ + page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return;
+    base_ = static_cast<char*>(p);
+    total_ = usable_ + page;
+    ::mprotect(base_ + usable_, page, PROT_NONE);
+  }
+  ~GuardedBuffer() {
+    if (base_ != nullptr) ::munmap(base_, total_);
+  }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+
+  char* data() const { return base_; }
+  size_t size() const { return usable_; }
+
+ private:
+  char* base_ = nullptr;
+  size_t usable_ = 0;
+  size_t total_ = 0;
+};
+
+constexpr int kMaxAttempts = 3;
+// Slack beyond the announced count so that a modest growth still fits and can be detected.
+constexpr uint32_t kSlackEntries = 64;
+// No driver has anywhere near this many stats; a larger count is treated as corrupt.
+constexpr uint32_t kMaxStats = 1 << 20;
+
+std::string FixedString(const char* data, size_t max) { return std::string(data, strnlen(data, max)); }
+
+}  // namespace
+
+std::expected<Ethtool, int> Ethtool::Open() {
+  int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::unexpected(errno);
+  return Ethtool(fd);
+}
+
+Ethtool::Ethtool(Ethtool&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+Ethtool::~Ethtool() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int Ethtool::Ioctl(std::string_view ifname, void* command) const {
+  if (ifname.empty() || ifname.size() >= IFNAMSIZ) return EINVAL;
+  ifreq request{};
+  std::memcpy(request.ifr_name, ifname.data(), ifname.size());
+  request.ifr_data = static_cast<char*>(command);
+  if (::ioctl(fd_, SIOCETHTOOL, &request) < 0) return errno;
+  return 0;
+}
+
+std::expected<DriverInfo, int> Ethtool::GetDriverInfo(std::string_view ifname) const {
+  ethtool_drvinfo info{};
+  info.cmd = ETHTOOL_GDRVINFO;
+  if (const int err = Ioctl(ifname, &info); err != 0) return std::unexpected(err);
+  return DriverInfo{
+      .driver = FixedString(info.driver, sizeof info.driver),
+      .version = FixedString(info.version, sizeof info.version),
+      .firmware_version = FixedString(info.fw_version, sizeof info.fw_version),
+      .bus_info = FixedString(info.bus_info, sizeof info.bus_info),
+  };
+}
+
+std::expected<uint32_t, int> Ethtool::StatsCount(std::string_view ifname) const {
+  // ethtool_sset_info ends in a flexible array that receives one u32 per requested set.
+  alignas(ethtool_sset_info) char buffer[sizeof(ethtool_sset_info) + sizeof(uint32_t)] = {};
+  auto* info = reinterpret_cast<ethtool_sset_info*>(buffer);
+  info->cmd = ETHTOOL_GSSET_INFO;
+  info->sset_mask = 1ULL << ETH_SS_STATS;
+  if (const int err = Ioctl(ifname, info); err != 0) return std::unexpected(err);
+  if ((info->sset_mask & (1ULL << ETH_SS_STATS)) == 0) return std::unexpected(EOPNOTSUPP);
+  uint32_t count;
+  std::memcpy(&count, buffer + sizeof(ethtool_sset_info), sizeof count);
+  if (count > kMaxStats) return std::unexpected(EOVERFLOW);
+  return count;
+}
+
+std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) const {
+  int last_error = EAGAIN;
+  for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    const auto count = StatsCount(ifname);
+    if (!count) return std::unexpected(count.error());
+    if (*count == 0) return EthtoolStats{};
+    const uint32_t capacity = *count + kSlackEntries;
+
+    GuardedBuffer strings(sizeof(ethtool_gstrings) + size_t{capacity} * ETH_GSTRING_LEN);
+    GuardedBuffer values(sizeof(ethtool_stats) + size_t{capacity} * sizeof(uint64_t));
+    if (strings.data() == nullptr || values.data() == nullptr) return std::unexpected(ENOMEM);
+
+    auto* gstrings = reinterpret_cast<ethtool_gstrings*>(strings.data());
+    gstrings->cmd = ETHTOOL_GSTRINGS;
+    gstrings->string_set = ETH_SS_STATS;
+    gstrings->len = *count;
+    if (const int err = Ioctl(ifname, gstrings); err != 0) {
+      if (err != EFAULT) return std::unexpected(err);
+      last_error = err;  // grew beyond the slack: retry with the new count
+      continue;
+    }
+    auto* gstats = reinterpret_cast<ethtool_stats*>(values.data());
+    gstats->cmd = ETHTOOL_GSTATS;
+    gstats->n_stats = *count;
+    if (const int err = Ioctl(ifname, gstats); err != 0) {
+      if (err != EFAULT) return std::unexpected(err);
+      last_error = err;
+      continue;
+    }
+    // Names and values must come from the same configuration: if either count moved,
+    // the pairing is unknowable, so read again.
+    if (gstrings->len != *count || gstats->n_stats != *count) {
+      last_error = EAGAIN;
+      continue;
+    }
+    EthtoolStats stats;
+    stats.reserve(*count);
+    for (uint32_t i = 0; i < *count; ++i) {
+      const char* name = reinterpret_cast<const char*>(gstrings->data) + size_t{i} * ETH_GSTRING_LEN;
+      stats.emplace_back(FixedString(name, ETH_GSTRING_LEN), gstats->data[i]);
+    }
+    return stats;
+  }
+  return std::unexpected(last_error);
+}
+
+std::expected<CoalesceSettings, int> Ethtool::GetCoalesce(std::string_view ifname) const {
+  ethtool_coalesce coalesce{};
+  coalesce.cmd = ETHTOOL_GCOALESCE;
+  if (const int err = Ioctl(ifname, &coalesce); err != 0) return std::unexpected(err);
+  return CoalesceSettings{
+      .rx_usecs = coalesce.rx_coalesce_usecs,
+      .tx_usecs = coalesce.tx_coalesce_usecs,
+      .adaptive_rx = coalesce.use_adaptive_rx_coalesce != 0,
+      .adaptive_tx = coalesce.use_adaptive_tx_coalesce != 0,
+  };
+}
+
+}  // namespace rdmascope::sys

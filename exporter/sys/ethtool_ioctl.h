@@ -1,0 +1,53 @@
+// The SIOCETHTOOL ioctl interface: what `ethtool -i`, `ethtool -S` and `ethtool -c` read,
+// without running ethtool. One Ethtool object wraps one socket in the caller's network
+// namespace; create one per scrape.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rdmascope::sys {
+
+struct DriverInfo {
+  std::string driver;
+  std::string version;
+  std::string firmware_version;
+  std::string bus_info;
+};
+
+struct CoalesceSettings {
+  uint32_t rx_usecs = 0;
+  uint32_t tx_usecs = 0;
+  bool adaptive_rx = false;
+  bool adaptive_tx = false;
+};
+
+// (name, value) in the driver's order, as `ethtool -S` prints them.
+using EthtoolStats = std::vector<std::pair<std::string, uint64_t>>;
+
+// Errors are errno values (ENODEV: the device vanished; EOPNOTSUPP: driver lacks the op).
+class Ethtool {
+ public:
+  static std::expected<Ethtool, int> Open();
+  Ethtool(Ethtool&& other) noexcept;
+  Ethtool& operator=(Ethtool&&) = delete;
+  Ethtool(const Ethtool&) = delete;
+  ~Ethtool();
+
+  std::expected<DriverInfo, int> GetDriverInfo(std::string_view ifname) const;
+  std::expected<EthtoolStats, int> GetStats(std::string_view ifname) const;
+  std::expected<CoalesceSettings, int> GetCoalesce(std::string_view ifname) const;
+
+ private:
+  explicit Ethtool(int fd) : fd_(fd) {}
+  int Ioctl(std::string_view ifname, void* command) const;
+  std::expected<uint32_t, int> StatsCount(std::string_view ifname) const;
+
+  int fd_;
+};
+
+}  // namespace rdmascope::sys

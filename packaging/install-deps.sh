@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs every Debian (bookworm) package that rdmascope needs to build, run and test.
+# Idempotent: re-running it on a prepared machine only checks. Must run as root.
+#
+#   packaging/install-deps.sh            build + run + all test tiers + benchmarks
+#   packaging/install-deps.sh --build    only what building and running needs
+set -euo pipefail
+
+build_pkgs=(
+  build-essential cmake pkg-config
+  libibverbs-dev ibverbs-providers       # rdma-core: ibv_query_port for active/max MTU
+  prometheus-cpp-dev libcivetweb-dev     # pull exposer on CivetWeb
+  libcli11-dev                           # command-line flags
+  libmnl-dev                             # netlink (DCB/PFC today, RDMA netlink next)
+  libbpf-dev bpftool clang llvm          # CO-RE eBPF probes
+  libpfm4-dev libdw-dev libelf-dev       # perf event encoding, ELF/DWARF symbolisation
+  zlib1g-dev
+)
+test_pkgs=(
+  libgtest-dev libgmock-dev              # unit tests
+  prometheus                             # promtool check metrics / test rules
+  ethtool iproute2                       # host tier: veth in netns, compare with ethtool -S
+  curl procps python3
+  prometheus-node-exporter hyperfine wrk # benchmarks side by side
+  qemu-system-x86 busybox-static cpio    # soft-RoCE lab tier
+  ibverbs-utils perftest rdma-core
+)
+
+pkgs=("${build_pkgs[@]}")
+[[ "${1:-}" == "--build" ]] || pkgs+=("${test_pkgs[@]}")
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "install-deps: run as root (apt-get install)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# The Debian packages of prometheus and node-exporter start services on install; we do not
+# want them running (ports 9090/9100), tests start their own instances.
+printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d.rdmascope
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+  cp /usr/sbin/policy-rc.d.rdmascope /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+rm -f /usr/sbin/policy-rc.d.rdmascope
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
