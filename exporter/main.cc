@@ -1,7 +1,6 @@
 // rdmascope: RDMA observability exporter and profiler.
 //   rdmascope serve   run the Prometheus exporter
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <exception>
 

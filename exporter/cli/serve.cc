@@ -56,8 +56,8 @@ int RunServe(const ServeConfig& config) {
   }
   LogHostInventory(config);
 
-  auto runner = std::make_shared<CollectorRunner>(
-      std::move(collectors), BuildInfo{kVersion, kRevision}, config.procfs);
+  auto runner = std::make_shared<CollectorRunner>(std::move(collectors),
+                                                  BuildInfo{kVersion, kRevision}, config.procfs);
   HttpServer server(config.web, runner);
   log::Info("listening", {{"address", config.web.listen_address},
                           {"port", std::to_string(server.port())},

@@ -19,34 +19,40 @@ void CheckRegex(const std::string& flag, const std::string& pattern) {
 
 void AddDeviceFilters(CLI::App& serve, const std::string& collector, std::string& include,
                       std::string& exclude) {
-  serve.add_option("--collector." + collector + ".device-include", include,
-                   "Regex of device names to collect (whole-name match; default all)")
+  serve
+      .add_option("--collector." + collector + ".device-include", include,
+                  "Regex of device names to collect (whole-name match; default all)")
       ->group("Collector " + collector);
-  serve.add_option("--collector." + collector + ".device-exclude", exclude,
-                   "Regex of device names to skip (whole-name match)")
+  serve
+      .add_option("--collector." + collector + ".device-exclude", exclude,
+                  "Regex of device names to skip (whole-name match)")
       ->group("Collector " + collector);
 }
 
 }  // namespace
 
 void AddServeFlags(CLI::App& serve, ServeConfig& config) {
-  serve.add_option("--web.listen-address", config.web.listen_address,
-                   "Address to listen on, [host]:port; port 0 picks a free port")
+  serve
+      .add_option("--web.listen-address", config.web.listen_address,
+                  "Address to listen on, [host]:port; port 0 picks a free port")
       ->capture_default_str()
       ->group("Web");
-  serve.add_option("--web.telemetry-path", config.web.telemetry_path,
-                   "Path under which to expose metrics")
+  serve
+      .add_option("--web.telemetry-path", config.web.telemetry_path,
+                  "Path under which to expose metrics")
       ->capture_default_str()
       ->check([](const std::string& path) {
-        return path.size() > 1 && path.front() == '/' ? std::string()
-                                                       : std::string("must start with / and not be /");
+        return path.size() > 1 && path.front() == '/'
+                   ? std::string()
+                   : std::string("must start with / and not be /");
       })
       ->group("Web");
   serve.add_option("--web.threads", config.web.threads, "HTTP worker threads")
       ->capture_default_str()
       ->check(CLI::Range(1, 64))
       ->group("Web");
-  serve.add_option("--path.sysfs", config.sysfs, "sysfs mount point (e.g. /host/sys in a container)")
+  serve
+      .add_option("--path.sysfs", config.sysfs, "sysfs mount point (e.g. /host/sys in a container)")
       ->capture_default_str()
       ->group("Paths");
   serve.add_option("--path.procfs", config.procfs, "procfs mount point")
@@ -61,22 +67,23 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->group("Logging");
 
   static bool disable_defaults = false;
-  serve.add_flag("--collector.disable-defaults", disable_defaults,
-                 "Disable every collector not enabled explicitly with --collector.NAME")
+  serve
+      .add_flag("--collector.disable-defaults", disable_defaults,
+                "Disable every collector not enabled explicitly with --collector.NAME")
       ->group("Collectors");
   for (const CollectorEntry& entry : AllCollectors()) {
     const std::string name(entry.name);
     config.collector_enabled[name] = entry.enabled_by_default;
     serve
         .add_flag_callback(
-            "--collector." + name,
-            [&config, name] { config.collector_enabled[name] = true; },
-            std::string(entry.help) + (entry.enabled_by_default ? " (default on)" : " (default off)"))
+            "--collector." + name, [&config, name] { config.collector_enabled[name] = true; },
+            std::string(entry.help) +
+                (entry.enabled_by_default ? " (default on)" : " (default off)"))
         ->group("Collectors");
     serve
-        .add_flag_callback("--no-collector." + name,
-                           [&config, name] { config.collector_enabled[name] = false; },
-                           "Disable the " + name + " collector")
+        .add_flag_callback(
+            "--no-collector." + name, [&config, name] { config.collector_enabled[name] = false; },
+            "Disable the " + name + " collector")
         ->group("Collectors");
   }
   serve.parse_complete_callback([&serve, &config] {
@@ -88,12 +95,14 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
   });
 
   AddDeviceFilters(serve, "ethtool", config.ethtool.device_include, config.ethtool.device_exclude);
-  serve.add_option("--collector.ethtool.stat-include", config.ethtool.stat_include,
-                   "Regex of raw `ethtool -S` stat names to export (whole-name match; default "
-                   "all). Normalised counters are computed from all stats regardless.")
+  serve
+      .add_option("--collector.ethtool.stat-include", config.ethtool.stat_include,
+                  "Regex of raw `ethtool -S` stat names to export (whole-name match; default "
+                  "all). Normalised counters are computed from all stats regardless.")
       ->group("Collector ethtool");
-  serve.add_option("--collector.ethtool.stat-exclude", config.ethtool.stat_exclude,
-                   "Regex of raw stat names not to export")
+  serve
+      .add_option("--collector.ethtool.stat-exclude", config.ethtool.stat_exclude,
+                  "Regex of raw stat names not to export")
       ->group("Collector ethtool");
   serve
       .add_option_function<std::string>(
@@ -108,8 +117,9 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::IsMember({"raw", "label", "sum"}))
       ->default_str("raw")
       ->group("Collector ethtool");
-  serve.add_flag("--collector.ethtool.pfc,!--no-collector.ethtool.pfc", config.ethtool.pfc,
-                 "Query DCB netlink for the PFC configuration (default on)")
+  serve
+      .add_flag("--collector.ethtool.pfc,!--no-collector.ethtool.pfc", config.ethtool.pfc,
+                "Query DCB netlink for the PFC configuration (default on)")
       ->group("Collector ethtool");
   AddDeviceFilters(serve, "rdma", config.rdma.device_include, config.rdma.device_exclude);
 }
@@ -124,8 +134,8 @@ void ValidateServeConfig(const ServeConfig& config) {
   if (const auto port = ToCivetListeningPort(config.web.listen_address); !port) {
     throw CLI::ValidationError("--web.listen-address", port.error());
   }
-  for (const auto& [flag, path] : {std::pair{"--path.sysfs", config.sysfs},
-                                   std::pair{"--path.procfs", config.procfs}}) {
+  for (const auto& [flag, path] :
+       {std::pair{"--path.sysfs", config.sysfs}, std::pair{"--path.procfs", config.procfs}}) {
     std::error_code ec;
     if (!std::filesystem::is_directory(path, ec)) {
       throw CLI::ValidationError(flag, "not a directory: " + path.string());

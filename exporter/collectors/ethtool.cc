@@ -38,8 +38,8 @@ constexpr MetricDesc kPauseStorm{"rdma_netdev_pause_storm_events_total",
                                  "Pause-storm detections by the NIC (device stalled sending "
                                  "pause frames), by level.",
                                  MetricType::Counter};
-constexpr MetricDesc kInfo{"rdma_netdev_info",
-                           "Network interface identity from ETHTOOL_GDRVINFO.", MetricType::Gauge};
+constexpr MetricDesc kInfo{"rdma_netdev_info", "Network interface identity from ETHTOOL_GDRVINFO.",
+                           MetricType::Gauge};
 constexpr MetricDesc kMtu{"rdma_netdev_mtu_bytes", "Interface MTU in bytes.", MetricType::Gauge};
 constexpr MetricDesc kCoalesceUsecs{"rdma_netdev_coalesce_usecs",
                                     "Interrupt coalescing delay (rx-usecs/tx-usecs) in "
@@ -58,11 +58,16 @@ constexpr MetricDesc kPfcEnabled{"rdma_netdev_pfc_enabled",
 
 const MetricDesc& DescFor(names::Kind kind) {
   switch (kind) {
-    case names::Kind::kCrcErrors: return kCrc;
-    case names::Kind::kSymbolErrors: return kSymbol;
-    case names::Kind::kDiscards: return kDiscards;
-    case names::Kind::kPauseFrames: return kPause;
-    case names::Kind::kPauseStormEvents: return kPauseStorm;
+    case names::Kind::kCrcErrors:
+      return kCrc;
+    case names::Kind::kSymbolErrors:
+      return kSymbol;
+    case names::Kind::kDiscards:
+      return kDiscards;
+    case names::Kind::kPauseFrames:
+      return kPause;
+    case names::Kind::kPauseStormEvents:
+      return kPauseStorm;
   }
   return kCrc;
 }
@@ -101,8 +106,8 @@ void MapStats(const NetdevSnapshot& dev, const NameFilter& filter, QueueStatsMod
     if (mode != QueueStatsMode::kRaw) {
       if (auto queue = names::SplitQueueStat(stat)) {
         if (mode == QueueStatsMode::kLabel) {
-          out.Add(kQueueStat, {{"device", dev.name}, {"queue", queue->queue},
-                               {"stat", queue->stat}},
+          out.Add(kQueueStat,
+                  {{"device", dev.name}, {"queue", queue->queue}, {"stat", queue->stat}},
                   static_cast<double>(value));
         } else {
           sums[queue->stat] += value;
@@ -119,10 +124,12 @@ void MapStats(const NetdevSnapshot& dev, const NameFilter& filter, QueueStatsMod
 
 void MapConfig(const NetdevSnapshot& dev, MetricSet& out) {
   if (dev.driver) {
-    out.Add(kInfo, {{"device", dev.name}, {"driver", dev.driver->driver},
-                    {"driver_version", dev.driver->version},
-                    {"firmware_version", dev.driver->firmware_version},
-                    {"bus_info", dev.driver->bus_info}},
+    out.Add(kInfo,
+            {{"device", dev.name},
+             {"driver", dev.driver->driver},
+             {"driver_version", dev.driver->version},
+             {"firmware_version", dev.driver->firmware_version},
+             {"bus_info", dev.driver->bus_info}},
             1);
   }
   if (dev.mtu) out.Add(kMtu, {{"device", dev.name}}, static_cast<double>(*dev.mtu));

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "collectors/netdev_source.h"
 #include "core/collector.h"
 #include "core/name_filter.h"
-#include "collectors/netdev_source.h"
 
 namespace rdmascope {
 

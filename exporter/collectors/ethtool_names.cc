@@ -27,8 +27,8 @@ std::optional<std::string_view> Between(std::string_view name, std::string_view 
 
 // Leading "<word><digits>_" as used by mlx5 channels: rx3_, tx12_, ch0_, xdpsq1_...
 std::optional<QueueStat> SplitMlx5(std::string_view name) {
-  static constexpr std::array<std::string_view, 6> kPrefixes{"rx", "tx", "ch", "xdpsq", "xsksq",
-                                                              "ptp"};
+  static constexpr std::array<std::string_view, 6> kPrefixes{"rx",    "tx",    "ch",
+                                                             "xdpsq", "xsksq", "ptp"};
   for (const std::string_view prefix : kPrefixes) {
     if (!name.starts_with(prefix)) continue;
     size_t i = prefix.size();
@@ -58,27 +58,27 @@ struct ExactName {
 
 // Documented driver names (kernel sources: mlx5 en_stats.c, ice/i40e ethtool, bnxt_ethtool.c).
 constexpr std::array<ExactName, 24> kExact{{
-    {"rx_crc_errors_phy", Kind::kCrcErrors, "", "", "", 0},          // mlx5
-    {"rx_crc_errors.nic", Kind::kCrcErrors, "", "", "", 0},          // ice
-    {"port.rx_crc_errors", Kind::kCrcErrors, "", "", "", 0},         // i40e
-    {"rx_fcs_err_frames", Kind::kCrcErrors, "", "", "", 0},          // bnxt_en
-    {"rx_crc_errors", Kind::kCrcErrors, "", "", "", 1},              // igb, ixgbe, ...
-    {"rx_symbol_err_phy", Kind::kSymbolErrors, "", "", "", 0},       // mlx5
-    {"rx_discards_phy", Kind::kDiscards, "rx", "", "", 0},           // mlx5
-    {"tx_discards_phy", Kind::kDiscards, "tx", "", "", 0},           // mlx5
-    {"rx_dropped.nic", Kind::kDiscards, "rx", "", "", 0},            // ice
-    {"port.rx_dropped", Kind::kDiscards, "rx", "", "", 0},           // i40e
-    {"rx_total_discard_pkts", Kind::kDiscards, "rx", "", "", 0},     // bnxt_en
-    {"tx_total_discard_pkts", Kind::kDiscards, "tx", "", "", 0},     // bnxt_en
+    {"rx_crc_errors_phy", Kind::kCrcErrors, "", "", "", 0},            // mlx5
+    {"rx_crc_errors.nic", Kind::kCrcErrors, "", "", "", 0},            // ice
+    {"port.rx_crc_errors", Kind::kCrcErrors, "", "", "", 0},           // i40e
+    {"rx_fcs_err_frames", Kind::kCrcErrors, "", "", "", 0},            // bnxt_en
+    {"rx_crc_errors", Kind::kCrcErrors, "", "", "", 1},                // igb, ixgbe, ...
+    {"rx_symbol_err_phy", Kind::kSymbolErrors, "", "", "", 0},         // mlx5
+    {"rx_discards_phy", Kind::kDiscards, "rx", "", "", 0},             // mlx5
+    {"tx_discards_phy", Kind::kDiscards, "tx", "", "", 0},             // mlx5
+    {"rx_dropped.nic", Kind::kDiscards, "rx", "", "", 0},              // ice
+    {"port.rx_dropped", Kind::kDiscards, "rx", "", "", 0},             // i40e
+    {"rx_total_discard_pkts", Kind::kDiscards, "rx", "", "", 0},       // bnxt_en
+    {"tx_total_discard_pkts", Kind::kDiscards, "tx", "", "", 0},       // bnxt_en
     {"rx_pause_ctrl_phy", Kind::kPauseFrames, "rx", "global", "", 0},  // mlx5 (802.3 MAC ctrl)
     {"tx_pause_ctrl_phy", Kind::kPauseFrames, "tx", "global", "", 0},
-    {"rx_global_pause", Kind::kPauseFrames, "rx", "global", "", 1},    // mlx5 per-prio group
+    {"rx_global_pause", Kind::kPauseFrames, "rx", "global", "", 1},  // mlx5 per-prio group
     {"tx_global_pause", Kind::kPauseFrames, "tx", "global", "", 1},
-    {"link_xoff_rx.nic", Kind::kPauseFrames, "rx", "global", "", 0},   // ice
+    {"link_xoff_rx.nic", Kind::kPauseFrames, "rx", "global", "", 0},  // ice
     {"link_xoff_tx.nic", Kind::kPauseFrames, "tx", "global", "", 0},
     {"port.link_xoff_rx", Kind::kPauseFrames, "rx", "global", "", 0},  // i40e
     {"port.link_xoff_tx", Kind::kPauseFrames, "tx", "global", "", 0},
-    {"rx_pause_frames", Kind::kPauseFrames, "rx", "global", "", 0},    // bnxt_en
+    {"rx_pause_frames", Kind::kPauseFrames, "rx", "global", "", 0},  // bnxt_en
     {"tx_pause_frames", Kind::kPauseFrames, "tx", "global", "", 0},
     {"tx_pause_storm_warning_events", Kind::kPauseStormEvents, "", "", "warning", 0},  // mlx5
     {"tx_pause_storm_error_events", Kind::kPauseStormEvents, "", "", "error", 0},

@@ -16,8 +16,8 @@ template <typename T>
 std::optional<T> Keep(std::expected<T, int> result, const std::string& device, const char* what) {
   if (result) return std::move(*result);
   if (!IsUnsupported(result.error())) {
-    log::Debug("netdev query failed", {{"device", device}, {"query", what},
-                                       {"err", std::strerror(result.error())}});
+    log::Debug("netdev query failed",
+               {{"device", device}, {"query", what}, {"err", std::strerror(result.error())}});
   }
   return std::nullopt;
 }

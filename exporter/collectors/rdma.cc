@@ -19,14 +19,13 @@ constexpr MetricDesc kPortState{"rdma_port_state",
                                 "5 ACTIVE_DEFER).",
                                 MetricType::Gauge};
 constexpr MetricDesc kPortPhysState{"rdma_port_physical_state",
-                                    "Port physical state number (5 = LinkUp).",
-                                    MetricType::Gauge};
+                                    "Port physical state number (5 = LinkUp).", MetricType::Gauge};
 constexpr MetricDesc kPortRate{"rdma_port_rate_bytes_per_second",
                                "Port signalling rate in bytes per second.", MetricType::Gauge};
 constexpr MetricDesc kHwCounter{"rdma_port_hw_counter_total",
                                 "A driver hw_counters file, raw name in `counter`.",
                                 MetricType::Counter};
-constexpr MetricDesc kPortCounter{"rdma_port_counter_total",
+constexpr MetricDesc kPortCounter{"rdma_port_stat_total",
                                   "A standard port counters/ file not curated below, raw name in "
                                   "`counter`.",
                                   MetricType::Counter};
@@ -34,8 +33,7 @@ constexpr MetricDesc kGidInfo{"rdma_port_gid_info",
                               "A populated GID table entry with its RoCE type and netdev.",
                               MetricType::Gauge};
 constexpr MetricDesc kActiveMtu{"rdma_port_active_mtu_bytes",
-                                "Active path MTU of the port (ibv_query_port).",
-                                MetricType::Gauge};
+                                "Active path MTU of the port (ibv_query_port).", MetricType::Gauge};
 constexpr MetricDesc kMaxMtu{"rdma_port_max_mtu_bytes",
                              "Largest MTU the port supports (ibv_query_port).", MetricType::Gauge};
 
@@ -98,9 +96,13 @@ const CuratedCounter* FindCurated(std::string_view file) {
 void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
   const std::string number = std::to_string(port.number);
   const std::initializer_list<Label> key{{"device", device.name}, {"port", number}};
-  out.Add(kPortInfo, {{"device", device.name}, {"port", number}, {"link_layer", port.link_layer},
-                      {"state", port.state_name}, {"phys_state", port.phys_state_name},
-                      {"netdev", port.netdev}},
+  out.Add(kPortInfo,
+          {{"device", device.name},
+           {"port", number},
+           {"link_layer", port.link_layer},
+           {"state", port.state_name},
+           {"phys_state", port.phys_state_name},
+           {"netdev", port.netdev}},
           1);
   if (port.state) out.Add(kPortState, key, *port.state);
   if (port.phys_state) out.Add(kPortPhysState, key, *port.phys_state);
@@ -123,8 +125,13 @@ void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
   }
   for (const RdmaGid& gid : port.gids) {
     const std::string index = std::to_string(gid.index);
-    out.Add(kGidInfo, {{"device", device.name}, {"port", number}, {"index", index},
-                       {"gid", gid.gid}, {"type", gid.type}, {"netdev", gid.netdev}},
+    out.Add(kGidInfo,
+            {{"device", device.name},
+             {"port", number},
+             {"index", index},
+             {"gid", gid.gid},
+             {"type", gid.type},
+             {"netdev", gid.netdev}},
             1);
   }
 }
@@ -133,9 +140,13 @@ void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
 
 void MapRdmaDevices(const std::vector<RdmaDevice>& devices, MetricSet& out) {
   for (const RdmaDevice& device : devices) {
-    out.Add(kDeviceInfo, {{"device", device.name}, {"node_type", device.node_type},
-                          {"fw_ver", device.fw_ver}, {"board_id", device.board_id},
-                          {"hca_type", device.hca_type}, {"node_guid", device.node_guid}},
+    out.Add(kDeviceInfo,
+            {{"device", device.name},
+             {"node_type", device.node_type},
+             {"fw_ver", device.fw_ver},
+             {"board_id", device.board_id},
+             {"hca_type", device.hca_type},
+             {"node_guid", device.node_guid}},
             1);
     if (device.numa_node) {
       out.Add(kDeviceNuma, {{"device", device.name}}, static_cast<double>(*device.numa_node));
@@ -169,8 +180,8 @@ CollectResult RdmaCollector::Collect(MetricSet& out) const {
   MapRdmaDevices(devices, out);
   size_t ports = 0;
   for (const auto& device : devices) ports += device.ports.size();
-  return {.detail = std::to_string(devices.size()) + " devices, " + std::to_string(ports) +
-                    " ports"};
+  return {.detail =
+              std::to_string(devices.size()) + " devices, " + std::to_string(ports) + " ports"};
 }
 
 }  // namespace rdmascope

@@ -27,17 +27,17 @@ struct PortMtu {
 
 struct RdmaPort {
   uint32_t number = 0;
-  std::optional<uint32_t> state;        // 4 = ACTIVE
-  std::string state_name;               // "ACTIVE"
-  std::optional<uint32_t> phys_state;   // 5 = LinkUp
-  std::string phys_state_name;          // "LinkUp"
+  std::optional<uint32_t> state;       // 4 = ACTIVE
+  std::string state_name;              // "ACTIVE"
+  std::optional<uint32_t> phys_state;  // 5 = LinkUp
+  std::string phys_state_name;         // "LinkUp"
   std::optional<double> rate_bytes_per_second;
-  std::string link_layer;               // "InfiniBand", "Ethernet"
-  std::string netdev;                   // the netdev behind GID 0 (RoCE), empty on IB
+  std::string link_layer;  // "InfiniBand", "Ethernet"
+  std::string netdev;      // the netdev behind GID 0 (RoCE), empty on IB
   std::vector<std::pair<std::string, uint64_t>> counters;     // counters/, sorted by name
   std::vector<std::pair<std::string, uint64_t>> hw_counters;  // hw_counters/, without lifespan
-  std::vector<RdmaGid> gids;            // non-zero entries only
-  std::optional<PortMtu> mtu;           // from libibverbs, filled by the collector
+  std::vector<RdmaGid> gids;                                  // non-zero entries only
+  std::optional<PortMtu> mtu;  // from libibverbs, filled by the collector
 };
 
 struct RdmaDevice {

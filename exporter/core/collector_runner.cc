@@ -34,10 +34,14 @@ constexpr MetricDesc kBuildInfo{"rdmascope_build_info",
 
 const char* HealthName(CollectorHealth health) {
   switch (health) {
-    case CollectorHealth::kNeverRun: return "not run yet";
-    case CollectorHealth::kOk: return "ok";
-    case CollectorHealth::kNoData: return "no data";
-    case CollectorHealth::kFailed: return "failed";
+    case CollectorHealth::kNeverRun:
+      return "not run yet";
+    case CollectorHealth::kOk:
+      return "ok";
+    case CollectorHealth::kNoData:
+      return "no data";
+    case CollectorHealth::kFailed:
+      return "failed";
   }
   return "unknown";
 }
@@ -80,25 +84,26 @@ std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
     CollectorState state = RunOne(entry, out);
     duplicates_dropped_[i] += out.dropped_duplicates();
     state.series = out.sample_count();
-    if (state.health == CollectorHealth::kFailed) {
+    if (state.health != CollectorHealth::kFailed) {
       // A failed collector contributes no partial data: half a device is worse than none.
-      log::Error("collector failed", {{"collector", entry.name}, {"err", state.detail}});
-    } else {
       auto produced = out.Take();
       std::move(produced.begin(), produced.end(), std::back_inserter(families));
     }
     {
       std::lock_guard lock(state_mutex_);
       CollectorState& previous = states_[i];
-      if (state.health != previous.health || state.detail != previous.detail) {
-        if (state.health == CollectorHealth::kNoData) {
-          log::Info("collector has nothing to collect", {{"collector", entry.name},
-                                                         {"reason", state.detail}});
-        } else {
-          log::Debug("collector state", {{"collector", entry.name},
-                                         {"state", HealthName(state.health)},
-                                         {"detail", state.detail}});
-        }
+      // Log transitions, not every scrape: a collector failing every 15 s must not flood.
+      const bool changed = state.health != previous.health || state.detail != previous.detail;
+      const log::Level level = !changed                                      ? log::Level::kDebug
+                               : state.health == CollectorHealth::kFailed    ? log::Level::kError
+                               : state.health == CollectorHealth::kNoData    ? log::Level::kInfo
+                               : previous.health == CollectorHealth::kFailed ? log::Level::kInfo
+                                                                             : log::Level::kDebug;
+      if (log::Enabled(level)) {
+        log::Write(level, "collector state",
+                   {{"collector", entry.name},
+                    {"state", HealthName(state.health)},
+                    {"detail", state.detail}});
       }
       previous = state;
     }

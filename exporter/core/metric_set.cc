@@ -11,10 +11,14 @@ size_t ValidSequenceLength(std::string_view in, size_t i) {
   const auto c = static_cast<unsigned char>(in[i]);
   size_t len = 0;
   if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) len = 2;
-  else if (c >= 0xE0 && c <= 0xEF) len = 3;
-  else if (c >= 0xF0 && c <= 0xF4) len = 4;
-  else return 0;
+  if (c >= 0xC2 && c <= 0xDF)
+    len = 2;
+  else if (c >= 0xE0 && c <= 0xEF)
+    len = 3;
+  else if (c >= 0xF0 && c <= 0xF4)
+    len = 4;
+  else
+    return 0;
   if (i + len > in.size()) return 0;
   for (size_t k = 1; k < len; ++k) {
     if (!IsContinuation(static_cast<unsigned char>(in[i + k]))) return 0;
@@ -84,9 +88,15 @@ bool MetricSet::AddImpl(const MetricDesc& desc, const LabelRange& labels, double
     return false;
   }
   switch (desc.type) {
-    case prometheus::MetricType::Counter: metric.counter.value = value; break;
-    case prometheus::MetricType::Gauge: metric.gauge.value = value; break;
-    default: metric.untyped.value = value; break;
+    case prometheus::MetricType::Counter:
+      metric.counter.value = value;
+      break;
+    case prometheus::MetricType::Gauge:
+      metric.gauge.value = value;
+      break;
+    default:
+      metric.untyped.value = value;
+      break;
   }
   family.metric.push_back(std::move(metric));
   ++samples_;

@@ -26,12 +26,23 @@ std::string HtmlEscape(std::string_view text) {
   std::string out;
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -72,8 +83,7 @@ std::expected<std::string, std::string> ToCivetListeningPort(std::string_view ad
   int port = -1;
   const auto [end, ec] =
       std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 ||
-      port > 65535) {
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
     return std::unexpected("invalid port in listen address \"" + std::string(address) + "\"");
   }
   if (host.empty()) return std::string(port_text);
@@ -94,13 +104,14 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
       ".failed{color:#b00}.no-data{color:#777}</style></head><body>\n"
       "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
       HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
-      ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) + "\">Metrics</a></p>\n"
+      ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) +
+      "\">Metrics</a></p>\n"
       "<h2>Collectors</h2>\n<table><tr><th>collector</th><th>last status</th><th>detail</th>"
       "<th>series</th><th>duration</th></tr>\n";
   for (const CollectorState& state : runner.States()) {
-    const std::string css = state.health == CollectorHealth::kFailed    ? "failed"
+    const std::string css = state.health == CollectorHealth::kFailed   ? "failed"
                             : state.health == CollectorHealth::kNoData ? "no-data"
-                                                                        : "ok";
+                                                                       : "ok";
     char duration[32];
     std::snprintf(duration, sizeof duration, "%.3f ms", state.duration_seconds * 1e3);
     html += "<tr class=\"" + css + "\"><td>" + HtmlEscape(state.name) + "</td><td>" +
@@ -108,8 +119,9 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
             std::to_string(state.series) + "</td><td>" +
             (state.health == CollectorHealth::kNeverRun ? "" : duration) + "</td></tr>\n";
   }
-  html += "</table>\n<p>Status is that of the last scrape. Disabled collectors are not listed; "
-          "see <code>rdmascope serve --help</code>.</p>\n</body></html>\n";
+  html +=
+      "</table>\n<p>Status is that of the last scrape. Disabled collectors are not listed; "
+      "see <code>rdmascope serve --help</code>.</p>\n</body></html>\n";
   return html;
 }
 
@@ -125,10 +137,8 @@ HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunne
   callbacks.begin_request = &BeginRequest;
   // Bounded request time defends the few worker threads against slow or stalled clients.
   std::vector<std::string> civet_options{
-      "listening_ports", *port,
-      "num_threads", std::to_string(options.threads),
-      "request_timeout_ms", "10000",
-      "enable_keep_alive", "yes",
+      "listening_ports",       *port,   "num_threads",       std::to_string(options.threads),
+      "request_timeout_ms",    "10000", "enable_keep_alive", "yes",
       "keep_alive_timeout_ms", "60000",
   };
   try {

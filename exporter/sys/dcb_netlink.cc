@@ -54,8 +54,7 @@ int OnTopAttribute(const nlattr* attr, void* data) {
 
 int OnMessage(const nlmsghdr* message, void* data) {
   auto* state = static_cast<ParseState*>(data);
-  if (message->nlmsg_type != RTM_GETDCB ||
-      message->nlmsg_len < NLMSG_LENGTH(sizeof(dcbmsg))) {
+  if (message->nlmsg_type != RTM_GETDCB || message->nlmsg_len < NLMSG_LENGTH(sizeof(dcbmsg))) {
     state->result = std::unexpected(EBADMSG);
     return MNL_CB_ERROR;
   }

@@ -13,10 +13,10 @@ struct mnl_socket;
 namespace rdmascope::sys {
 
 struct PfcConfig {
-  uint8_t capability = 0;       // number of traffic classes that can do PFC
-  uint8_t enabled_mask = 0;     // bit N: PFC on priority N
-  uint64_t requests[8] = {};    // pause frames sent per priority (driver-provided)
-  uint64_t indications[8] = {}; // pause frames received per priority
+  uint8_t capability = 0;        // number of traffic classes that can do PFC
+  uint8_t enabled_mask = 0;      // bit N: PFC on priority N
+  uint64_t requests[8] = {};     // pause frames sent per priority (driver-provided)
+  uint64_t indications[8] = {};  // pause frames received per priority
 };
 
 // Builds the RTM_GETDCB request for one interface into buf; returns its length (0 if the

@@ -23,8 +23,8 @@ class GuardedBuffer {
   explicit GuardedBuffer(size_t bytes) {
     const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
     usable_ = (bytes + page - 1) / page * page;
-    void* p = ::mmap(nullptr, usable_ + page, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* p =
+        ::mmap(nullptr, usable_ + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return;
     base_ = static_cast<char*>(p);
     total_ = usable_ + page;
@@ -51,7 +51,9 @@ constexpr uint32_t kSlackEntries = 64;
 // No driver has anywhere near this many stats; a larger count is treated as corrupt.
 constexpr uint32_t kMaxStats = 1 << 20;
 
-std::string FixedString(const char* data, size_t max) { return std::string(data, strnlen(data, max)); }
+std::string FixedString(const char* data, size_t max) {
+  return std::string(data, strnlen(data, max));
+}
 
 }  // namespace
 
@@ -141,7 +143,8 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
     EthtoolStats stats;
     stats.reserve(*count);
     for (uint32_t i = 0; i < *count; ++i) {
-      const char* name = reinterpret_cast<const char*>(gstrings->data) + size_t{i} * ETH_GSTRING_LEN;
+      const char* name =
+          reinterpret_cast<const char*>(gstrings->data) + size_t{i} * ETH_GSTRING_LEN;
       stats.emplace_back(FixedString(name, ETH_GSTRING_LEN), gstats->data[i]);
     }
     return stats;

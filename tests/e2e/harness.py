@@ -1,0 +1,141 @@
+"""Shared helpers for tests that run the real rdmascope binary: start it on a free port,
+scrape it, parse the exposition, materialise fixture trees. Standard library only."""
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+SKIP = 77  # ctest SKIP_RETURN_CODE
+
+
+class Exporter:
+    """`rdmascope serve` on 127.0.0.1:<free port>, optionally inside a network namespace."""
+
+    def __init__(self, binary, args=(), netns=None, timeout=10):
+        self.log = tempfile.NamedTemporaryFile(prefix="rdmascope-log-", delete=False)
+        cmd = [binary, "serve", "--web.listen-address=127.0.0.1:0", *args]
+        if netns:
+            cmd = ["ip", "netns", "exec", netns, *cmd]
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        self.port = None
+        while time.monotonic() < deadline and self.port is None:
+            if self.proc.poll() is not None:
+                raise RuntimeError("exporter exited early:\n" + self.read_log())
+            match = re.search(r'msg=listening .* port=(\d+)', self.read_log())
+            if match:
+                self.port = int(match.group(1))
+            else:
+                time.sleep(0.05)
+        if self.port is None:
+            self.stop()
+            raise RuntimeError("exporter did not start listening:\n" + self.read_log())
+        self.netns = netns
+
+    def read_log(self):
+        with open(self.log.name, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def get(self, path="/metrics", timeout=10):
+        """Returns (status, body). In a netns the loopback is the namespace's own."""
+        url = f"http://127.0.0.1:{self.port}{path}"
+        if self.netns:
+            out = subprocess.run(
+                ["ip", "netns", "exec", self.netns, "curl", "-s", "-m", str(timeout),
+                 "-w", "\n%{http_code}", url],
+                capture_output=True, text=True, check=True)
+            body, _, status = out.stdout.rpartition("\n")
+            return int(status), body
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+
+    def metrics(self):
+        status, body = self.get()
+        if status != 200:
+            raise RuntimeError(f"scrape returned HTTP {status}")
+        return body
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        os.unlink(self.log.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text):
+    """{(name, frozenset(labels.items())): value} for every sample."""
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        if not match:
+            raise ValueError("unparseable exposition line: " + line)
+        labels = {}
+        if match.group(2):
+            for key, value in LABEL.findall(match.group(2)):
+                labels[key] = value.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        samples[(match.group(1), frozenset(labels.items()))] = float(match.group(3))
+    return samples
+
+
+def series(samples, name, **labels):
+    """Samples of one metric whose labels include `labels`: {frozenset: value}."""
+    want = set(labels.items())
+    return {key[1]: value for key, value in samples.items()
+            if key[0] == name and want <= set(key[1])}
+
+
+def materialise_tree(tree_file, root):
+    """Creates the files a tests/fixtures/sysfs/*.tree describes (see its header)."""
+    with open(tree_file, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            if " = " not in line and line.endswith("/"):
+                os.makedirs(os.path.join(root, line), exist_ok=True)
+                continue
+            if " = " in line:
+                rel, content = line.split(" = ", 1)
+            else:
+                rel, content = line[:-2], ""
+            path = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(content + "\n")
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def require_root_and_netns():
+    if os.geteuid() != 0:
+        print("SKIP: host tier needs root")
+        raise SystemExit(SKIP)
+    probe = subprocess.run(["ip", "netns", "add", "rdmascope-probe"], capture_output=True)
+    if probe.returncode != 0:
+        print("SKIP: cannot create network namespaces:", probe.stderr.decode().strip())
+        raise SystemExit(SKIP)
+    subprocess.run(["ip", "netns", "del", "rdmascope-probe"], capture_output=True)

@@ -1,0 +1,160 @@
+#include <gtest/gtest.h>
+
+#include "collectors/ethtool.h"
+#include "unit/fixture_tree.h"
+
+namespace rdmascope {
+namespace {
+
+using testing::FixturePath;
+using testing::ParseEthtoolS;
+using testing::ReadText;
+
+std::vector<NetdevSnapshot> FixtureNetdevs() {
+  NetdevSnapshot mlx5{.name = "ens1f0np0"};
+  mlx5.driver = sys::DriverInfo{"mlx5_core", "6.1.0", "22.36.1010 (MT_0000000359)", "0000:3b:00.0"};
+  mlx5.stats = ParseEthtoolS(ReadText(FixturePath("ethtool/mlx5_cx6dx.txt")));
+  mlx5.coalesce = sys::CoalesceSettings{8, 16, true, false};
+  mlx5.pfc = sys::PfcConfig{.capability = 8, .enabled_mask = 0x08};
+  mlx5.mtu = 4200;
+  mlx5.numa_node = 1;
+
+  NetdevSnapshot ice{.name = "ens801f0"};
+  ice.driver = sys::DriverInfo{"ice", "6.1.0", "4.20 0x8001778b 1.3346.0", "0000:af:00.0"};
+  ice.stats = ParseEthtoolS(ReadText(FixturePath("ethtool/ice_e810.txt")));
+  ice.mtu = 1500;
+  ice.numa_node = -1;
+
+  NetdevSnapshot bnxt{.name = "enp65s0f0np0"};
+  bnxt.driver = sys::DriverInfo{"bnxt_en", "6.1.0", "224.0.110.0/pkg 224.1.102.0", "0000:41:00.0"};
+  bnxt.stats = ParseEthtoolS(ReadText(FixturePath("ethtool/bnxt_p2100.txt")));
+  bnxt.mtu = 9000;
+
+  // An interface whose driver answers nothing (lo), with a hostile name.
+  NetdevSnapshot odd{.name = "we\"ird\\n\xff"};
+  odd.mtu = 65536;
+  return {mlx5, ice, bnxt, odd};
+}
+
+std::string Render(QueueStatsMode mode, const NameFilter& stats = NameFilter()) {
+  MetricSet out;
+  MapNetdevs(FixtureNetdevs(), stats, mode, out);
+  EXPECT_EQ(out.dropped_duplicates(), 0U);
+  return testing::Serialise(out.Take());
+}
+
+TEST(EthtoolCollector, GoldenRaw) {
+  EXPECT_TRUE(testing::MatchesGolden(Render(QueueStatsMode::kRaw), "ethtool_raw.prom"));
+}
+
+TEST(EthtoolCollector, GoldenQueueLabel) {
+  EXPECT_TRUE(testing::MatchesGolden(Render(QueueStatsMode::kLabel), "ethtool_label.prom"));
+}
+
+TEST(EthtoolCollector, GoldenQueueSum) {
+  EXPECT_TRUE(testing::MatchesGolden(Render(QueueStatsMode::kSum), "ethtool_sum.prom"));
+}
+
+double Value(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
+             const std::map<std::string, std::string>& labels) {
+  for (const auto& family : families) {
+    if (family.name != name) continue;
+    for (const auto& metric : family.metric) {
+      size_t matched = 0;
+      for (const auto& label : metric.label) {
+        const auto it = labels.find(label.name);
+        if (it != labels.end() && it->second == label.value) ++matched;
+      }
+      if (matched == labels.size()) {
+        return family.type == prometheus::MetricType::Counter ? metric.counter.value
+               : family.type == prometheus::MetricType::Gauge ? metric.gauge.value
+                                                              : metric.untyped.value;
+      }
+    }
+  }
+  return -1;
+}
+
+TEST(EthtoolCollector, NormalisedCountersPickTheDocumentedNames) {
+  MetricSet out;
+  MapNetdevs(FixtureNetdevs(), NameFilter(), QueueStatsMode::kRaw, out);
+  const auto families = out.Take();
+  EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens1f0np0"}}), 3);
+  EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens801f0"}}), 5);
+  // bnxt's FCS counter wins over the generic rx_crc_errors of the same device.
+  EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "enp65s0f0np0"}}), 11);
+  // mlx5: the 802.3 MAC-control counter is preferred over rx_global_pause.
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "ens1f0np0"}, {"direction", "rx"}, {"priority", "global"}}),
+            40);
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "ens1f0np0"}, {"direction", "rx"}, {"priority", "3"}}),
+            9001);
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "ens801f0"}, {"direction", "rx"}, {"priority", "3"}}),
+            700);
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "enp65s0f0np0"}, {"direction", "tx"}, {"priority", "3"}}),
+            8);
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_storm_events_total",
+                  {{"device", "ens1f0np0"}, {"level", "warning"}}),
+            2);
+  EXPECT_EQ(
+      Value(families, "rdma_netdev_pfc_enabled", {{"device", "ens1f0np0"}, {"priority", "3"}}), 1);
+  EXPECT_EQ(
+      Value(families, "rdma_netdev_pfc_enabled", {{"device", "ens1f0np0"}, {"priority", "0"}}), 0);
+  // Absent on drivers without such counters: a missing series, never 0.
+  EXPECT_EQ(Value(families, "rdma_netdev_symbol_errors_total", {{"device", "ens801f0"}}), -1);
+}
+
+TEST(EthtoolCollector, StatFilterLimitsRawStatsOnly) {
+  MetricSet out;
+  MapNetdevs(FixtureNetdevs(), NameFilter("rx_.*", ".*pause.*"), QueueStatsMode::kRaw, out);
+  const auto families = out.Take();
+  EXPECT_EQ(Value(families, "rdma_ethtool_stat", {{"stat", "tx_packets"}}), -1);
+  EXPECT_EQ(Value(families, "rdma_ethtool_stat", {{"stat", "rx_prio3_pause"}}), -1);
+  EXPECT_EQ(Value(families, "rdma_ethtool_stat", {{"device", "ens1f0np0"}, {"stat", "rx_packets"}}),
+            104501);
+  // Normalised counters still see every stat.
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "ens1f0np0"}, {"direction", "tx"}, {"priority", "3"}}),
+            17);
+}
+
+TEST(EthtoolCollector, DuplicateDriverNamesCostOneSeriesNotTheScrape) {
+  NetdevSnapshot dev{.name = "eth9"};
+  dev.stats = sys::EthtoolStats{{"rx_packets", 1}, {"rx_packets", 2}, {"tx_packets", 3}};
+  MetricSet out;
+  MapNetdevs({dev}, NameFilter(), QueueStatsMode::kRaw, out);
+  EXPECT_EQ(out.dropped_duplicates(), 1U);
+  const auto families = out.Take();
+  EXPECT_EQ(Value(families, "rdma_ethtool_stat", {{"stat", "rx_packets"}}), 1);
+  EXPECT_EQ(Value(families, "rdma_ethtool_stat", {{"stat", "tx_packets"}}), 3);
+}
+
+class FakeSource : public NetdevSource {
+ public:
+  std::vector<NetdevSnapshot> Read(const NameFilter& devices) const override {
+    std::vector<NetdevSnapshot> out;
+    for (auto& dev : FixtureNetdevs()) {
+      if (devices.Allows(dev.name)) out.push_back(dev);
+    }
+    return out;
+  }
+};
+
+TEST(EthtoolCollector, DeviceFilterAndNoData) {
+  EthtoolCollector only_ice(EthtoolOptions{.device_include = "ens8.*"},
+                            std::make_unique<FakeSource>());
+  MetricSet out;
+  EXPECT_FALSE(only_ice.Collect(out).no_data);
+  for (const auto& family : out.Take()) {
+    for (const auto& metric : family.metric) EXPECT_EQ(metric.label[0].value, "ens801f0");
+  }
+  EthtoolCollector none(EthtoolOptions{.device_include = "nothing"},
+                        std::make_unique<FakeSource>());
+  EXPECT_TRUE(none.Collect(out).no_data);
+}
+
+}  // namespace
+}  // namespace rdmascope
