@@ -41,13 +41,19 @@ std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) 
     if (!devices.Allows(name)) continue;
     const auto dir = class_net / name;
     NetdevSnapshot snap{.name = name};
-    snap.mtu = sysfs::ReadSigned(dir / "mtu");
+    snap.mtu = Keep(ethtool->GetMtu(name), name, "mtu");
     if (!snap.mtu) continue;  // not an interface (bonding_masters) or gone already
-    snap.numa_node = sysfs::ReadSigned(dir / "device" / "numa_node");
+    const auto parent = dir / "device";
+    snap.numa_node = sysfs::ReadSigned(parent / "numa_node");
     snap.driver = Keep(ethtool->GetDriverInfo(name), name, "drvinfo");
     snap.stats = Keep(ethtool->GetStats(name), name, "stats");
     snap.coalesce = Keep(ethtool->GetCoalesce(name), name, "coalesce");
-    if (dcb) snap.pfc = Keep(dcb->QueryPfc(name), name, "dcb-pfc");
+    // PFC lives on physical ports. Interfaces without a parent device (veth, bridge, bond,
+    // VLAN) have no DCB operations; skipping them saves a netlink round trip each.
+    std::error_code ec;
+    if (dcb && (snap.numa_node || std::filesystem::exists(parent, ec))) {
+      snap.pfc = Keep(dcb->QueryPfc(name), name, "dcb-pfc");
+    }
     out.push_back(std::move(snap));
   }
   return out;

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 
 namespace rdmascope::sys {
 namespace {
@@ -45,6 +46,15 @@ class GuardedBuffer {
   size_t total_ = 0;
 };
 
+// mmap/mprotect/munmap per call cost more than the ioctls themselves, so each thread keeps
+// its two buffers (strings, values) and only remaps when a device needs more room.
+GuardedBuffer& Scratch(int slot, size_t bytes) {
+  thread_local std::unique_ptr<GuardedBuffer> buffers[2];
+  std::unique_ptr<GuardedBuffer>& buffer = buffers[slot];
+  if (!buffer || buffer->size() < bytes) buffer = std::make_unique<GuardedBuffer>(bytes);
+  return *buffer;
+}
+
 constexpr int kMaxAttempts = 3;
 // Slack beyond the announced count so that a modest growth still fits and can be detected.
 constexpr uint32_t kSlackEntries = 64;
@@ -68,6 +78,14 @@ Ethtool::Ethtool(Ethtool&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {
 
 Ethtool::~Ethtool() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+std::expected<int, int> Ethtool::GetMtu(std::string_view ifname) const {
+  if (ifname.empty() || ifname.size() >= IFNAMSIZ) return std::unexpected(EINVAL);
+  ifreq request{};
+  std::memcpy(request.ifr_name, ifname.data(), ifname.size());
+  if (::ioctl(fd_, SIOCGIFMTU, &request) < 0) return std::unexpected(errno);
+  return request.ifr_mtu;
 }
 
 int Ethtool::Ioctl(std::string_view ifname, void* command) const {
@@ -113,8 +131,9 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
     if (*count == 0) return EthtoolStats{};
     const uint32_t capacity = *count + kSlackEntries;
 
-    GuardedBuffer strings(sizeof(ethtool_gstrings) + size_t{capacity} * ETH_GSTRING_LEN);
-    GuardedBuffer values(sizeof(ethtool_stats) + size_t{capacity} * sizeof(uint64_t));
+    GuardedBuffer& strings =
+        Scratch(0, sizeof(ethtool_gstrings) + size_t{capacity} * ETH_GSTRING_LEN);
+    GuardedBuffer& values = Scratch(1, sizeof(ethtool_stats) + size_t{capacity} * sizeof(uint64_t));
     if (strings.data() == nullptr || values.data() == nullptr) return std::unexpected(ENOMEM);
 
     auto* gstrings = reinterpret_cast<ethtool_gstrings*>(strings.data());

@@ -41,6 +41,8 @@ class Ethtool {
   std::expected<DriverInfo, int> GetDriverInfo(std::string_view ifname) const;
   std::expected<EthtoolStats, int> GetStats(std::string_view ifname) const;
   std::expected<CoalesceSettings, int> GetCoalesce(std::string_view ifname) const;
+  // SIOCGIFMTU on the same socket: cheaper than opening <sysfs>/class/net/X/mtu.
+  std::expected<int, int> GetMtu(std::string_view ifname) const;
 
  private:
   explicit Ethtool(int fd) : fd_(fd) {}
