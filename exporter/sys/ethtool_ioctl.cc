@@ -11,6 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <string>
+
+#include "core/log.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -142,7 +145,8 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
     gstrings->len = *count;
     if (const int err = Ioctl(ifname, gstrings); err != 0) {
       if (err != EFAULT) return std::unexpected(err);
-      last_error = err;  // grew beyond the slack: retry with the new count
+      log::Debug("ethtool strings overran the buffer; retrying", {{"device", std::string(ifname)}});
+      last_error = err;  // grew beyond the buffer: retry with the new count
       continue;
     }
     auto* gstats = reinterpret_cast<ethtool_stats*>(values.data());
@@ -156,6 +160,11 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
     // Names and values must come from the same configuration: if either count moved,
     // the pairing is unknowable, so read again.
     if (gstrings->len != *count || gstats->n_stats != *count) {
+      log::Debug("ethtool stat count changed during the read; retrying",
+                 {{"device", std::string(ifname)},
+                  {"count", std::to_string(*count)},
+                  {"strings", std::to_string(gstrings->len)},
+                  {"values", std::to_string(gstats->n_stats)}});
       last_error = EAGAIN;
       continue;
     }
