@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-    rdmascope::ValidateServeConfig(config);
+    rdmascope::FinishServeConfig(config);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }

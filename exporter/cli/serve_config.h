@@ -25,7 +25,10 @@ struct ServeConfig {
   std::filesystem::path sysfs = "/sys";
   std::filesystem::path procfs = "/proc";
   log::Level log_level = log::Level::kInfo;
-  std::map<std::string, bool> collector_enabled;  // by collector name
+  // Resolved by FinishServeConfig from the defaults and the two maps below.
+  std::map<std::string, bool> collector_enabled;
+  std::map<std::string, bool> collector_explicit;  // --collector.NAME / --no-collector.NAME
+  bool disable_default_collectors = false;
   EthtoolOptions ethtool;
   RdmaOptions rdma;
 };

@@ -66,33 +66,24 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
       ->group("Logging");
 
-  static bool disable_defaults = false;
   serve
-      .add_flag("--collector.disable-defaults", disable_defaults,
+      .add_flag("--collector.disable-defaults", config.disable_default_collectors,
                 "Disable every collector not enabled explicitly with --collector.NAME")
       ->group("Collectors");
   for (const CollectorEntry& entry : AllCollectors()) {
     const std::string name(entry.name);
-    config.collector_enabled[name] = entry.enabled_by_default;
     serve
         .add_flag_callback(
-            "--collector." + name, [&config, name] { config.collector_enabled[name] = true; },
+            "--collector." + name, [&config, name] { config.collector_explicit[name] = true; },
             std::string(entry.help) +
                 (entry.enabled_by_default ? " (default on)" : " (default off)"))
         ->group("Collectors");
     serve
         .add_flag_callback(
-            "--no-collector." + name, [&config, name] { config.collector_enabled[name] = false; },
+            "--no-collector." + name, [&config, name] { config.collector_explicit[name] = false; },
             "Disable the " + name + " collector")
         ->group("Collectors");
   }
-  serve.parse_complete_callback([&serve, &config] {
-    if (!disable_defaults) return;
-    for (const CollectorEntry& entry : AllCollectors()) {
-      const std::string name(entry.name);
-      if (serve.count("--collector." + name) == 0) config.collector_enabled[name] = false;
-    }
-  });
 
   AddDeviceFilters(serve, "ethtool", config.ethtool.device_include, config.ethtool.device_exclude);
   serve
@@ -124,7 +115,15 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
   AddDeviceFilters(serve, "rdma", config.rdma.device_include, config.rdma.device_exclude);
 }
 
-void ValidateServeConfig(const ServeConfig& config) {
+void FinishServeConfig(ServeConfig& config) {
+  for (const CollectorEntry& entry : AllCollectors()) {
+    const std::string name(entry.name);
+    const auto explicit_choice = config.collector_explicit.find(name);
+    config.collector_enabled[name] =
+        explicit_choice != config.collector_explicit.end()
+            ? explicit_choice->second
+            : entry.enabled_by_default && !config.disable_default_collectors;
+  }
   CheckRegex("--collector.ethtool.device-include", config.ethtool.device_include);
   CheckRegex("--collector.ethtool.device-exclude", config.ethtool.device_exclude);
   CheckRegex("--collector.ethtool.stat-include", config.ethtool.stat_include);

@@ -11,7 +11,8 @@ namespace rdmascope {
 // Registers the flags on `serve`, writing into `config`.
 void AddServeFlags(CLI::App& serve, ServeConfig& config);
 
-// Checks what CLI11 cannot (regexes compile, paths exist); throws CLI::ValidationError.
-void ValidateServeConfig(const ServeConfig& config);
+// After parsing: decides which collectors run and checks what CLI11 cannot (regexes
+// compile, paths exist). Throws CLI::ValidationError.
+void FinishServeConfig(ServeConfig& config);
 
 }  // namespace rdmascope
