@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "bpf/mr_probe.h"
 #include "collectors/ethtool.h"
 #include "collectors/rdma.h"
 #include "core/log.h"
@@ -31,6 +32,7 @@ struct ServeConfig {
   bool disable_default_collectors = false;
   EthtoolOptions ethtool;
   RdmaOptions rdma;
+  MrProbeOptions mr;
 };
 
 }  // namespace rdmascope

@@ -113,6 +113,31 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
                 "Query DCB netlink for the PFC configuration (default on)")
       ->group("Collector ethtool");
   AddDeviceFilters(serve, "rdma", config.rdma.device_include, config.rdma.device_exclude);
+
+  serve
+      .add_option("--mr.library", config.mr.libraries,
+                  "libibverbs to trace (repeatable; default: the one the loader finds, e.g. "
+                  "/lib/x86_64-linux-gnu/libibverbs.so.1; give others for containers)")
+      ->check(CLI::ExistingFile)
+      ->group("Collector mr");
+  serve
+      .add_option("--mr.binary", config.mr.binaries,
+                  "Statically linked program to trace (repeatable)")
+      ->check(CLI::ExistingFile)
+      ->group("Collector mr");
+  serve
+      .add_option("--mr.max-regions", config.mr.max_regions,
+                  "Outstanding regions tracked at most (BPF map size); more are counted in "
+                  "rdma_mr_lost_total{reason=\"regions\"}")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 1U << 26))
+      ->group("Collector mr");
+  serve
+      .add_option("--mr.max-processes", config.mr.max_processes,
+                  "Processes tracked at most (BPF map size)")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 1U << 22))
+      ->group("Collector mr");
 }
 
 void FinishServeConfig(ServeConfig& config) {

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "collectors/ethtool.h"
+#include "collectors/mr.h"
 #include "collectors/rdma.h"
 
 namespace rdmascope {
@@ -18,11 +19,16 @@ std::unique_ptr<Collector> MakeRdma(const ServeConfig& config) {
                                          std::make_unique<VerbsPortMtuQuerier>());
 }
 
-constexpr std::array<CollectorEntry, 2> kCollectors{{
+std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
+  return std::make_unique<MrCollector>(config.mr, config.procfs);
+}
+
+constexpr std::array<CollectorEntry, 3> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
      &MakeRdma},
+    {"mr", "RDMA memory registrations per process (eBPF uprobes on libibverbs)", true, &MakeMr},
 }};
 
 }  // namespace

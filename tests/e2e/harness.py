@@ -14,9 +14,11 @@ SKIP = 77  # ctest SKIP_RETURN_CODE
 class Exporter:
     """`rdmascope serve` on 127.0.0.1:<free port>, optionally inside a network namespace."""
 
-    def __init__(self, binary, args=(), netns=None, timeout=10):
+    def __init__(self, binary, args=(), netns=None, timeout=10, prefix=()):
+        """prefix: arguments between `binary` and `serve` (e.g. runuser's -u USER -- PATH)."""
         self.log = tempfile.NamedTemporaryFile(prefix="rdmascope-log-", delete=False)
-        cmd = [binary, "serve", "--web.listen-address=127.0.0.1:0", *args]
+        os.chmod(self.log.name, 0o666)  # writable by an unprivileged exporter too
+        cmd = [binary, *prefix, "serve", "--web.listen-address=127.0.0.1:0", *args]
         if netns:
             cmd = ["ip", "netns", "exec", netns, *cmd]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)

@@ -1,0 +1,250 @@
+#include "bpf/mr_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "core/log.h"
+#include "mr.h"
+#include "sys/elf_symbols.h"
+
+// bpftool's generated skeleton is C; keep its casts out of our warning set.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wconversion"
+#include "mr.skel.h"
+#pragma GCC diagnostic pop
+
+namespace rdmascope {
+namespace {
+
+enum class EntryKind { kRegMr, kRegMrIova, kRegDmabuf, kDeregMr };
+
+struct EntryPoint {
+  const char* name;
+  EntryKind kind;
+};
+
+// Every registration entry point of libibverbs (all versions of each name are attached).
+// ibv_reg_mr_ex and ibv_import_mr/ibv_unimport_mr come in a later slice.
+constexpr EntryPoint kEntryPoints[] = {
+    {"ibv_reg_mr", EntryKind::kRegMr},           {"ibv_reg_mr_iova", EntryKind::kRegMrIova},
+    {"ibv_reg_mr_iova2", EntryKind::kRegMrIova}, {"ibv_reg_dmabuf_mr", EntryKind::kRegDmabuf},
+    {"ibv_dereg_mr", EntryKind::kDeregMr},
+};
+
+std::string Errno(int err) { return std::strerror(err < 0 ? -err : err); }
+
+// libbpf's messages (verifier logs, attach errors) go to our log at debug level instead of
+// raw stderr; the one-line reason is logged by the collector.
+int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
+  if (level == LIBBPF_DEBUG || !log::Enabled(log::Level::kDebug)) return 0;
+  char line[1024];
+  const int n = std::vsnprintf(line, sizeof line, format, args);
+  std::string_view text(line,
+                        n < 0 ? 0 : std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  log::Debug("libbpf", {{"msg", std::string(text)}});
+  return 0;
+}
+
+}  // namespace
+
+std::string LinkedLibibverbsPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ibv_get_device_list), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return "";
+  }
+  std::error_code ec;
+  const auto canonical = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? info.dli_fname : canonical.string();
+}
+
+std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrProbeOptions& options,
+                                                                     std::filesystem::path procfs) {
+  libbpf_set_print(&LibbpfPrint);
+  std::unique_ptr<MrProbe> probe(new MrProbe());
+  probe->procfs_ = std::move(procfs);
+  probe->skel_ = mr_bpf__open();
+  if (probe->skel_ == nullptr)
+    return std::unexpected("cannot open the BPF object: " + Errno(errno));
+  bpf_map__set_max_entries(probe->skel_->maps.regions, options.max_regions);
+  bpf_map__set_max_entries(probe->skel_->maps.procs, options.max_processes);
+  if (const int err = mr_bpf__load(probe->skel_); err != 0) {
+    return std::unexpected(
+        "cannot load the BPF programs (root, BTF at "
+        "/sys/kernel/btf/vmlinux and a kernel with uprobes are needed): " +
+        Errno(err));
+  }
+
+  std::vector<std::string> targets = options.libraries;
+  if (targets.empty()) {
+    if (auto linked = LinkedLibibverbsPath(); !linked.empty()) targets.push_back(linked);
+  }
+  targets.insert(targets.end(), options.binaries.begin(), options.binaries.end());
+  if (targets.empty()) return std::unexpected("no libibverbs to attach to");
+
+  for (const std::string& target : targets) {
+    const auto symbols = sys::ReadDynamicFunctions(target);
+    if (!symbols) return std::unexpected(symbols.error());
+    size_t attached_here = 0;
+    std::set<uint64_t> seen_offsets;  // aliases share an address: attach once
+    for (const sys::DynamicSymbol& symbol : *symbols) {
+      for (const EntryPoint& entry : kEntryPoints) {
+        if (symbol.name != entry.name || !seen_offsets.insert(symbol.file_offset).second) continue;
+        bpf_program* on_entry = nullptr;
+        bpf_program* on_return = nullptr;
+        switch (entry.kind) {
+          case EntryKind::kRegMr:
+            on_entry = probe->skel_->progs.reg_mr_entry;
+            break;
+          case EntryKind::kRegMrIova:
+            on_entry = probe->skel_->progs.reg_mr_iova_entry;
+            break;
+          case EntryKind::kRegDmabuf:
+            on_entry = probe->skel_->progs.reg_dmabuf_mr_entry;
+            break;
+          case EntryKind::kDeregMr:
+            on_entry = probe->skel_->progs.dereg_mr_entry;
+            break;
+        }
+        on_return = entry.kind == EntryKind::kDeregMr ? probe->skel_->progs.dereg_mr_return
+                                                      : probe->skel_->progs.reg_mr_return;
+        for (auto [program, retprobe] : {std::pair{on_entry, false}, std::pair{on_return, true}}) {
+          bpf_link* link =
+              bpf_program__attach_uprobe(program, retprobe, -1, target.c_str(), symbol.file_offset);
+          if (link == nullptr) {
+            return std::unexpected("cannot attach to " + symbol.name + "@" + symbol.version +
+                                   " in " + target + ": " + Errno(errno));
+          }
+          probe->links_.push_back(link);
+        }
+        ++attached_here;
+        log::Debug(
+            "mr probe attached",
+            {{"target", target},
+             {"symbol", symbol.name + (symbol.default_version ? "@@" : "@") + symbol.version}});
+      }
+    }
+    if (attached_here == 0) return std::unexpected("no ibv_reg_mr* symbol in " + target);
+    log::Info("mr probes attached",
+              {{"target", target}, {"entry_points", std::to_string(attached_here)}});
+  }
+
+  bpf_link* exit_link = bpf_program__attach(probe->skel_->progs.handle_exit);
+  if (exit_link == nullptr) {
+    return std::unexpected("cannot attach sched_process_exit: " + Errno(errno));
+  }
+  probe->links_.push_back(exit_link);
+  probe->exits_ = ring_buffer__new(bpf_map__fd(probe->skel_->maps.exits), &MrProbe::OnExit,
+                                   probe.get(), nullptr);
+  if (probe->exits_ == nullptr) return std::unexpected("cannot open the exit ring buffer");
+  return probe;
+}
+
+MrProbe::~MrProbe() {
+  if (exits_ != nullptr) ring_buffer__free(exits_);
+  for (bpf_link* link : links_) bpf_link__destroy(link);
+  if (skel_ != nullptr) mr_bpf__destroy(skel_);
+}
+
+int MrProbe::OnExit(void* context, void* data, size_t size) {
+  if (size < sizeof(mr_exit_event)) return 0;
+  mr_exit_event event;
+  std::memcpy(&event, data, sizeof event);
+  static_cast<MrProbe*>(context)->DropProcess(event.tgid, event.start_ns);
+  return 0;
+}
+
+// Removes an exited process and its regions; what was still registered counts as released
+// by exit, per comm.
+void MrProbe::DropProcess(uint32_t tgid, uint64_t start_ns) {
+  const int procs_fd = bpf_map__fd(skel_->maps.procs);
+  const int regions_fd = bpf_map__fd(skel_->maps.regions);
+  mr_proc proc{};
+  std::string comm;
+  if (bpf_map_lookup_elem(procs_fd, &tgid, &proc) == 0 && proc.start_ns == start_ns) {
+    comm.assign(proc.comm, strnlen(proc.comm, sizeof proc.comm));
+    bpf_map_delete_elem(procs_fd, &tgid);
+  }
+  MrReleasedAtExit released;
+  mr_region_key key{};
+  mr_region_key next{};
+  std::vector<mr_region_key> doomed;
+  const void* previous = nullptr;
+  while (bpf_map_get_next_key(regions_fd, previous, &next) == 0) {
+    mr_region region{};
+    if (next.tgid == tgid && bpf_map_lookup_elem(regions_fd, &next, &region) == 0 &&
+        region.proc_start_ns == start_ns) {
+      doomed.push_back(next);
+      ++released.regions;
+      released.bytes += region.length;
+    }
+    key = next;
+    previous = &key;
+  }
+  for (const mr_region_key& k : doomed) bpf_map_delete_elem(regions_fd, &k);
+  if (released.regions == 0) return;
+  if (comm.empty()) comm = "unknown";
+  if (!released_.contains(comm) && released_.size() >= kMaxReleasedComms) comm = "other";
+  released_[comm].regions += released.regions;
+  released_[comm].bytes += released.bytes;
+}
+
+MrSnapshot MrProbe::Snapshot() {
+  std::lock_guard lock(mutex_);
+  ring_buffer__consume(exits_);
+
+  const int procs_fd = bpf_map__fd(skel_->maps.procs);
+  MrSnapshot snapshot;
+  std::vector<std::pair<uint32_t, uint64_t>> gone;
+  uint32_t key = 0;
+  uint32_t next = 0;
+  const void* previous = nullptr;
+  while (bpf_map_get_next_key(procs_fd, previous, &next) == 0) {
+    key = next;
+    previous = &key;
+    mr_proc proc{};
+    if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
+    // Safety net for a lost exit event: a process that no longer exists is dropped.
+    std::error_code ec;
+    if (!std::filesystem::exists(procfs_ / std::to_string(key), ec)) {
+      gone.emplace_back(key, proc.start_ns);
+      continue;
+    }
+    snapshot.processes.push_back({
+        .pid = key,
+        .comm = std::string(proc.comm, strnlen(proc.comm, sizeof proc.comm)),
+        .registrations = proc.registrations,
+        .deregistrations = proc.deregistrations,
+        .failures = proc.failures,
+        .lost_regions = proc.lost_regions,
+        .outstanding_regions = proc.outstanding_regions,
+        .outstanding_bytes = proc.outstanding_bytes,
+    });
+  }
+  for (const auto& [tgid, start_ns] : gone) DropProcess(tgid, start_ns);
+  std::sort(snapshot.processes.begin(), snapshot.processes.end(),
+            [](const MrProcess& a, const MrProcess& b) { return a.pid < b.pid; });
+
+  mr_globals globals{};
+  const uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.globals), &zero, &globals) == 0) {
+    snapshot.lost_calls = globals.lost_calls;
+    snapshot.lost_processes = globals.lost_procs;
+    snapshot.lost_exits = globals.lost_exits;
+  }
+  snapshot.released = released_;
+  return snapshot;
+}
+
+}  // namespace rdmascope

@@ -1,0 +1,80 @@
+// User-space side of probes/mr.bpf.c: loads the CO-RE object, sizes its maps, attaches
+// entry and return uprobes to every registration entry point of each library, and turns its
+// maps into a snapshot at scrape time (dropping processes that exited).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct mr_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+namespace rdmascope {
+
+struct MrProbeOptions {
+  std::vector<std::string> libraries;  // libibverbs.so.1 files (default: the one we link)
+  std::vector<std::string> binaries;   // statically linked programs
+  uint32_t max_regions = 262144;
+  uint32_t max_processes = 16384;
+};
+
+struct MrProcess {
+  uint32_t pid = 0;
+  std::string comm;
+  uint64_t registrations = 0;
+  uint64_t deregistrations = 0;
+  uint64_t failures = 0;
+  uint64_t lost_regions = 0;
+  int64_t outstanding_regions = 0;
+  int64_t outstanding_bytes = 0;
+};
+
+struct MrReleasedAtExit {
+  uint64_t regions = 0;
+  uint64_t bytes = 0;
+};
+
+struct MrSnapshot {
+  std::vector<MrProcess> processes;                  // by pid
+  std::map<std::string, MrReleasedAtExit> released;  // by comm, since start
+  uint64_t lost_calls = 0;
+  uint64_t lost_processes = 0;
+  uint64_t lost_exits = 0;
+};
+
+// The default library: the libibverbs this binary was linked with, as the loader found it.
+std::string LinkedLibibverbsPath();
+
+class MrProbe {
+ public:
+  static std::expected<std::unique_ptr<MrProbe>, std::string> Attach(const MrProbeOptions& options,
+                                                                     std::filesystem::path procfs);
+  ~MrProbe();
+  MrProbe(const MrProbe&) = delete;
+  MrProbe& operator=(const MrProbe&) = delete;
+
+  size_t link_count() const { return links_.size(); }
+  MrSnapshot Snapshot();
+
+ private:
+  MrProbe() = default;
+  void DropProcess(uint32_t tgid, uint64_t start_ns);
+  static int OnExit(void* context, void* data, size_t size);
+
+  mr_bpf* skel_ = nullptr;
+  ring_buffer* exits_ = nullptr;
+  std::vector<bpf_link*> links_;
+  std::filesystem::path procfs_;
+  std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
+  std::map<std::string, MrReleasedAtExit> released_;
+  static constexpr size_t kMaxReleasedComms = 1024;
+};
+
+}  // namespace rdmascope

@@ -1,0 +1,27 @@
+// The mr collector: RDMA memory registrations per process, from eBPF uprobes on libibverbs
+// (probes/mr.bpf.c). Without BPF it still reports rdmascope_probe_attached{probe="mr"} 0 and
+// the reason, and the rest of the exporter works.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "bpf/mr_probe.h"
+#include "core/collector.h"
+
+namespace rdmascope {
+
+void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out);
+
+class MrCollector : public Collector {
+ public:
+  MrCollector(const MrProbeOptions& options, std::filesystem::path procfs);
+  CollectResult Collect(MetricSet& out) const override;
+
+ private:
+  std::unique_ptr<MrProbe> probe_;
+  std::string attach_error_;
+};
+
+}  // namespace rdmascope

@@ -1,0 +1,27 @@
+// Versioned dynamic symbols of a shared library or executable, read with libelf.
+//
+// Debian's libbpf 1.1 attaches uprobes by name only to unversioned symbols and fails on
+// libibverbs, which exports several versions of one name (ibv_dereg_mr@IBVERBS_1.0 and
+// ibv_dereg_mr@@IBVERBS_1.1). We resolve every version ourselves and attach by file offset.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+namespace rdmascope::sys {
+
+struct DynamicSymbol {
+  std::string name;
+  std::string version;          // empty for unversioned symbols
+  bool default_version = true;  // "@@" (what new links bind to) rather than "@"
+  uint64_t address = 0;         // st_value
+  uint64_t file_offset = 0;     // what a uprobe attaches to
+};
+
+// Defined functions of .dynsym; error text on unreadable or non-ELF files.
+std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
+    const std::string& path);
+
+}  // namespace rdmascope::sys

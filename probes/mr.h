@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Shared between probes/mr.bpf.c and the exporter: memory-region (MR) registration tracking.
+ * Fixed-width types only; the layout is the ABI between kernel and user space. */
+#ifndef RDMASCOPE_PROBES_MR_H
+#define RDMASCOPE_PROBES_MR_H
+
+/* The BPF side gets these types from vmlinux.h, user space from <linux/types.h>. */
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define MR_COMM_LEN 16
+
+/* Which entry point a thread is inside (outermost call only). */
+enum mr_call_kind {
+  MR_CALL_REG = 1,
+  MR_CALL_DEREG = 2,
+};
+
+/* Per-thread state between entry and return; `depth` de-duplicates wrappers calling wrappers
+ * (ibv_reg_mr@@IBVERBS_1.1 tail-calls ibv_reg_mr_iova2; the 1.0 ABI calls the 1.1 one). */
+struct mr_call {
+  __u64 start_ns;
+  __u64 mr;       /* dereg: the ibv_mr pointer passed in */
+  __u32 access;   /* reg: IBV_ACCESS_* flags */
+  __u32 depth;
+  __u32 kind;     /* enum mr_call_kind */
+  __u32 pad;
+};
+
+struct mr_region_key {
+  __u32 tgid;
+  __u32 pad;
+  __u64 mr; /* the struct ibv_mr * the application holds */
+};
+
+struct mr_region {
+  __u64 addr;
+  __u64 length;
+  __u64 registered_ns;  /* bpf_ktime_get_ns() */
+  __u64 proc_start_ns;  /* start time of the owning process: tells reused pids apart */
+  __u32 lkey;
+  __u32 access;
+};
+
+/* Per-process totals, updated atomically by every thread of the process. */
+struct mr_proc {
+  __u64 start_ns;              /* task start_time of the thread-group leader */
+  __u64 registrations;
+  __u64 deregistrations;
+  __u64 failures;              /* registration calls that returned NULL */
+  __s64 outstanding_regions;
+  __s64 outstanding_bytes;
+  __u64 lost_regions;          /* registrations not tracked: the regions map was full */
+  char comm[MR_COMM_LEN];
+};
+
+/* Global counters, one array slot. */
+struct mr_globals {
+  __u64 lost_calls;  /* calls map full */
+  __u64 lost_procs;  /* procs map full */
+  __u64 lost_exits;  /* exit ring buffer full */
+};
+
+/* Sent when a thread-group leader exits: user space drops the process's state. */
+struct mr_exit_event {
+  __u32 tgid;
+  __u32 pad;
+  __u64 start_ns;
+};
+
+#endif /* RDMASCOPE_PROBES_MR_H */

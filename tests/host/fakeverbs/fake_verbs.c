@@ -1,0 +1,79 @@
+/* A stand-in for libibverbs with the same versioned registration symbols and ABI (real
+ * struct ibv_mr from <infiniband/verbs.h>), so that the MR probes can be tested on a host
+ * without RDMA hardware. Call structure mirrors rdma-core: every registration funnels into
+ * ibv_reg_mr_iova2, and the IBVERBS_1.0 compatibility entry points wrap the 1.1 ones. */
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define EXPORT __attribute__((visibility("default"), noinline, used))
+
+static atomic_uint next_key = 1;
+
+/* Registration fails for a zero length, as ibv_reg_mr does (EINVAL). */
+EXPORT struct ibv_mr *fake_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+                                        uint64_t iova, unsigned int access) {
+  (void)iova;
+  (void)access;
+  if (length == 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  struct ibv_mr *mr = calloc(1, sizeof(*mr));
+  if (!mr) return NULL;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  mr->lkey = mr->rkey = atomic_fetch_add(&next_key, 1);
+  return mr;
+}
+
+EXPORT struct ibv_mr *fake_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+                                       uint64_t iova, int access) {
+  return fake_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+EXPORT struct ibv_mr *fake_reg_mr_1_1(struct ibv_pd *pd, void *addr, size_t length, int access) {
+  return fake_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+EXPORT int fake_dereg_mr_1_1(struct ibv_mr *mr) {
+  free(mr);
+  return 0;
+}
+
+/* The IBVERBS_1.0 ABI hands out its own struct whose first fields have the same layout. */
+struct mr_1_0 {
+  void *context;
+  void *pd;
+  void *addr;
+  size_t length;
+  uint32_t handle, lkey, rkey;
+  struct ibv_mr *real_mr;
+};
+
+EXPORT struct mr_1_0 *fake_reg_mr_1_0(struct ibv_pd *pd, void *addr, size_t length, int access) {
+  struct ibv_mr *real = fake_reg_mr_1_1(pd, addr, length, access);
+  if (!real) return NULL;
+  struct mr_1_0 *mr = calloc(1, sizeof(*mr));
+  mr->addr = real->addr;
+  mr->length = real->length;
+  mr->lkey = real->lkey;
+  mr->real_mr = real;
+  return mr;
+}
+
+EXPORT int fake_dereg_mr_1_0(struct mr_1_0 *mr) {
+  int rc = fake_dereg_mr_1_1(mr->real_mr);
+  if (rc == 0) free(mr);
+  return rc;
+}
+
+__asm__(".symver fake_reg_mr_1_0, ibv_reg_mr@IBVERBS_1.0");
+__asm__(".symver fake_reg_mr_1_1, ibv_reg_mr@@IBVERBS_1.1");
+__asm__(".symver fake_dereg_mr_1_0, ibv_dereg_mr@IBVERBS_1.0");
+__asm__(".symver fake_dereg_mr_1_1, ibv_dereg_mr@@IBVERBS_1.1");
+__asm__(".symver fake_reg_mr_iova, ibv_reg_mr_iova@@IBVERBS_1.7");
+__asm__(".symver fake_reg_mr_iova2, ibv_reg_mr_iova2@@IBVERBS_1.8");

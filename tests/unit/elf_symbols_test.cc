@@ -1,0 +1,53 @@
+#include "sys/elf_symbols.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "bpf/mr_probe.h"
+
+namespace rdmascope::sys {
+namespace {
+
+// The libibverbs stand-in built next to the tests exports the same versioned symbols as
+// rdma-core's libibverbs.so.1.
+TEST(ElfSymbols, ResolvesEveryVersionOfAName) {
+  const auto symbols = ReadDynamicFunctions(FAKEVERBS_PATH);
+  ASSERT_TRUE(symbols) << symbols.error();
+  std::map<std::string, DynamicSymbol> by_version;
+  for (const auto& symbol : *symbols) by_version[symbol.name + "@" + symbol.version] = symbol;
+  ASSERT_TRUE(by_version.contains("ibv_reg_mr@IBVERBS_1.0"));
+  ASSERT_TRUE(by_version.contains("ibv_reg_mr@IBVERBS_1.1"));
+  EXPECT_FALSE(by_version["ibv_reg_mr@IBVERBS_1.0"].default_version);
+  EXPECT_TRUE(by_version["ibv_reg_mr@IBVERBS_1.1"].default_version);
+  EXPECT_NE(by_version["ibv_reg_mr@IBVERBS_1.0"].file_offset,
+            by_version["ibv_reg_mr@IBVERBS_1.1"].file_offset);
+  EXPECT_TRUE(by_version.contains("ibv_dereg_mr@IBVERBS_1.0"));
+  EXPECT_TRUE(by_version.contains("ibv_reg_mr_iova2@IBVERBS_1.8"));
+  EXPECT_FALSE(by_version.contains("fake_reg_mr_1_1@")) << "internal names stay local";
+}
+
+TEST(ElfSymbols, TheRealLibibverbs) {
+  const std::string path = LinkedLibibverbsPath();
+  ASSERT_FALSE(path.empty());
+  const auto symbols = ReadDynamicFunctions(path);
+  ASSERT_TRUE(symbols) << symbols.error();
+  int dereg_versions = 0;
+  for (const auto& symbol : *symbols) {
+    if (symbol.name == "ibv_dereg_mr") ++dereg_versions;
+    if (symbol.name == "ibv_get_device_list") {
+      EXPECT_GT(symbol.file_offset, 0U);
+    }
+  }
+  EXPECT_EQ(dereg_versions, 2) << "ibv_dereg_mr@IBVERBS_1.0 and @@IBVERBS_1.1";
+}
+
+TEST(ElfSymbols, ErrorsAreValues) {
+  EXPECT_FALSE(ReadDynamicFunctions("/nonexistent/lib.so"));
+  const auto not_elf = ReadDynamicFunctions("/proc/self/status");
+  ASSERT_FALSE(not_elf);
+  EXPECT_NE(not_elf.error().find("not an ELF"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rdmascope::sys
