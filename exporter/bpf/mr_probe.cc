@@ -161,52 +161,58 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
   if (size < sizeof(mr_exit_event)) return 0;
   mr_exit_event event;
   std::memcpy(&event, data, sizeof event);
-  static_cast<MrProbe*>(context)->DropProcess(event.tgid, event.start_ns);
+  static_cast<MrProbe*>(context)->pending_exits_.emplace_back(event.tgid, event.start_ns);
   return 0;
 }
 
-// Removes an exited process and its regions; what was still registered counts as released
-// by exit, per comm.
-void MrProbe::DropProcess(uint32_t tgid, uint64_t start_ns) {
+void MrProbe::DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& exited) {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   const int regions_fd = bpf_map__fd(skel_->maps.regions);
-  mr_proc proc{};
-  std::string comm;
-  if (bpf_map_lookup_elem(procs_fd, &tgid, &proc) == 0 && proc.start_ns == start_ns) {
-    comm.assign(proc.comm, strnlen(proc.comm, sizeof proc.comm));
+  // (tgid, start) -> comm, for the processes that still held regions.
+  std::map<std::pair<uint32_t, uint64_t>, std::string> holders;
+  for (const auto& [tgid, start_ns] : exited) {
+    mr_proc proc{};
+    if (bpf_map_lookup_elem(procs_fd, &tgid, &proc) != 0 || proc.start_ns != start_ns) continue;
     bpf_map_delete_elem(procs_fd, &tgid);
+    if (proc.outstanding_regions > 0) {
+      std::string comm(proc.comm, strnlen(proc.comm, sizeof proc.comm));
+      holders[{tgid, start_ns}] = comm.empty() ? "unknown" : comm;
+    }
   }
-  MrReleasedAtExit released;
+  if (holders.empty()) return;
+
+  std::vector<mr_region_key> doomed;
+  std::map<std::string, MrReleasedAtExit> released;
   mr_region_key key{};
   mr_region_key next{};
-  std::vector<mr_region_key> doomed;
   const void* previous = nullptr;
   while (bpf_map_get_next_key(regions_fd, previous, &next) == 0) {
-    mr_region region{};
-    if (next.tgid == tgid && bpf_map_lookup_elem(regions_fd, &next, &region) == 0 &&
-        region.proc_start_ns == start_ns) {
-      doomed.push_back(next);
-      ++released.regions;
-      released.bytes += region.length;
-    }
     key = next;
     previous = &key;
+    mr_region region{};
+    if (bpf_map_lookup_elem(regions_fd, &key, &region) != 0) continue;
+    const auto holder = holders.find({key.tgid, region.proc_start_ns});
+    if (holder == holders.end()) continue;
+    doomed.push_back(key);
+    released[holder->second].regions += 1;
+    released[holder->second].bytes += region.length;
   }
   for (const mr_region_key& k : doomed) bpf_map_delete_elem(regions_fd, &k);
-  if (released.regions == 0) return;
-  if (comm.empty()) comm = "unknown";
-  if (!released_.contains(comm) && released_.size() >= kMaxReleasedComms) comm = "other";
-  released_[comm].regions += released.regions;
-  released_[comm].bytes += released.bytes;
+  for (const auto& [holder_comm, counts] : released) {
+    std::string comm = holder_comm;
+    if (!released_.contains(comm) && released_.size() >= kMaxReleasedComms) comm = "other";
+    released_[comm].regions += counts.regions;
+    released_[comm].bytes += counts.bytes;
+  }
 }
 
 MrSnapshot MrProbe::Snapshot() {
   std::lock_guard lock(mutex_);
+  pending_exits_.clear();
   ring_buffer__consume(exits_);
 
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;
-  std::vector<std::pair<uint32_t, uint64_t>> gone;
   uint32_t key = 0;
   uint32_t next = 0;
   const void* previous = nullptr;
@@ -218,7 +224,7 @@ MrSnapshot MrProbe::Snapshot() {
     // Safety net for a lost exit event: a process that no longer exists is dropped.
     std::error_code ec;
     if (!std::filesystem::exists(procfs_ / std::to_string(key), ec)) {
-      gone.emplace_back(key, proc.start_ns);
+      pending_exits_.emplace_back(key, proc.start_ns);
       continue;
     }
     snapshot.processes.push_back({
@@ -232,7 +238,7 @@ MrSnapshot MrProbe::Snapshot() {
         .outstanding_bytes = proc.outstanding_bytes,
     });
   }
-  for (const auto& [tgid, start_ns] : gone) DropProcess(tgid, start_ns);
+  DropProcesses(pending_exits_);
   std::sort(snapshot.processes.begin(), snapshot.processes.end(),
             [](const MrProcess& a, const MrProcess& b) { return a.pid < b.pid; });
 

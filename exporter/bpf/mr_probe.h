@@ -65,7 +65,9 @@ class MrProbe {
 
  private:
   MrProbe() = default;
-  void DropProcess(uint32_t tgid, uint64_t start_ns);
+  // Removes exited processes and their regions in one pass over the regions map (only if
+  // one of them still had regions: the pass costs two syscalls per tracked region).
+  void DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& exited);
   static int OnExit(void* context, void* data, size_t size);
 
   mr_bpf* skel_ = nullptr;
@@ -74,6 +76,7 @@ class MrProbe {
   std::filesystem::path procfs_;
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
   std::map<std::string, MrReleasedAtExit> released_;
+  std::vector<std::pair<uint32_t, uint64_t>> pending_exits_;  // filled by OnExit
   static constexpr size_t kMaxReleasedComms = 1024;
 };
 

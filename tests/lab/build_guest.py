@@ -83,7 +83,7 @@ def copy(src, root, dest=None):
     return dest
 
 
-def stage(root, rdmascope, modules_dir):
+def stage(root, rdmascope, modules_dir, helpers=()):
     for d in ("bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "run", "etc",
               "root", "lib/modules", "scenarios", "sys/fs/bpf"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
@@ -95,9 +95,11 @@ def stage(root, rdmascope, modules_dir):
     for path in programs:
         copy(path, root, "/usr/bin/" + os.path.basename(path))
     copy(rdmascope, root, "/usr/bin/rdmascope")
+    for helper in helpers:
+        copy(helper, root, "/usr/bin/" + os.path.basename(helper))
     copy(PROVIDER, root)
     copy(PROVIDER_CONFIG, root)
-    for lib in sorted(shared_libraries(programs + [rdmascope, PROVIDER])):
+    for lib in sorted(shared_libraries(programs + [rdmascope, PROVIDER, *helpers])):
         copy(lib, root)
     # glibc resolves names through nsswitch; the guest has no users or hosts beyond these.
     with open(os.path.join(root, "etc/passwd"), "w") as f:
@@ -144,12 +146,15 @@ def main():
     parser.add_argument("--rdmascope", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--cache", default=None)
+    parser.add_argument("--helper", action="append", default=[],
+                        help="a scenario helper program to put on the guest's PATH")
     args = parser.parse_args()
     cache = args.cache or os.path.join(args.out, "cache")
     vmlinuz, modules_dir = fetch_kernel(cache)
     root = os.path.join(args.out, "rootfs")
     shutil.rmtree(root, ignore_errors=True)
-    stage(root, os.path.abspath(args.rdmascope), modules_dir)
+    stage(root, os.path.abspath(args.rdmascope), modules_dir,
+          [os.path.abspath(h) for h in args.helper])
     shutil.copy2(vmlinuz, os.path.join(args.out, "vmlinuz"))
     digest = pack(root, os.path.join(args.out, "initrd.cpio.gz"))
     print(f"guest: kernel {os.path.basename(vmlinuz)}, initramfs sha256 {digest[:16]}")

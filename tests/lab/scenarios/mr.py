@@ -1,0 +1,60 @@
+"""Checks for mr.sh: real registrations over rxe0 are seen per process, a leaker shows exactly
+its leak, and nothing is left of it after it exits."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "e2e"))
+import harness  # noqa: E402
+
+LEAKED_REGIONS, LEAKED_SIZE = 12, 65536
+
+
+def marker(lab, name):
+    for line in lab.console:
+        if line.startswith(f"@@@{name} "):
+            return line.split()[1]
+    return None
+
+
+def value(samples, name, **labels):
+    values = list(harness.series(samples, name, **labels).values())
+    return values[0] if len(values) == 1 else None
+
+
+def check(lab):
+    failures = []
+
+    def expect(what, got, want):
+        if got != want:
+            failures.append(f"{what}: got {got!r}, want {want!r}")
+
+    probe = harness.parse("\n".join(lab.blocks["probe"]))
+    expect("probe attached in the guest", value(probe, "rdmascope_probe_attached", probe="mr"),
+           1.0)
+
+    pingpong = harness.parse("\n".join(lab.blocks["scrape_pingpong"]))
+    server = marker(lab, "PINGPONG-PID")
+    expect("ibv_rc_pingpong server registrations",
+           value(pingpong, "rdma_mr_registrations_total", pid=server), 1.0)
+    expect("ibv_rc_pingpong server outstanding regions",
+           value(pingpong, "rdma_mr_outstanding_regions", pid=server), 1.0)
+
+    leak = harness.parse("\n".join(lab.blocks["scrape_leak"]))
+    leaker = marker(lab, "LEAKER-PID")
+    expect("leaker outstanding regions",
+           value(leak, "rdma_mr_outstanding_regions", pid=leaker, comm="mr_leaker"),
+           float(LEAKED_REGIONS))
+    expect("leaker outstanding bytes",
+           value(leak, "rdma_mr_outstanding_bytes", pid=leaker, comm="mr_leaker"),
+           float(LEAKED_REGIONS * LEAKED_SIZE))
+
+    after = harness.parse("\n".join(lab.blocks["scrape_after_exit"]))
+    expect("leaker series after exit",
+           len(harness.series(after, "rdma_mr_outstanding_regions", pid=leaker)), 0)
+    expect("released at exit", value(after, "rdma_mr_exit_released_regions_total",
+                                     comm="mr_leaker"), float(LEAKED_REGIONS))
+    lab.notes.append(f"guest: pingpong server pid {server} registered 1 region; mr_leaker pid "
+                     f"{leaker} leaked {LEAKED_REGIONS} x {LEAKED_SIZE} bytes, all released at "
+                     "exit")
+    return failures

@@ -1,0 +1,26 @@
+# mr: MR-leak tracking with eBPF uprobes on the guest's real libibverbs, over rxe0.
+. /scenarios/lib.sh
+start_exporter || exit 1
+block probe sh -c "wget -q -O - http://127.0.0.1:9879/metrics | grep -E '^rdmascope_probe_(attached|links)'"
+
+# ibv_rc_pingpong registers its buffer before it waits for the client: scrape while it waits.
+ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 >/tmp/server.out 2>&1 &
+server=$!
+sleep 1
+block scrape_pingpong scrape
+echo "@@@PINGPONG-PID $server"
+ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 127.0.0.1 >/tmp/client.out 2>&1
+wait $server
+
+# A program that leaks 12 regions of 64 KiB.
+rm -f /tmp/leaker.ready
+mr_leaker rxe0 12 65536 /tmp/leaker.ready &
+leaker=$!
+for i in $(seq 100); do [ -e /tmp/leaker.ready ] && break; sleep 0.1; done
+echo "@@@LEAKER-PID $leaker"
+block scrape_leak scrape
+kill $leaker
+wait $leaker 2>/dev/null
+sleep 0.5
+block scrape_after_exit scrape
+block exporter_log cat /tmp/rdmascope.log
