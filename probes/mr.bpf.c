@@ -61,6 +61,24 @@ struct user_ibv_mr {
   __u32 rkey;
 };
 
+/* floor(log2(v)) for v > 0, 0 for 0; branchy but verifier-friendly. */
+static __always_inline __u32 log2_u64(__u64 v) {
+  __u32 r = 0;
+  if (v >> 32) { v >>= 32; r += 32; }
+  if (v >> 16) { v >>= 16; r += 16; }
+  if (v >> 8) { v >>= 8; r += 8; }
+  if (v >> 4) { v >>= 4; r += 4; }
+  if (v >> 2) { v >>= 2; r += 2; }
+  if (v >> 1) { r += 1; }
+  return r;
+}
+
+/* The histogram bucket of v: ceil(log2(v)), see mr.h. */
+static __always_inline __u32 bucket_of(__u64 v, __u32 buckets) {
+  __u32 b = v <= 1 ? 0 : log2_u64(v - 1) + 1;
+  return b >= buckets ? buckets - 1 : b;
+}
+
 static __always_inline struct mr_globals *global_counters(void) {
   __u32 zero = 0;
   return bpf_map_lookup_elem(&globals, &zero);
@@ -71,18 +89,27 @@ static __always_inline __u64 leader_start_ns(void) {
   return BPF_CORE_READ(task, group_leader, start_time);
 }
 
+/* A zeroed template in .rodata: struct mr_proc is too large for the 512-byte BPF stack. */
+static const struct mr_proc zero_proc;
+
 /* The process's totals, created (or reset, if the pid was reused) on first use. */
 static __always_inline struct mr_proc *proc_stats(__u32 tgid, __u64 start_ns) {
   struct mr_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
   if (proc && proc->start_ns == start_ns) return proc;
-  struct mr_proc fresh = {.start_ns = start_ns};
-  bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
-  if (bpf_map_update_elem(&procs, &tgid, &fresh, BPF_ANY) != 0) {
-    struct mr_globals *g = global_counters();
-    if (g) __sync_fetch_and_add(&g->lost_procs, 1);
-    return NULL;
+  if (!proc || proc->start_ns != 0) {
+    /* New process, or a reused pid: start from zero. A sibling thread racing us finds the
+     * entry zeroed (start_ns 0) and completes it below instead of resetting it again. */
+    if (bpf_map_update_elem(&procs, &tgid, &zero_proc, BPF_ANY) != 0) {
+      struct mr_globals *g = global_counters();
+      if (g) __sync_fetch_and_add(&g->lost_procs, 1);
+      return NULL;
+    }
+    proc = bpf_map_lookup_elem(&procs, &tgid);
+    if (!proc) return NULL;
   }
-  return bpf_map_lookup_elem(&procs, &tgid);
+  proc->start_ns = start_ns;
+  bpf_get_current_comm(proc->comm, sizeof(proc->comm));
+  return proc;
 }
 
 static __always_inline int enter(enum mr_call_kind kind, __u64 mr, __u32 access) {
@@ -137,6 +164,7 @@ int BPF_KRETPROBE(reg_mr_return, void *mr) {
   __u32 tgid = id >> 32;
   __u64 start_ns = leader_start_ns();
   __u32 access = call->access;
+  __u64 latency_ns = bpf_ktime_get_ns() - call->start_ns;
   bpf_map_delete_elem(&calls, &id);
 
   struct mr_proc *proc = proc_stats(tgid, start_ns);
@@ -157,6 +185,19 @@ int BPF_KRETPROBE(reg_mr_return, void *mr) {
       .access = access,
   };
   __sync_fetch_and_add(&proc->registrations, 1);
+  __sync_fetch_and_or(&proc->access_seen, (__u64)access);
+  if ((user_mr.addr | user_mr.length) & (MR_HUGE_PAGE_BYTES - 1)) {
+    __sync_fetch_and_add(&proc->not_huge_aligned_bytes, user_mr.length);
+  }
+  if (user_mr.length & (MR_PAGE_BYTES - 1)) {
+    __sync_fetch_and_add(&proc->length_not_page_multiple, 1);
+  }
+  __u32 bucket = bucket_of(latency_ns, MR_LATENCY_BUCKETS);
+  __sync_fetch_and_add(&proc->latency[bucket & (MR_LATENCY_BUCKETS - 1)], 1);
+  __sync_fetch_and_add(&proc->latency_sum_ns, latency_ns);
+  bucket = bucket_of(user_mr.length, MR_SIZE_BUCKETS);
+  if (bucket < MR_SIZE_BUCKETS) __sync_fetch_and_add(&proc->size[bucket], 1);
+  __sync_fetch_and_add(&proc->size_sum_bytes, user_mr.length);
   if (bpf_map_update_elem(&regions, &key, &region, BPF_ANY) != 0) {
     __sync_fetch_and_add(&proc->lost_regions, 1);
     return 0;

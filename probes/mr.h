@@ -10,6 +10,13 @@
 #endif
 
 #define MR_COMM_LEN 16
+/* log2 histograms: bucket b holds values in (2^(b-1), 2^b] (bucket 0: 0 and 1), so that
+ * "le 2^b" is exact for the power-of-two sizes applications use; the last bucket also holds
+ * everything above. Latency in ns, size in bytes. */
+#define MR_LATENCY_BUCKETS 32
+#define MR_SIZE_BUCKETS 48
+#define MR_HUGE_PAGE_BYTES (2ULL << 20)
+#define MR_PAGE_BYTES 4096ULL
 
 /* Which entry point a thread is inside (outermost call only). */
 enum mr_call_kind {
@@ -52,6 +59,13 @@ struct mr_proc {
   __s64 outstanding_regions;
   __s64 outstanding_bytes;
   __u64 lost_regions;          /* registrations not tracked: the regions map was full */
+  __u64 access_seen;           /* OR of the IBV_ACCESS_* flags of all registrations */
+  __u64 not_huge_aligned_bytes; /* bytes registered with address or length not 2 MiB-aligned */
+  __u64 length_not_page_multiple; /* registrations whose length is not a multiple of 4 KiB */
+  __u64 latency_sum_ns;
+  __u64 size_sum_bytes;
+  __u64 latency[MR_LATENCY_BUCKETS];
+  __u64 size[MR_SIZE_BUCKETS];
   char comm[MR_COMM_LEN];
 };
 

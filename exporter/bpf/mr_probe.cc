@@ -58,6 +58,31 @@ int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args)
 
 }  // namespace
 
+void MrHistograms::Add(const MrHistograms& other) {
+  latency.resize(std::max(latency.size(), other.latency.size()));
+  size.resize(std::max(size.size(), other.size.size()));
+  for (size_t i = 0; i < other.latency.size(); ++i) latency[i] += other.latency[i];
+  for (size_t i = 0; i < other.size.size(); ++i) size[i] += other.size[i];
+  latency_sum_ns += other.latency_sum_ns;
+  size_sum_bytes += other.size_sum_bytes;
+}
+
+namespace {
+MrHistograms HistogramsOf(const mr_proc& proc) {
+  MrHistograms h;
+  h.latency.assign(std::begin(proc.latency), std::end(proc.latency));
+  h.size.assign(std::begin(proc.size), std::end(proc.size));
+  h.latency_sum_ns = proc.latency_sum_ns;
+  h.size_sum_bytes = proc.size_sum_bytes;
+  return h;
+}
+
+std::string CommOf(const mr_proc& proc) {
+  std::string comm(proc.comm, strnlen(proc.comm, sizeof proc.comm));
+  return comm.empty() ? "unknown" : comm;
+}
+}  // namespace
+
 std::string LinkedLibibverbsPath() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&ibv_get_device_list), &info) == 0 ||
@@ -174,10 +199,12 @@ void MrProbe::DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& ex
     mr_proc proc{};
     if (bpf_map_lookup_elem(procs_fd, &tgid, &proc) != 0 || proc.start_ns != start_ns) continue;
     bpf_map_delete_elem(procs_fd, &tgid);
-    if (proc.outstanding_regions > 0) {
-      std::string comm(proc.comm, strnlen(proc.comm, sizeof proc.comm));
-      holders[{tgid, start_ns}] = comm.empty() ? "unknown" : comm;
+    // Histograms by comm stay monotonic: an exited process's counts move to the retired set.
+    std::string comm = CommOf(proc);
+    if (retired_histograms_.contains(comm) || retired_histograms_.size() < kMaxReleasedComms) {
+      retired_histograms_[comm].Add(HistogramsOf(proc));
     }
+    if (proc.outstanding_regions > 0) holders[{tgid, start_ns}] = comm;
   }
   if (holders.empty()) return;
 
@@ -213,6 +240,7 @@ MrSnapshot MrProbe::Snapshot() {
 
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;
+  std::map<std::string, MrHistograms> live_histograms;
   uint32_t key = 0;
   uint32_t next = 0;
   const void* previous = nullptr;
@@ -236,7 +264,11 @@ MrSnapshot MrProbe::Snapshot() {
         .lost_regions = proc.lost_regions,
         .outstanding_regions = proc.outstanding_regions,
         .outstanding_bytes = proc.outstanding_bytes,
+        .access_seen = proc.access_seen,
+        .not_huge_aligned_bytes = proc.not_huge_aligned_bytes,
+        .length_not_page_multiple = proc.length_not_page_multiple,
     });
+    live_histograms[CommOf(proc)].Add(HistogramsOf(proc));
   }
   DropProcesses(pending_exits_);
   std::sort(snapshot.processes.begin(), snapshot.processes.end(),
@@ -250,6 +282,8 @@ MrSnapshot MrProbe::Snapshot() {
     snapshot.lost_exits = globals.lost_exits;
   }
   snapshot.released = released_;
+  snapshot.histograms = retired_histograms_;
+  for (const auto& [comm, histograms] : live_histograms) snapshot.histograms[comm].Add(histograms);
   return snapshot;
 }
 

@@ -22,7 +22,7 @@ struct MrProbeOptions {
   std::vector<std::string> libraries;  // libibverbs.so.1 files (default: the one we link)
   std::vector<std::string> binaries;   // statically linked programs
   uint32_t max_regions = 262144;
-  uint32_t max_processes = 16384;
+  uint32_t max_processes = 4096;  // ~0.8 KiB of kernel memory each
 };
 
 struct MrProcess {
@@ -34,6 +34,18 @@ struct MrProcess {
   uint64_t lost_regions = 0;
   int64_t outstanding_regions = 0;
   int64_t outstanding_bytes = 0;
+  uint64_t access_seen = 0;               // OR of IBV_ACCESS_* flags
+  uint64_t not_huge_aligned_bytes = 0;    // address or length not 2 MiB-aligned
+  uint64_t length_not_page_multiple = 0;  // registrations, length % 4096 != 0
+};
+
+// log2 histograms as the probe fills them (bucket b: (2^(b-1), 2^b]).
+struct MrHistograms {
+  std::vector<uint64_t> latency;  // ns
+  std::vector<uint64_t> size;     // bytes
+  uint64_t latency_sum_ns = 0;
+  uint64_t size_sum_bytes = 0;
+  void Add(const MrHistograms& other);
 };
 
 struct MrReleasedAtExit {
@@ -44,6 +56,7 @@ struct MrReleasedAtExit {
 struct MrSnapshot {
   std::vector<MrProcess> processes;                  // by pid
   std::map<std::string, MrReleasedAtExit> released;  // by comm, since start
+  std::map<std::string, MrHistograms> histograms;    // by comm: live + exited processes
   uint64_t lost_calls = 0;
   uint64_t lost_processes = 0;
   uint64_t lost_exits = 0;
@@ -77,6 +90,7 @@ class MrProbe {
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
   std::map<std::string, MrReleasedAtExit> released_;
   std::vector<std::pair<uint32_t, uint64_t>> pending_exits_;  // filled by OnExit
+  std::map<std::string, MrHistograms> retired_histograms_;    // of exited processes
   static constexpr size_t kMaxReleasedComms = 1024;
 };
 

@@ -1,5 +1,10 @@
 #include "collectors/mr.h"
 
+#include <infiniband/verbs.h>
+
+#include <array>
+#include <cmath>
+
 #include "core/log.h"
 
 namespace rdmascope {
@@ -39,6 +44,63 @@ constexpr MetricDesc kLost{"rdma_mr_lost_total",
                            "(regions: --mr.max-regions; processes: --mr.max-processes).",
                            MetricType::Counter};
 
+constexpr MetricDesc kNotHugeAligned{"rdma_mr_not_hugepage_aligned_bytes_total",
+                                     "Bytes registered with an address or length not aligned to "
+                                     "2 MiB huge pages (TLB pressure on the NIC).",
+                                     MetricType::Counter};
+constexpr MetricDesc kNotPageMultiple{"rdma_mr_length_not_page_multiple_total",
+                                      "Registrations whose length is not a multiple of 4 KiB.",
+                                      MetricType::Counter};
+constexpr MetricDesc kAccessFlag{"rdma_mr_access_flag_seen",
+                                 "1 for every IBV_ACCESS_* flag the process has registered "
+                                 "memory with.",
+                                 MetricType::Gauge};
+constexpr MetricDesc kDuration{"rdma_mr_registration_duration_seconds",
+                               "Time spent in ibv_reg_mr and variants (pinning pages), by "
+                               "command.",
+                               MetricType::Histogram};
+constexpr MetricDesc kSize{"rdma_mr_registration_size_bytes",
+                           "Lengths of registered memory regions, by command.",
+                           MetricType::Histogram};
+
+struct AccessFlag {
+  uint64_t bit;
+  std::string_view name;
+};
+constexpr std::array<AccessFlag, 9> kAccessFlags{{
+    {IBV_ACCESS_LOCAL_WRITE, "LOCAL_WRITE"},
+    {IBV_ACCESS_REMOTE_WRITE, "REMOTE_WRITE"},
+    {IBV_ACCESS_REMOTE_READ, "REMOTE_READ"},
+    {IBV_ACCESS_REMOTE_ATOMIC, "REMOTE_ATOMIC"},
+    {IBV_ACCESS_MW_BIND, "MW_BIND"},
+    {IBV_ACCESS_ZERO_BASED, "ZERO_BASED"},
+    {IBV_ACCESS_ON_DEMAND, "ON_DEMAND"},
+    {IBV_ACCESS_HUGETLB, "HUGETLB"},
+    {IBV_ACCESS_RELAXED_ORDERING, "RELAXED_ORDERING"},
+}};
+
+// Exported bucket range of the probe's log2 buckets: bucket b counts (2^(b-1), 2^b].
+constexpr size_t kFirstLatencyBucket = 10;  // le 1.024 us
+constexpr size_t kLastLatencyBucket = 31;   // le 2.1 s
+constexpr size_t kFirstSizeBucket = 12;     // le 4 KiB
+constexpr size_t kLastSizeBucket = 40;      // le 1 TiB
+
+// `per_unit`: raw units per exported unit (1e9 ns per second). Dividing, not multiplying by
+// 1e-9, gives the double nearest the decimal bound, so le="8.192e-06" prints cleanly.
+std::vector<MetricSet::Bucket> Cumulative(const std::vector<uint64_t>& counts, size_t first,
+                                          size_t last, double per_unit, uint64_t* total) {
+  std::vector<MetricSet::Bucket> buckets;
+  uint64_t running = 0;
+  for (size_t b = 0; b < counts.size(); ++b) {
+    running += counts[b];
+    if (b >= first && b <= last) {
+      buckets.push_back({std::ldexp(1.0, static_cast<int>(b)) / per_unit, running});
+    }
+  }
+  *total = running;
+  return buckets;
+}
+
 }  // namespace
 
 void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
@@ -51,7 +113,31 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
     out.Add(kRegistrations, labels, static_cast<double>(proc.registrations));
     out.Add(kDeregistrations, labels, static_cast<double>(proc.deregistrations));
     out.Add(kFailures, labels, static_cast<double>(proc.failures));
+    out.Add(kNotHugeAligned, labels, static_cast<double>(proc.not_huge_aligned_bytes));
+    out.Add(kNotPageMultiple, labels, static_cast<double>(proc.length_not_page_multiple));
+    uint64_t unnamed = proc.access_seen;
+    for (const AccessFlag& flag : kAccessFlags) {
+      if ((proc.access_seen & flag.bit) == 0) continue;
+      unnamed &= ~flag.bit;
+      out.Add(kAccessFlag, {{"pid", pid}, {"comm", proc.comm}, {"flag", flag.name}}, 1);
+    }
+    for (int bit = 0; bit < 64; ++bit) {
+      if ((unnamed >> bit) & 1U) {
+        const std::string name = "BIT_" + std::to_string(bit);
+        out.Add(kAccessFlag, {{"pid", pid}, {"comm", proc.comm}, {"flag", name}}, 1);
+      }
+    }
     lost_regions += proc.lost_regions;
+  }
+  for (const auto& [comm, histograms] : snapshot.histograms) {
+    uint64_t count = 0;
+    auto buckets =
+        Cumulative(histograms.latency, kFirstLatencyBucket, kLastLatencyBucket, 1e9, &count);
+    out.AddHistogram(kDuration, {{"comm", comm}}, buckets,
+                     static_cast<double>(histograms.latency_sum_ns) / 1e9, count);
+    buckets = Cumulative(histograms.size, kFirstSizeBucket, kLastSizeBucket, 1, &count);
+    out.AddHistogram(kSize, {{"comm", comm}}, buckets,
+                     static_cast<double>(histograms.size_sum_bytes), count);
   }
   for (const auto& [comm, released] : snapshot.released) {
     out.Add(kReleasedRegions, {{"comm", comm}}, static_cast<double>(released.regions));

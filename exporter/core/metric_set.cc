@@ -1,5 +1,7 @@
 #include "core/metric_set.h"
 
+#include <limits>
+
 namespace rdmascope {
 
 namespace {
@@ -57,8 +59,21 @@ bool MetricSet::Add(const MetricDesc& desc, const std::vector<Label>& labels, do
   return AddImpl(desc, labels, value);
 }
 
+bool MetricSet::AddHistogram(const MetricDesc& desc, std::initializer_list<Label> labels,
+                             const std::vector<Bucket>& buckets, double sum, uint64_t count) {
+  prometheus::ClientMetric::Histogram histogram;
+  histogram.sample_count = count;
+  histogram.sample_sum = sum;
+  for (const Bucket& bucket : buckets) {
+    histogram.bucket.push_back({bucket.cumulative_count, bucket.upper_bound});
+  }
+  histogram.bucket.push_back({count, std::numeric_limits<double>::infinity()});
+  return AddImpl(desc, labels, 0, &histogram);
+}
+
 template <typename LabelRange>
-bool MetricSet::AddImpl(const MetricDesc& desc, const LabelRange& labels, double value) {
+bool MetricSet::AddImpl(const MetricDesc& desc, const LabelRange& labels, double value,
+                        prometheus::ClientMetric::Histogram* histogram) {
   auto [it, inserted] = by_name_.try_emplace(std::string(desc.name));
   if (inserted) {
     it->second.index = families_.size();
@@ -93,6 +108,9 @@ bool MetricSet::AddImpl(const MetricDesc& desc, const LabelRange& labels, double
       break;
     case prometheus::MetricType::Gauge:
       metric.gauge.value = value;
+      break;
+    case prometheus::MetricType::Histogram:
+      if (histogram != nullptr) metric.histogram = std::move(*histogram);
       break;
     default:
       metric.untyped.value = value;

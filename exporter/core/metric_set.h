@@ -8,6 +8,7 @@
 #include <prometheus/metric_type.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,6 +33,14 @@ class MetricSet {
   bool Add(const MetricDesc& desc, std::initializer_list<Label> labels, double value);
   bool Add(const MetricDesc& desc, const std::vector<Label>& labels, double value);
 
+  struct Bucket {
+    double upper_bound;
+    uint64_t cumulative_count;
+  };
+  // A histogram sample; buckets in increasing order, without +Inf (added from `count`).
+  bool AddHistogram(const MetricDesc& desc, std::initializer_list<Label> labels,
+                    const std::vector<Bucket>& buckets, double sum, uint64_t count);
+
   size_t dropped_duplicates() const { return dropped_duplicates_; }
   size_t sample_count() const { return samples_; }
 
@@ -40,7 +49,8 @@ class MetricSet {
 
  private:
   template <typename LabelRange>
-  bool AddImpl(const MetricDesc& desc, const LabelRange& labels, double value);
+  bool AddImpl(const MetricDesc& desc, const LabelRange& labels, double value,
+               prometheus::ClientMetric::Histogram* histogram = nullptr);
 
   struct FamilyState {
     size_t index;

@@ -78,6 +78,31 @@ def main(binary, workload, library):
                 "rdma_mr_outstanding_regions": THREADS * LEAKED,
                 "rdma_mr_outstanding_bytes": THREADS * LEAKED * SIZE,
             }
+            registered = THREADS * (REGIONS + OLD_ABI)
+            expected.update({
+                # malloc'd buffers: never 2 MiB-aligned; SIZE is a multiple of 4 KiB.
+                "rdma_mr_not_hugepage_aligned_bytes_total": registered * SIZE,
+                "rdma_mr_length_not_page_multiple_total": 0,
+            })
+            flags = {dict(k)["flag"] for k in
+                     harness.series(samples, "rdma_mr_access_flag_seen", pid=pid)}
+            if flags != {"LOCAL_WRITE"}:
+                failures.append(f"run {run}: access flags seen {flags}")
+            # Histograms are by comm and keep the counts of exited runs.
+            histogram_checks = {
+                ("rdma_mr_registration_size_bytes_count", None): run * registered,
+                ("rdma_mr_registration_size_bytes_bucket", str(SIZE)): run * registered,
+                ("rdma_mr_registration_size_bytes_bucket", str(SIZE // 2)): 0,
+                ("rdma_mr_registration_size_bytes_sum", None): run * registered * SIZE,
+                ("rdma_mr_registration_duration_seconds_count", None): run * registered,
+                ("rdma_mr_registration_duration_seconds_bucket", "+Inf"): run * registered,
+            }
+            for (name, le), want in histogram_checks.items():
+                labels = {"comm": "mr_workload", **({"le": le} if le else {})}
+                got = value(samples, name, **labels)
+                print(("ok" if got == want else "FAIL") + f": run {run} {name}{labels} = {got}")
+                if got != want:
+                    failures.append(f"run {run} {name}{labels}: {got} != {want}")
             for name, want in expected.items():
                 got = value(samples, name, pid=pid, comm="mr_workload")
                 status = "ok" if got == want else "FAIL"

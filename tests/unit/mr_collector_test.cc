@@ -1,0 +1,65 @@
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "collectors/mr.h"
+#include "unit/fixture_tree.h"
+
+namespace rdmascope {
+namespace {
+
+MrSnapshot Snapshot() {
+  MrSnapshot snapshot;
+  snapshot.processes.push_back({.pid = 4242,
+                                .comm = "trainer",
+                                .registrations = 10,
+                                .deregistrations = 4,
+                                .failures = 1,
+                                .outstanding_regions = 6,
+                                .outstanding_bytes = 6 * 2097152,
+                                .access_seen = 0x7 | (1ULL << 40),
+                                .not_huge_aligned_bytes = 4096,
+                                .length_not_page_multiple = 1});
+  MrHistograms h;
+  h.latency.assign(32, 0);
+  h.size.assign(48, 0);
+  h.latency[12] = 3;  // (2 us, 4 us]
+  h.latency[20] = 7;  // (0.5 ms, 1 ms]
+  h.latency_sum_ns = 3 * 3000 + 7 * 800000;
+  h.size[12] = 1;  // 4 KiB
+  h.size[21] = 9;  // 2 MiB
+  h.size_sum_bytes = 4096 + 9 * 2097152;
+  snapshot.histograms["trainer"] = h;
+  snapshot.released["old-job"] = {.regions = 3, .bytes = 3 * 65536};
+  snapshot.lost_exits = 2;
+  return snapshot;
+}
+
+TEST(MrCollector, GoldenExposition) {
+  MetricSet out;
+  MapMrSnapshot(Snapshot(), out);
+  EXPECT_EQ(out.dropped_duplicates(), 0U);
+  EXPECT_TRUE(testing::MatchesGolden(testing::Serialise(out.Take()), "mr.prom"));
+}
+
+TEST(MrCollector, HistogramBucketsAreCumulativeAndExact) {
+  MetricSet out;
+  MapMrSnapshot(Snapshot(), out);
+  for (const auto& family : out.Take()) {
+    if (family.name != "rdma_mr_registration_size_bytes") continue;
+    const auto& histogram = family.metric.at(0).histogram;
+    EXPECT_EQ(histogram.sample_count, 10U);
+    std::map<double, uint64_t> cumulative;
+    for (const auto& bucket : histogram.bucket) {
+      cumulative[bucket.upper_bound] = bucket.cumulative_count;
+    }
+    EXPECT_EQ(cumulative.at(4096), 1U) << "a 4096-byte region is in le=4096";
+    EXPECT_EQ(cumulative.at(1048576), 1U);
+    EXPECT_EQ(cumulative.at(2097152), 10U) << "2 MiB regions are in le=2097152";
+    return;
+  }
+  FAIL() << "no size histogram";
+}
+
+}  // namespace
+}  // namespace rdmascope
