@@ -10,6 +10,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <set>
 
 #include "core/log.h"
@@ -83,6 +84,36 @@ std::string CommOf(const mr_proc& proc) {
 }
 }  // namespace
 
+std::optional<uint64_t> ParseDurationNs(std::string_view text) {
+  // Units as Prometheus accepts them, longest first so that "ms" is not read as "m".
+  static constexpr std::pair<std::string_view, uint64_t> kUnits[] = {
+      {"ms", 1000000ULL},         {"s", 1000000000ULL},     {"m", 60000000000ULL},
+      {"h", 3600000000000ULL},    {"d", 86400000000000ULL}, {"w", 604800000000000ULL},
+      {"y", 31536000000000000ULL}};
+  if (text.empty()) return std::nullopt;
+  uint64_t total = 0;
+  while (!text.empty()) {
+    size_t digits = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 12) return std::nullopt;
+    uint64_t number = 0;
+    for (size_t i = 0; i < digits; ++i) number = number * 10 + static_cast<uint64_t>(text[i] - '0');
+    text.remove_prefix(digits);
+    bool matched = false;
+    for (const auto& [unit, ns] : kUnits) {
+      if (text.starts_with(unit)) {
+        if (number > UINT64_MAX / ns || total > UINT64_MAX - number * ns) return std::nullopt;
+        total += number * ns;
+        text.remove_prefix(unit.size());
+        matched = true;
+        break;
+      }
+    }
+    if (!matched) return std::nullopt;
+  }
+  return total;
+}
+
 std::string LinkedLibibverbsPath() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&ibv_get_device_list), &info) == 0 ||
@@ -99,6 +130,7 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   libbpf_set_print(&LibbpfPrint);
   std::unique_ptr<MrProbe> probe(new MrProbe());
   probe->procfs_ = std::move(procfs);
+  probe->leak_age_ns_ = options.leak_age_ns;
   probe->skel_ = mr_bpf__open();
   if (probe->skel_ == nullptr)
     return std::unexpected("cannot open the BPF object: " + Errno(errno));
@@ -233,6 +265,48 @@ void MrProbe::DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& ex
   }
 }
 
+void MrProbe::CountLeakSuspects(std::vector<MrProcess>& processes,
+                                const std::map<uint32_t, uint64_t>& start_by_pid) {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // bpf_ktime_get_ns() is CLOCK_MONOTONIC
+  const uint64_t now_ns =
+      static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
+  if (now_ns < leak_age_ns_) return;
+  const uint64_t threshold = now_ns - leak_age_ns_;
+  std::map<uint32_t, MrProcess*> by_pid;
+  for (MrProcess& proc : processes) by_pid[proc.pid] = &proc;
+
+  // Batched reads: a few syscalls for 100,000 regions instead of two per region.
+  constexpr uint32_t kBatch = 4096;
+  std::vector<mr_region_key> keys(kBatch);
+  std::vector<mr_region> values(kBatch);
+  const int fd = bpf_map__fd(skel_->maps.regions);
+  alignas(8) unsigned char token[8] = {};
+  bool first = true;
+  for (;;) {
+    uint32_t count = kBatch;
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : token, token, keys.data(),
+                                         values.data(), &count, nullptr);
+    first = false;
+    if (err != 0 && errno != ENOENT) {
+      log::Debug("regions batch read failed", {{"err", Errno(errno)}});
+      return;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      if (values[i].registered_ns > threshold) continue;
+      const auto proc = by_pid.find(keys[i].tgid);
+      const auto start = start_by_pid.find(keys[i].tgid);
+      if (proc == by_pid.end() || start == start_by_pid.end() ||
+          start->second != values[i].proc_start_ns) {
+        continue;
+      }
+      proc->second->leak_suspect_regions += 1;
+      proc->second->leak_suspect_bytes += values[i].length;
+    }
+    if (err != 0) return;  // ENOENT: that was the last batch
+  }
+}
+
 MrSnapshot MrProbe::Snapshot() {
   std::lock_guard lock(mutex_);
   pending_exits_.clear();
@@ -241,6 +315,7 @@ MrSnapshot MrProbe::Snapshot() {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;
   std::map<std::string, MrHistograms> live_histograms;
+  std::map<uint32_t, uint64_t> start_by_pid;
   uint32_t key = 0;
   uint32_t next = 0;
   const void* previous = nullptr;
@@ -269,8 +344,12 @@ MrSnapshot MrProbe::Snapshot() {
         .length_not_page_multiple = proc.length_not_page_multiple,
     });
     live_histograms[CommOf(proc)].Add(HistogramsOf(proc));
+    start_by_pid[key] = proc.start_ns;
   }
   DropProcesses(pending_exits_);
+  if (leak_age_ns_ > 0 && !snapshot.processes.empty()) {
+    CountLeakSuspects(snapshot.processes, start_by_pid);
+  }
   std::sort(snapshot.processes.begin(), snapshot.processes.end(),
             [](const MrProcess& a, const MrProcess& b) { return a.pid < b.pid; });
 

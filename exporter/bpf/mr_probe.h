@@ -9,7 +9,9 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct mr_bpf;
@@ -23,7 +25,12 @@ struct MrProbeOptions {
   std::vector<std::string> binaries;   // statically linked programs
   uint32_t max_regions = 262144;
   uint32_t max_processes = 4096;  // ~0.8 KiB of kernel memory each
+  // Outstanding regions older than this are leak suspects; 0 disables the (O(regions)) scan.
+  uint64_t leak_age_ns = 600ULL * 1000000000ULL;
 };
+
+// Prometheus-style durations: "90s", "10m", "1h30m", "250ms", "2d". nullopt if malformed.
+std::optional<uint64_t> ParseDurationNs(std::string_view text);
 
 struct MrProcess {
   uint32_t pid = 0;
@@ -37,6 +44,8 @@ struct MrProcess {
   uint64_t access_seen = 0;               // OR of IBV_ACCESS_* flags
   uint64_t not_huge_aligned_bytes = 0;    // address or length not 2 MiB-aligned
   uint64_t length_not_page_multiple = 0;  // registrations, length % 4096 != 0
+  uint64_t leak_suspect_regions = 0;      // outstanding for longer than the leak age
+  uint64_t leak_suspect_bytes = 0;
 };
 
 // log2 histograms as the probe fills them (bucket b: (2^(b-1), 2^b]).
@@ -80,6 +89,9 @@ class MrProbe {
   MrProbe() = default;
   // Removes exited processes and their regions in one pass over the regions map (only if
   // one of them still had regions: the pass costs two syscalls per tracked region).
+  // Counts, per process, outstanding regions older than the leak age (batched map reads).
+  void CountLeakSuspects(std::vector<MrProcess>& processes,
+                         const std::map<uint32_t, uint64_t>& start_by_pid);
   void DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& exited);
   static int OnExit(void* context, void* data, size_t size);
 
@@ -87,6 +99,7 @@ class MrProbe {
   ring_buffer* exits_ = nullptr;
   std::vector<bpf_link*> links_;
   std::filesystem::path procfs_;
+  uint64_t leak_age_ns_ = 0;
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
   std::map<std::string, MrReleasedAtExit> released_;
   std::vector<std::pair<uint32_t, uint64_t>> pending_exits_;  // filled by OnExit

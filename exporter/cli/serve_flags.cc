@@ -133,6 +133,17 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(1U, 1U << 26))
       ->group("Collector mr");
   serve
+      .add_option_function<std::string>(
+          "--mr.leak-age",
+          [&config](const std::string& text) { config.mr.leak_age_ns = *ParseDurationNs(text); },
+          "Outstanding regions older than this are leak suspects (Prometheus duration: 90s, 10m, "
+          "1h30m; 0s disables the scan). Default 10m")
+      ->check([](const std::string& text) {
+        return ParseDurationNs(text) ? std::string()
+                                     : "not a duration like 90s, 10m or 1h30m: " + text;
+      })
+      ->group("Collector mr");
+  serve
       .add_option("--mr.max-processes", config.mr.max_processes,
                   "Processes tracked at most (BPF map size)")
       ->capture_default_str()

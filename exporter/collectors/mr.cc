@@ -44,6 +44,12 @@ constexpr MetricDesc kLost{"rdma_mr_lost_total",
                            "(regions: --mr.max-regions; processes: --mr.max-processes).",
                            MetricType::Counter};
 
+constexpr MetricDesc kLeakRegions{"rdma_mr_leak_suspect_regions",
+                                  "Outstanding regions registered longer ago than --mr.leak-age.",
+                                  MetricType::Gauge};
+constexpr MetricDesc kLeakBytes{"rdma_mr_leak_suspect_bytes",
+                                "Bytes of the outstanding regions older than --mr.leak-age.",
+                                MetricType::Gauge};
 constexpr MetricDesc kNotHugeAligned{"rdma_mr_not_hugepage_aligned_bytes_total",
                                      "Bytes registered with an address or length not aligned to "
                                      "2 MiB huge pages (TLB pressure on the NIC).",
@@ -113,6 +119,8 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
     out.Add(kRegistrations, labels, static_cast<double>(proc.registrations));
     out.Add(kDeregistrations, labels, static_cast<double>(proc.deregistrations));
     out.Add(kFailures, labels, static_cast<double>(proc.failures));
+    out.Add(kLeakRegions, labels, static_cast<double>(proc.leak_suspect_regions));
+    out.Add(kLeakBytes, labels, static_cast<double>(proc.leak_suspect_bytes));
     out.Add(kNotHugeAligned, labels, static_cast<double>(proc.not_huge_aligned_bytes));
     out.Add(kNotPageMultiple, labels, static_cast<double>(proc.length_not_page_multiple));
     uint64_t unnamed = proc.access_seen;

@@ -16,11 +16,11 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
 
-PAIRS = 200000
+PAIRS = 50000
 PROCESSES, REGIONS_EACH = 100, 1000
 
 
-def pair_cost(mr_pairs, env, runs=5):
+def pair_cost(mr_pairs, env, runs=3):
     return statistics.median(
         float(subprocess.run([mr_pairs, str(PAIRS)], env=env, capture_output=True, text=True,
                              check=True).stdout) for _ in range(runs))
@@ -57,7 +57,7 @@ def main(binary, mr_pairs, workload, library, outdir):
         "# MR probe benchmark (one run)",
         "",
         f"- reg+dereg pair, tracking off: {off:.0f} ns; on: {on:.0f} ns; added {on - off:.0f} ns "
-        f"per pair ({on / off:.1f}x) over {PAIRS} pairs, median of 5 runs",
+        f"per pair ({on / off:.1f}x) over {PAIRS} pairs, median of 3 runs",
         f"- scrape with {int(total)} outstanding regions in {PROCESSES} processes: median "
         f"{statistics.median(times) * 1e3:.2f} ms, max {max(times) * 1e3:.2f} ms over 30 scrapes",
         "",

@@ -22,6 +22,7 @@ expect_error "not a directory" serve --path.sysfs=/nonexistent
 expect_error "log.level" serve --log.level=loud
 expect_error "queue-stats" serve --collector.ethtool.queue-stats=maybe
 expect_error "telemetry-path" serve --web.telemetry-path=metrics
+expect_error "not a duration" serve --mr.leak-age=10x
 # A port already taken: a one-line fatal error, exit 1.
 python3 - "$bin" <<'PY' || fail=1
 import socket, subprocess, sys

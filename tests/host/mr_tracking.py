@@ -53,7 +53,7 @@ def main(binary, workload, library):
                 failures.append(f"unprivileged: {what}: {got}")
     # A second run of the workload checks that a new process starts from zero.
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--mr.library={library}"]) as exporter:
+                                   f"--mr.library={library}", "--mr.leak-age=2s"]) as exporter:
         samples = harness.parse(exporter.metrics())
         if value(samples, "rdmascope_probe_attached", probe="mr") != 1.0:
             print(exporter.read_log())
@@ -109,6 +109,17 @@ def main(binary, workload, library):
                 print(f"{status}: run {run} {name}{{pid={pid}}} = {got} (want {want})")
                 if got != want:
                     failures.append(f"run {run} {name}: {got} != {want}")
+            # Leak suspects: none while the regions are young, all leaks once older than 2 s.
+            young = value(samples, "rdma_mr_leak_suspect_regions", pid=pid)
+            time.sleep(2.2)
+            aged = harness.parse(exporter.metrics())
+            old = (value(aged, "rdma_mr_leak_suspect_regions", pid=pid),
+                   value(aged, "rdma_mr_leak_suspect_bytes", pid=pid))
+            want_old = (float(THREADS * LEAKED), float(THREADS * LEAKED * SIZE))
+            print(f"run {run} leak suspects: {young} when young, {old} after 2.2 s "
+                  f"(want 0, {want_old})")
+            if young != 0.0 or old != want_old:
+                failures.append(f"run {run}: leak suspects {young}, {old}")
             proc.stdin.write("exit\n")
             proc.stdin.flush()
             proc.wait(timeout=10)

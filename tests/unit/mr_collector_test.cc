@@ -63,3 +63,21 @@ TEST(MrCollector, HistogramBucketsAreCumulativeAndExact) {
 
 }  // namespace
 }  // namespace rdmascope
+
+namespace rdmascope {
+namespace {
+
+TEST(ParseDuration, PrometheusStyle) {
+  EXPECT_EQ(ParseDurationNs("90s"), 90'000'000'000ULL);
+  EXPECT_EQ(ParseDurationNs("10m"), 600'000'000'000ULL);
+  EXPECT_EQ(ParseDurationNs("1h30m"), 5'400'000'000'000ULL);
+  EXPECT_EQ(ParseDurationNs("250ms"), 250'000'000ULL);
+  EXPECT_EQ(ParseDurationNs("0s"), 0ULL);
+  EXPECT_EQ(ParseDurationNs("2d"), 172'800'000'000'000ULL);
+  for (const char* bad : {"", "10", "m", "10x", "1.5h", "-5s", "10 m", "99999999999999d"}) {
+    EXPECT_FALSE(ParseDurationNs(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace rdmascope
