@@ -27,6 +27,8 @@ struct MrProbeOptions {
   uint32_t max_processes = 4096;  // ~0.8 KiB of kernel memory each
   // Outstanding regions older than this are leak suspects; 0 disables the (O(regions)) scan.
   uint64_t leak_age_ns = 600ULL * 1000000000ULL;
+  // How often every process's fd table is scanned for /dev/infiniband/uverbs* holders.
+  uint32_t pinned_rescan_seconds = 30;
 };
 
 // Prometheus-style durations: "90s", "10m", "1h30m", "250ms", "2d". nullopt if malformed.

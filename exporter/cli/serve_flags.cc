@@ -144,6 +144,14 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       })
       ->group("Collector mr");
   serve
+      .add_option("--mr.pinned-rescan-seconds", config.mr.pinned_rescan_seconds,
+                  "How often to scan every process's open files for /dev/infiniband/uverbs* "
+                  "(rdma_process_pinned_bytes); processes the probes saw register are read at "
+                  "once")
+      ->capture_default_str()
+      ->check(CLI::Range(0U, 86400U))
+      ->group("Collector mr");
+  serve
       .add_option("--mr.max-processes", config.mr.max_processes,
                   "Processes tracked at most (BPF map size)")
       ->capture_default_str()

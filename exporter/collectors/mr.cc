@@ -107,7 +107,19 @@ std::vector<MetricSet::Bucket> Cumulative(const std::vector<uint64_t>& counts, s
   return buckets;
 }
 
+constexpr MetricDesc kPinned{"rdma_process_pinned_bytes",
+                             "VmPin of a process holding /dev/infiniband/uverbs* open: memory "
+                             "pinned by its registrations (works without eBPF).",
+                             MetricType::Gauge};
+
 }  // namespace
+
+void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out) {
+  for (const PinnedProcess& proc : processes) {
+    out.Add(kPinned, {{"pid", std::to_string(proc.pid)}, {"comm", proc.comm}},
+            static_cast<double>(proc.pinned_bytes));
+  }
+}
 
 void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
   uint64_t lost_regions = 0;
@@ -157,7 +169,9 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
   out.Add(kLost, {{"reason", "exit_events"}}, static_cast<double>(snapshot.lost_exits));
 }
 
-MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs) {
+MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs)
+    : pinned_(std::make_unique<UverbsHolders>(
+          procfs, std::chrono::seconds(options.pinned_rescan_seconds))) {
   auto probe = MrProbe::Attach(options, std::move(procfs));
   if (probe) {
     probe_ = std::move(*probe);
@@ -170,10 +184,16 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
 
 CollectResult MrCollector::Collect(MetricSet& out) const {
   out.Add(kAttached, {{"probe", "mr"}}, probe_ ? 1 : 0);
-  if (!probe_) return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
+  if (!probe_) {
+    MapPinned(pinned_->Read(), out);
+    return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
+  }
   out.Add(kLinks, {{"probe", "mr"}}, static_cast<double>(probe_->link_count()));
   const MrSnapshot snapshot = probe_->Snapshot();
   MapMrSnapshot(snapshot, out);
+  std::vector<uint32_t> registrants;
+  for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
+  MapPinned(pinned_->Read(registrants), out);
   return {.detail = std::to_string(snapshot.processes.size()) + " processes with registrations"};
 }
 

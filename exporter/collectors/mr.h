@@ -8,11 +8,13 @@
 #include <string>
 
 #include "bpf/mr_probe.h"
+#include "collectors/pinned_memory.h"
 #include "core/collector.h"
 
 namespace rdmascope {
 
 void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out);
+void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out);
 
 class MrCollector : public Collector {
  public:
@@ -21,6 +23,7 @@ class MrCollector : public Collector {
 
  private:
   std::unique_ptr<MrProbe> probe_;
+  std::unique_ptr<UverbsHolders> pinned_;
   std::string attach_error_;
 };
 

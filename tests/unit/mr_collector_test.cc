@@ -19,7 +19,9 @@ MrSnapshot Snapshot() {
                                 .outstanding_bytes = 6 * 2097152,
                                 .access_seen = 0x7 | (1ULL << 40),
                                 .not_huge_aligned_bytes = 4096,
-                                .length_not_page_multiple = 1});
+                                .length_not_page_multiple = 1,
+                                .leak_suspect_regions = 2,
+                                .leak_suspect_bytes = 2 * 2097152});
   MrHistograms h;
   h.latency.assign(32, 0);
   h.size.assign(48, 0);

@@ -49,9 +49,16 @@ def check(lab):
            value(leak, "rdma_mr_outstanding_bytes", pid=leaker, comm="mr_leaker"),
            float(LEAKED_REGIONS * LEAKED_SIZE))
 
+    # Without eBPF too: VmPin of a process holding /dev/infiniband/uverbs* open.
+    expect("leaker pinned bytes (VmPin)",
+           value(leak, "rdma_process_pinned_bytes", pid=leaker, comm="mr_leaker"),
+           float(LEAKED_REGIONS * LEAKED_SIZE))
+
     after = harness.parse("\n".join(lab.blocks["scrape_after_exit"]))
     expect("leaker series after exit",
            len(harness.series(after, "rdma_mr_outstanding_regions", pid=leaker)), 0)
+    expect("leaker pinned series after exit",
+           len(harness.series(after, "rdma_process_pinned_bytes", pid=leaker)), 0)
     expect("released at exit", value(after, "rdma_mr_exit_released_regions_total",
                                      comm="mr_leaker"), float(LEAKED_REGIONS))
     lab.notes.append(f"guest: pingpong server pid {server} registered 1 region; mr_leaker pid "

@@ -1,0 +1,60 @@
+#include "collectors/pinned_memory.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "unit/fixture_tree.h"
+
+namespace rdmascope {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A /proc with an RDMA process (uverbs open, 30 MiB pinned), a plain process, and one whose
+// status has no VmPin line (a kernel thread).
+void MakeProcess(const fs::path& procfs, int pid, const std::string& comm,
+                 const std::string& vmpin_line, const std::vector<std::string>& fds) {
+  const fs::path dir = procfs / std::to_string(pid);
+  fs::create_directories(dir / "fd");
+  std::ofstream(dir / "comm") << comm << "\n";
+  std::ofstream(dir / "status") << "Name:\t" << comm << "\nVmRSS:\t 1000 kB\n"
+                                << vmpin_line << "Threads:\t4\n";
+  for (size_t i = 0; i < fds.size(); ++i)
+    fs::create_symlink(fds[i], dir / "fd" / std::to_string(i));
+}
+
+TEST(PinnedMemory, ParsesVmPin) {
+  EXPECT_EQ(ParseVmPinBytes("Name:\tx\nVmPin:\t   30720 kB\nVmHWM:\t1 kB\n"), 30720U * 1024);
+  EXPECT_EQ(ParseVmPinBytes("Name:\tx\nVmPin:\t       0 kB\n"), 0U);
+  EXPECT_FALSE(ParseVmPinBytes("Name:\tx\nVmRSS:\t 1 kB\n"));
+  EXPECT_FALSE(ParseVmPinBytes("Name:\tx\nVmPin:\t lots\n"));
+  EXPECT_FALSE(ParseVmPinBytes("Name:\tx\nVmPin:\t 12 MB\n"));
+}
+
+TEST(PinnedMemory, OnlyUverbsHolders) {
+  testing::TempDir procfs;
+  MakeProcess(procfs.path(), 100, "trainer", "VmPin:\t   30720 kB\n",
+              {"/dev/null", "socket:[1234]", "/dev/infiniband/uverbs0"});
+  MakeProcess(procfs.path(), 200, "bash", "VmPin:\t       0 kB\n", {"/dev/pts/0"});
+  MakeProcess(procfs.path(), 300, "kthread", "", {"/dev/infiniband/uverbs1"});
+  fs::create_directories(procfs.path() / "self");  // not a pid
+  UverbsHolders holders(procfs.path(), std::chrono::seconds(0));
+  const auto pinned = holders.Read();
+  ASSERT_EQ(pinned.size(), 1U);
+  EXPECT_EQ(pinned[0].pid, 100U);
+  EXPECT_EQ(pinned[0].comm, "trainer");
+  EXPECT_EQ(pinned[0].pinned_bytes, 30720U * 1024);
+}
+
+TEST(PinnedMemory, VanishedProcessIsDropped) {
+  testing::TempDir procfs;
+  MakeProcess(procfs.path(), 100, "trainer", "VmPin:\t   4 kB\n", {"/dev/infiniband/uverbs0"});
+  UverbsHolders holders(procfs.path(), std::chrono::seconds(3600));
+  EXPECT_EQ(holders.Read().size(), 1U);
+  fs::remove_all(procfs.path() / "100");
+  EXPECT_TRUE(holders.Read().empty()) << "gone between scans: a missing series, no error";
+}
+
+}  // namespace
+}  // namespace rdmascope
