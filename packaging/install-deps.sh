@@ -14,6 +14,7 @@ build_pkgs=(
   libmnl-dev                             # netlink (DCB/PFC today, RDMA netlink next)
   libbpf-dev bpftool clang llvm          # CO-RE eBPF probes
   libpfm4-dev libdw-dev libelf-dev       # perf event encoding, ELF/DWARF symbolisation
+  nlohmann-json3-dev                     # JSON for the /debug endpoints
   zlib1g-dev
 )
 test_pkgs=(

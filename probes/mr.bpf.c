@@ -5,13 +5,13 @@
  * region (keyed by the struct ibv_mr * the application got) and per-process totals. Regions
  * leave on a successful ibv_dereg_mr, or with their process (sched_process_exit -> ring buffer
  * -> user space). Everything is aggregated here; user space reads maps at scrape time. */
-#include "vmlinux.h"
+#include "mr.h"
 
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "mr.h"
+#include "vmlinux.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -64,12 +64,29 @@ struct user_ibv_mr {
 /* floor(log2(v)) for v > 0, 0 for 0; branchy but verifier-friendly. */
 static __always_inline __u32 log2_u64(__u64 v) {
   __u32 r = 0;
-  if (v >> 32) { v >>= 32; r += 32; }
-  if (v >> 16) { v >>= 16; r += 16; }
-  if (v >> 8) { v >>= 8; r += 8; }
-  if (v >> 4) { v >>= 4; r += 4; }
-  if (v >> 2) { v >>= 2; r += 2; }
-  if (v >> 1) { r += 1; }
+  if (v >> 32) {
+    v >>= 32;
+    r += 32;
+  }
+  if (v >> 16) {
+    v >>= 16;
+    r += 16;
+  }
+  if (v >> 8) {
+    v >>= 8;
+    r += 8;
+  }
+  if (v >> 4) {
+    v >>= 4;
+    r += 4;
+  }
+  if (v >> 2) {
+    v >>= 2;
+    r += 2;
+  }
+  if (v >> 1) {
+    r += 1;
+  }
   return r;
 }
 
@@ -79,13 +96,13 @@ static __always_inline __u32 bucket_of(__u64 v, __u32 buckets) {
   return b >= buckets ? buckets - 1 : b;
 }
 
-static __always_inline struct mr_globals *global_counters(void) {
+static __always_inline struct mr_globals* global_counters(void) {
   __u32 zero = 0;
   return bpf_map_lookup_elem(&globals, &zero);
 }
 
 static __always_inline __u64 leader_start_ns(void) {
-  struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
   return BPF_CORE_READ(task, group_leader, start_time);
 }
 
@@ -93,14 +110,14 @@ static __always_inline __u64 leader_start_ns(void) {
 static const struct mr_proc zero_proc;
 
 /* The process's totals, created (or reset, if the pid was reused) on first use. */
-static __always_inline struct mr_proc *proc_stats(__u32 tgid, __u64 start_ns) {
-  struct mr_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
+static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u64 start_ns) {
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &tgid);
   if (proc && proc->start_ns == start_ns) return proc;
   if (!proc || proc->start_ns != 0) {
     /* New process, or a reused pid: start from zero. A sibling thread racing us finds the
      * entry zeroed (start_ns 0) and completes it below instead of resetting it again. */
     if (bpf_map_update_elem(&procs, &tgid, &zero_proc, BPF_ANY) != 0) {
-      struct mr_globals *g = global_counters();
+      struct mr_globals* g = global_counters();
       if (g) __sync_fetch_and_add(&g->lost_procs, 1);
       return NULL;
     }
@@ -114,23 +131,23 @@ static __always_inline struct mr_proc *proc_stats(__u32 tgid, __u64 start_ns) {
 
 static __always_inline int enter(enum mr_call_kind kind, __u64 mr, __u32 access) {
   __u64 id = bpf_get_current_pid_tgid();
-  struct mr_call *call = bpf_map_lookup_elem(&calls, &id);
+  struct mr_call* call = bpf_map_lookup_elem(&calls, &id);
   if (call) {
-    call->depth++;  /* a wrapper calling the real entry point: counted once, outside */
+    call->depth++; /* a wrapper calling the real entry point: counted once, outside */
     return 0;
   }
   struct mr_call fresh = {
       .start_ns = bpf_ktime_get_ns(), .mr = mr, .access = access, .depth = 1, .kind = kind};
   if (bpf_map_update_elem(&calls, &id, &fresh, BPF_NOEXIST) != 0) {
-    struct mr_globals *g = global_counters();
+    struct mr_globals* g = global_counters();
     if (g) __sync_fetch_and_add(&g->lost_calls, 1);
   }
   return 0;
 }
 
 /* Returns the outermost call when this return ends it, else NULL (and keeps counting). */
-static __always_inline struct mr_call *leave(__u64 id, enum mr_call_kind kind) {
-  struct mr_call *call = bpf_map_lookup_elem(&calls, &id);
+static __always_inline struct mr_call* leave(__u64 id, enum mr_call_kind kind) {
+  struct mr_call* call = bpf_map_lookup_elem(&calls, &id);
   if (!call || call->kind != kind) return NULL;
   if (call->depth > 1) {
     call->depth--;
@@ -140,26 +157,24 @@ static __always_inline struct mr_call *leave(__u64 id, enum mr_call_kind kind) {
 }
 
 SEC("uprobe")
-int BPF_KPROBE(reg_mr_entry, void *pd, void *addr, __u64 length, int access) {
+int BPF_KPROBE(reg_mr_entry, void* pd, void* addr, __u64 length, int access) {
   return enter(MR_CALL_REG, 0, (__u32)access);
 }
 
 /* ibv_reg_mr_iova and ibv_reg_mr_iova2: (pd, addr, length, iova, access) */
 SEC("uprobe")
-int BPF_KPROBE(reg_mr_iova_entry, void *pd, void *addr, __u64 length, __u64 iova, int access) {
+int BPF_KPROBE(reg_mr_iova_entry, void* pd, void* addr, __u64 length, __u64 iova, int access) {
   return enter(MR_CALL_REG, 0, (__u32)access);
 }
 
 /* ibv_reg_dmabuf_mr: (pd, offset, length, iova, fd, access): access is the sixth argument. */
 SEC("uprobe")
-int BPF_KPROBE(reg_dmabuf_mr_entry) {
-  return enter(MR_CALL_REG, 0, (__u32)ctx->r9);
-}
+int BPF_KPROBE(reg_dmabuf_mr_entry) { return enter(MR_CALL_REG, 0, (__u32)ctx->r9); }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(reg_mr_return, void *mr) {
+int BPF_KRETPROBE(reg_mr_return, void* mr) {
   __u64 id = bpf_get_current_pid_tgid();
-  struct mr_call *call = leave(id, MR_CALL_REG);
+  struct mr_call* call = leave(id, MR_CALL_REG);
   if (!call) return 0;
   __u32 tgid = id >> 32;
   __u64 start_ns = leader_start_ns();
@@ -167,7 +182,7 @@ int BPF_KRETPROBE(reg_mr_return, void *mr) {
   __u64 latency_ns = bpf_ktime_get_ns() - call->start_ns;
   bpf_map_delete_elem(&calls, &id);
 
-  struct mr_proc *proc = proc_stats(tgid, start_ns);
+  struct mr_proc* proc = proc_stats(tgid, start_ns);
   if (!proc) return 0;
   if (!mr) {
     __sync_fetch_and_add(&proc->failures, 1);
@@ -208,23 +223,23 @@ int BPF_KRETPROBE(reg_mr_return, void *mr) {
 }
 
 SEC("uprobe")
-int BPF_KPROBE(dereg_mr_entry, void *mr) { return enter(MR_CALL_DEREG, (__u64)mr, 0); }
+int BPF_KPROBE(dereg_mr_entry, void* mr) { return enter(MR_CALL_DEREG, (__u64)mr, 0); }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dereg_mr_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
-  struct mr_call *call = leave(id, MR_CALL_DEREG);
+  struct mr_call* call = leave(id, MR_CALL_DEREG);
   if (!call) return 0;
   struct mr_region_key key = {.tgid = id >> 32, .mr = call->mr};
   bpf_map_delete_elem(&calls, &id);
   if (rc != 0) return 0; /* still registered (e.g. EBUSY: memory windows bound) */
 
-  struct mr_region *region = bpf_map_lookup_elem(&regions, &key);
+  struct mr_region* region = bpf_map_lookup_elem(&regions, &key);
   if (!region) return 0; /* registered before we attached, or not tracked */
   __u64 length = region->length;
   __u64 start_ns = region->proc_start_ns;
   bpf_map_delete_elem(&regions, &key);
-  struct mr_proc *proc = bpf_map_lookup_elem(&procs, &key.tgid);
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key.tgid);
   if (!proc || proc->start_ns != start_ns) return 0;
   __sync_fetch_and_add(&proc->deregistrations, 1);
   __sync_fetch_and_add(&proc->outstanding_regions, -1);
@@ -234,16 +249,16 @@ int BPF_KRETPROBE(dereg_mr_return, int rc) {
 
 /* BTF-enabled tracepoint: needs no tracefs mount, and hands us the exiting task. */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(handle_exit, struct task_struct *task) {
+int BPF_PROG(handle_exit, struct task_struct* task) {
   __u32 pid = BPF_CORE_READ(task, pid);
   __u32 tgid = BPF_CORE_READ(task, tgid);
   __u64 id = ((__u64)tgid << 32) | pid;
   bpf_map_delete_elem(&calls, &id); /* a thread that died inside a call */
   if (pid != tgid) return 0;        /* only the leader's exit ends the process */
   if (!bpf_map_lookup_elem(&procs, &tgid)) return 0;
-  struct mr_exit_event *event = bpf_ringbuf_reserve(&exits, sizeof(*event), 0);
+  struct mr_exit_event* event = bpf_ringbuf_reserve(&exits, sizeof(*event), 0);
   if (!event) {
-    struct mr_globals *g = global_counters();
+    struct mr_globals* g = global_counters();
     if (g) __sync_fetch_and_add(&g->lost_exits, 1);
     return 0;
   }

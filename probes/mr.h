@@ -28,10 +28,10 @@ enum mr_call_kind {
  * (ibv_reg_mr@@IBVERBS_1.1 tail-calls ibv_reg_mr_iova2; the 1.0 ABI calls the 1.1 one). */
 struct mr_call {
   __u64 start_ns;
-  __u64 mr;       /* dereg: the ibv_mr pointer passed in */
-  __u32 access;   /* reg: IBV_ACCESS_* flags */
+  __u64 mr;     /* dereg: the ibv_mr pointer passed in */
+  __u32 access; /* reg: IBV_ACCESS_* flags */
   __u32 depth;
-  __u32 kind;     /* enum mr_call_kind */
+  __u32 kind; /* enum mr_call_kind */
   __u32 pad;
 };
 
@@ -44,23 +44,23 @@ struct mr_region_key {
 struct mr_region {
   __u64 addr;
   __u64 length;
-  __u64 registered_ns;  /* bpf_ktime_get_ns() */
-  __u64 proc_start_ns;  /* start time of the owning process: tells reused pids apart */
+  __u64 registered_ns; /* bpf_ktime_get_ns() */
+  __u64 proc_start_ns; /* start time of the owning process: tells reused pids apart */
   __u32 lkey;
   __u32 access;
 };
 
 /* Per-process totals, updated atomically by every thread of the process. */
 struct mr_proc {
-  __u64 start_ns;              /* task start_time of the thread-group leader */
+  __u64 start_ns; /* task start_time of the thread-group leader */
   __u64 registrations;
   __u64 deregistrations;
-  __u64 failures;              /* registration calls that returned NULL */
+  __u64 failures; /* registration calls that returned NULL */
   __s64 outstanding_regions;
   __s64 outstanding_bytes;
-  __u64 lost_regions;          /* registrations not tracked: the regions map was full */
-  __u64 access_seen;           /* OR of the IBV_ACCESS_* flags of all registrations */
-  __u64 not_huge_aligned_bytes; /* bytes registered with address or length not 2 MiB-aligned */
+  __u64 lost_regions;             /* registrations not tracked: the regions map was full */
+  __u64 access_seen;              /* OR of the IBV_ACCESS_* flags of all registrations */
+  __u64 not_huge_aligned_bytes;   /* bytes registered with address or length not 2 MiB-aligned */
   __u64 length_not_page_multiple; /* registrations whose length is not a multiple of 4 KiB */
   __u64 latency_sum_ns;
   __u64 size_sum_bytes;
@@ -71,9 +71,9 @@ struct mr_proc {
 
 /* Global counters, one array slot. */
 struct mr_globals {
-  __u64 lost_calls;  /* calls map full */
-  __u64 lost_procs;  /* procs map full */
-  __u64 lost_exits;  /* exit ring buffer full */
+  __u64 lost_calls; /* calls map full */
+  __u64 lost_procs; /* procs map full */
+  __u64 lost_exits; /* exit ring buffer full */
 };
 
 /* Sent when a thread-group leader exits: user space drops the process's state. */

@@ -13,15 +13,15 @@
 static atomic_uint next_key = 1;
 
 /* Registration fails for a zero length, as ibv_reg_mr does (EINVAL). */
-EXPORT struct ibv_mr *fake_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
-                                        uint64_t iova, unsigned int access) {
+EXPORT struct ibv_mr* fake_reg_mr_iova2(struct ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                                        unsigned int access) {
   (void)iova;
   (void)access;
   if (length == 0) {
     errno = EINVAL;
     return NULL;
   }
-  struct ibv_mr *mr = calloc(1, sizeof(*mr));
+  struct ibv_mr* mr = calloc(1, sizeof(*mr));
   if (!mr) return NULL;
   mr->pd = pd;
   mr->addr = addr;
@@ -30,34 +30,34 @@ EXPORT struct ibv_mr *fake_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t le
   return mr;
 }
 
-EXPORT struct ibv_mr *fake_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
-                                       uint64_t iova, int access) {
+EXPORT struct ibv_mr* fake_reg_mr_iova(struct ibv_pd* pd, void* addr, size_t length, uint64_t iova,
+                                       int access) {
   return fake_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 }
 
-EXPORT struct ibv_mr *fake_reg_mr_1_1(struct ibv_pd *pd, void *addr, size_t length, int access) {
+EXPORT struct ibv_mr* fake_reg_mr_1_1(struct ibv_pd* pd, void* addr, size_t length, int access) {
   return fake_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
 }
 
-EXPORT int fake_dereg_mr_1_1(struct ibv_mr *mr) {
+EXPORT int fake_dereg_mr_1_1(struct ibv_mr* mr) {
   free(mr);
   return 0;
 }
 
 /* The IBVERBS_1.0 ABI hands out its own struct whose first fields have the same layout. */
 struct mr_1_0 {
-  void *context;
-  void *pd;
-  void *addr;
+  void* context;
+  void* pd;
+  void* addr;
   size_t length;
   uint32_t handle, lkey, rkey;
-  struct ibv_mr *real_mr;
+  struct ibv_mr* real_mr;
 };
 
-EXPORT struct mr_1_0 *fake_reg_mr_1_0(struct ibv_pd *pd, void *addr, size_t length, int access) {
-  struct ibv_mr *real = fake_reg_mr_1_1(pd, addr, length, access);
+EXPORT struct mr_1_0* fake_reg_mr_1_0(struct ibv_pd* pd, void* addr, size_t length, int access) {
+  struct ibv_mr* real = fake_reg_mr_1_1(pd, addr, length, access);
   if (!real) return NULL;
-  struct mr_1_0 *mr = calloc(1, sizeof(*mr));
+  struct mr_1_0* mr = calloc(1, sizeof(*mr));
   mr->addr = real->addr;
   mr->length = real->length;
   mr->lkey = real->lkey;
@@ -65,7 +65,7 @@ EXPORT struct mr_1_0 *fake_reg_mr_1_0(struct ibv_pd *pd, void *addr, size_t leng
   return mr;
 }
 
-EXPORT int fake_dereg_mr_1_0(struct mr_1_0 *mr) {
+EXPORT int fake_dereg_mr_1_0(struct mr_1_0* mr) {
   int rc = fake_dereg_mr_1_1(mr->real_mr);
   if (rc == 0) free(mr);
   return rc;

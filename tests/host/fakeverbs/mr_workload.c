@@ -15,13 +15,13 @@
 #include <unistd.h>
 
 static long regions, size, leaked, failures, old_abi;
-static struct ibv_mr *(*reg_1_0)(struct ibv_pd *, void *, size_t, int);
-static int (*dereg_1_0)(struct ibv_mr *);
+static struct ibv_mr* (*reg_1_0)(struct ibv_pd*, void*, size_t, int);
+static int (*dereg_1_0)(struct ibv_mr*);
 
-static void *work(void *arg) {
+static void* work(void* arg) {
   (void)arg;
-  char *buffer = malloc((size_t)size);
-  struct ibv_mr **mrs = calloc((size_t)regions, sizeof(*mrs));
+  char* buffer = malloc((size_t)size);
+  struct ibv_mr** mrs = calloc((size_t)regions, sizeof(*mrs));
   for (long i = 0; i < regions; i++) {
     mrs[i] = ibv_reg_mr(NULL, buffer, (size_t)size, IBV_ACCESS_LOCAL_WRITE);
     if (!mrs[i]) abort();
@@ -33,13 +33,13 @@ static void *work(void *arg) {
     if (ibv_reg_mr(NULL, buffer, 0, IBV_ACCESS_LOCAL_WRITE) != NULL) abort();
   }
   for (long i = 0; i < old_abi; i++) {
-    struct ibv_mr *mr = reg_1_0(NULL, buffer, (size_t)size, IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_mr* mr = reg_1_0(NULL, buffer, (size_t)size, IBV_ACCESS_LOCAL_WRITE);
     if (!mr || dereg_1_0(mr) != 0) abort();
   }
   return NULL;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc != 7) {
     fprintf(stderr, "usage: %s THREADS REGIONS SIZE LEAKED FAILURES OLD_ABI\n", argv[0]);
     return 2;

@@ -10,14 +10,14 @@
 #include <unistd.h>
 
 /* Named, not inlined, so that leak-suspect stacks can point at it. */
-__attribute__((noinline)) static struct ibv_mr *leak_one_region(struct ibv_pd *pd, size_t size) {
-  void *buffer = aligned_alloc(4096, size);
+__attribute__((noinline)) static struct ibv_mr* leak_one_region(struct ibv_pd* pd, size_t size) {
+  void* buffer = aligned_alloc(4096, size);
   if (!buffer) return NULL;
   memset(buffer, 0, size);
   return ibv_reg_mr(pd, buffer, size, IBV_ACCESS_LOCAL_WRITE);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   if (argc != 5) {
     fprintf(stderr, "usage: %s DEVICE REGIONS SIZE READY_FILE\n", argv[0]);
     return 2;
@@ -25,8 +25,8 @@ int main(int argc, char **argv) {
   const long regions = atol(argv[2]);
   const size_t size = (size_t)atol(argv[3]);
   int count = 0;
-  struct ibv_device **list = ibv_get_device_list(&count);
-  struct ibv_context *context = NULL;
+  struct ibv_device** list = ibv_get_device_list(&count);
+  struct ibv_context* context = NULL;
   for (int i = 0; list && i < count; i++) {
     if (strcmp(ibv_get_device_name(list[i]), argv[1]) == 0) context = ibv_open_device(list[i]);
   }
@@ -34,7 +34,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "cannot open %s\n", argv[1]);
     return 1;
   }
-  struct ibv_pd *pd = ibv_alloc_pd(context);
+  struct ibv_pd* pd = ibv_alloc_pd(context);
   if (!pd) return 1;
   for (long i = 0; i < regions; i++) {
     if (!leak_one_region(pd, size)) {
@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  FILE *ready = fopen(argv[4], "w");
+  FILE* ready = fopen(argv[4], "w");
   if (ready) fclose(ready);
   for (;;) pause();
 }
