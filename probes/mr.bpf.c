@@ -5,13 +5,13 @@
  * region (keyed by the struct ibv_mr * the application got) and per-process totals. Regions
  * leave on a successful ibv_dereg_mr, or with their process (sched_process_exit -> ring buffer
  * -> user space). Everything is aggregated here; user space reads maps at scrape time. */
-#include "mr.h"
+#include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "vmlinux.h"
+#include "mr.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
