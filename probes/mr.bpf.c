@@ -109,24 +109,34 @@ static __always_inline __u64 leader_start_ns(void) {
 /* A zeroed template in .rodata: struct mr_proc is too large for the 512-byte BPF stack. */
 static const struct mr_proc zero_proc;
 
-/* The process's totals, created (or reset, if the pid was reused) on first use. */
-static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u64 start_ns) {
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &tgid);
+/* The process's totals, created (or reset, if the pid was reused) on first use. Threads of
+ * a new process race here on their first registrations: creation is BPF_NOEXIST (one thread
+ * wins, the others find its entry) and the start time is claimed with compare-and-swap, so
+ * no thread ever replaces an entry another thread already counts into. */
+static __always_inline struct mr_proc *proc_stats(__u32 tgid, __u64 start_ns) {
+  struct mr_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
   if (proc && proc->start_ns == start_ns) return proc;
-  if (!proc || proc->start_ns != 0) {
-    /* New process, or a reused pid: start from zero. A sibling thread racing us finds the
-     * entry zeroed (start_ns 0) and completes it below instead of resetting it again. */
-    if (bpf_map_update_elem(&procs, &tgid, &zero_proc, BPF_ANY) != 0) {
-      struct mr_globals* g = global_counters();
+  if (!proc) {
+    bpf_map_update_elem(&procs, &tgid, &zero_proc, BPF_NOEXIST); /* -EEXIST: a sibling won */
+    proc = bpf_map_lookup_elem(&procs, &tgid);
+    if (!proc) {
+      struct mr_globals *g = global_counters();
       if (g) __sync_fetch_and_add(&g->lost_procs, 1);
       return NULL;
     }
-    proc = bpf_map_lookup_elem(&procs, &tgid);
-    if (!proc) return NULL;
+    if (__sync_val_compare_and_swap(&proc->start_ns, 0, start_ns) == 0) {
+      bpf_get_current_comm(proc->comm, sizeof(proc->comm));
+    }
+    return proc->start_ns == start_ns ? proc : NULL;
   }
-  proc->start_ns = start_ns;
-  bpf_get_current_comm(proc->comm, sizeof(proc->comm));
-  return proc;
+  /* A reused pid: the thread that swaps the start time in resets the counters in place. */
+  __u64 old = proc->start_ns;
+  if (__sync_val_compare_and_swap(&proc->start_ns, old, start_ns) == old) {
+    __builtin_memset((char *)proc + sizeof(proc->start_ns), 0,
+                     sizeof(*proc) - sizeof(proc->start_ns));
+    bpf_get_current_comm(proc->comm, sizeof(proc->comm));
+  }
+  return proc->start_ns == start_ns ? proc : NULL;
 }
 
 static __always_inline int enter(enum mr_call_kind kind, __u64 mr, __u32 access) {
