@@ -30,6 +30,14 @@ struct {
   __type(value, struct mr_region);
 } regions SEC(".maps");
 
+/* User stacks of registrations, for leak-suspect call sites. */
+struct {
+  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+  __uint(max_entries, 16384);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, MR_MAX_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);
@@ -208,6 +216,9 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
       .proc_start_ns = start_ns,
       .lkey = user_mr.lkey,
       .access = access,
+      /* In the return probe the user registers are the caller's: the stack starts at the
+       * function that called ibv_reg_mr (frame pointers needed beyond it). */
+      .stack_id = (__s32)bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK),
   };
   __sync_fetch_and_add(&proc->registrations, 1);
   __sync_fetch_and_or(&proc->access_seen, (__u64)access);

@@ -48,7 +48,11 @@ struct mr_region {
   __u64 proc_start_ns; /* start time of the owning process: tells reused pids apart */
   __u32 lkey;
   __u32 access;
+  __s32 stack_id; /* user stack at registration in the stacks map, or < 0 */
+  __u32 pad;
 };
+
+#define MR_MAX_STACK_DEPTH 127
 
 /* Per-process totals, updated atomically by every thread of the process. */
 struct mr_proc {

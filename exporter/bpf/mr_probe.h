@@ -64,6 +64,22 @@ struct MrReleasedAtExit {
   uint64_t bytes = 0;
 };
 
+struct MrStack {
+  int32_t stack_id = -1;
+  uint64_t regions = 0;
+  uint64_t bytes = 0;
+  uint64_t oldest_age_ns = 0;
+  std::vector<uint64_t> addresses;  // innermost first; empty if the stack was not captured
+};
+
+struct MrProcessStacks {
+  uint32_t pid = 0;
+  std::string comm;
+  uint64_t outstanding_regions = 0;
+  uint64_t outstanding_bytes = 0;
+  std::vector<MrStack> stacks;  // by outstanding bytes, largest first
+};
+
 struct MrSnapshot {
   std::vector<MrProcess> processes;                  // by pid
   std::map<std::string, MrReleasedAtExit> released;  // by comm, since start
@@ -86,12 +102,17 @@ class MrProbe {
 
   size_t link_count() const { return links_.size(); }
   MrSnapshot Snapshot();
+  // Call sites of outstanding regions, per live process (all, or one pid), top `top` by bytes.
+  std::vector<MrProcessStacks> OutstandingStacks(size_t top, std::optional<uint32_t> pid);
 
  private:
   MrProbe() = default;
   // Removes exited processes and their regions in one pass over the regions map (only if
   // one of them still had regions: the pass costs two syscalls per tracked region).
   // Counts, per process, outstanding regions older than the leak age (batched map reads).
+  // Calls `visit(key, region)` for every region, reading the map in batches.
+  template <typename Visitor>
+  void ForEachRegion(Visitor visit);
   void CountLeakSuspects(std::vector<MrProcess>& processes,
                          const std::map<uint32_t, uint64_t>& start_by_pid);
   void DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& exited);

@@ -61,7 +61,7 @@ int RunServe(const ServeConfig& config) {
 
   auto runner = std::make_shared<CollectorRunner>(std::move(collectors),
                                                   BuildInfo{kVersion, kRevision}, config.procfs);
-  HttpServer server(config.web, runner);
+  HttpServer server(config.web, runner, runner->CollectDebugRoutes());
   log::Info("listening", {{"address", config.web.listen_address},
                           {"port", std::to_string(server.port())},
                           {"telemetry_path", config.web.telemetry_path}});

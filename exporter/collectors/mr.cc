@@ -4,8 +4,10 @@
 
 #include <array>
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "core/log.h"
+#include "core/sysfs.h"
 
 namespace rdmascope {
 namespace {
@@ -193,8 +195,72 @@ CollectResult MrCollector::Collect(MetricSet& out) const {
   MapMrSnapshot(snapshot, out);
   std::vector<uint32_t> registrants;
   for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
+  symbolizer_->Retain(registrants);
   MapPinned(pinned_->Read(registrants), out);
   return {.detail = std::to_string(snapshot.processes.size()) + " processes with registrations"};
+}
+
+}  // namespace rdmascope
+
+namespace rdmascope {
+namespace {
+
+// "pid=123&top=3" -> value of one key.
+std::optional<uint64_t> QueryNumber(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.size() > key.size() && pair.starts_with(key) && pair[key.size()] == '=') {
+      return sysfs::ParseUnsigned(pair.substr(key.size() + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void MrCollector::AddDebugRoutes(DebugRoutes& routes) {
+  routes["/debug/mr/stacks"] = [this](std::string_view query) { return StacksJson(query); };
+}
+
+std::string MrCollector::StacksJson(std::string_view query) const {
+  nlohmann::json body;
+  if (!probe_) {
+    body["error"] = "eBPF probes not attached: " + attach_error_;
+    return body.dump(2) + "\n";
+  }
+  const auto top = QueryNumber(query, "top").value_or(5);
+  const auto pid = QueryNumber(query, "pid");
+  std::optional<uint32_t> only;
+  if (pid && *pid <= UINT32_MAX) only = static_cast<uint32_t>(*pid);
+  nlohmann::json processes = nlohmann::json::array();
+  for (const MrProcessStacks& proc :
+       probe_->OutstandingStacks(std::min<uint64_t>(top, 100), only)) {
+    nlohmann::json stacks = nlohmann::json::array();
+    for (const MrStack& site : proc.stacks) {
+      nlohmann::json frames = nlohmann::json::array();
+      for (const sys::Frame& frame : symbolizer_->Symbolize(proc.pid, site.addresses)) {
+        char address[32];
+        std::snprintf(address, sizeof address, "0x%llx",
+                      static_cast<unsigned long long>(frame.address));
+        frames.push_back(
+            {{"address", address}, {"function", frame.function}, {"module", frame.module}});
+      }
+      stacks.push_back({{"outstanding_regions", site.regions},
+                        {"outstanding_bytes", site.bytes},
+                        {"oldest_age_seconds", static_cast<double>(site.oldest_age_ns) / 1e9},
+                        {"frames", frames}});
+    }
+    processes.push_back({{"pid", proc.pid},
+                         {"comm", proc.comm},
+                         {"outstanding_regions", proc.outstanding_regions},
+                         {"outstanding_bytes", proc.outstanding_bytes},
+                         {"stacks", stacks}});
+  }
+  body["processes"] = processes;
+  return body.dump(2) + "\n";
 }
 
 }  // namespace rdmascope

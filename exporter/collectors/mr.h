@@ -10,6 +10,7 @@
 #include "bpf/mr_probe.h"
 #include "collectors/pinned_memory.h"
 #include "core/collector.h"
+#include "sys/symbolizer.h"
 
 namespace rdmascope {
 
@@ -20,10 +21,15 @@ class MrCollector : public Collector {
  public:
   MrCollector(const MrProbeOptions& options, std::filesystem::path procfs);
   CollectResult Collect(MetricSet& out) const override;
+  void AddDebugRoutes(DebugRoutes& routes) override;
+
+  // JSON for /debug/mr/stacks; query: pid=N, top=N (default 5).
+  std::string StacksJson(std::string_view query) const;
 
  private:
   std::unique_ptr<MrProbe> probe_;
   std::unique_ptr<UverbsHolders> pinned_;
+  std::unique_ptr<sys::Symbolizer> symbolizer_ = std::make_unique<sys::Symbolizer>();
   std::string attach_error_;
 };
 

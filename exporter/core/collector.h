@@ -6,7 +6,10 @@
 // the framework (CollectorRunner) isolates both so that one collector never breaks a scrape.
 #pragma once
 
+#include <functional>
+#include <map>
 #include <string>
+#include <string_view>
 
 #include "core/metric_set.h"
 
@@ -19,10 +22,15 @@ struct CollectResult {
   std::string detail;
 };
 
+// Extra HTTP endpoints a collector serves (e.g. /debug/mr/stacks): path -> handler taking
+// the query string and returning a JSON body.
+using DebugRoutes = std::map<std::string, std::function<std::string(std::string_view query)>>;
+
 class Collector {
  public:
   virtual ~Collector() = default;
   virtual CollectResult Collect(MetricSet& out) const = 0;
+  virtual void AddDebugRoutes(DebugRoutes& /*routes*/) {}
 };
 
 }  // namespace rdmascope

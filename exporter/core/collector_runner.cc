@@ -120,6 +120,12 @@ std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
   return families;
 }
 
+DebugRoutes CollectorRunner::CollectDebugRoutes() {
+  DebugRoutes routes;
+  for (auto& entry : collectors_) entry.collector->AddDebugRoutes(routes);
+  return routes;
+}
+
 std::vector<CollectorState> CollectorRunner::States() const {
   std::lock_guard lock(state_mutex_);
   return states_;

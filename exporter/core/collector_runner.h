@@ -49,6 +49,7 @@ class CollectorRunner : public prometheus::Collectable {
   // A copy of the last outcome of every collector, for the landing page.
   std::vector<CollectorState> States() const;
   const BuildInfo& build() const { return build_; }
+  DebugRoutes CollectDebugRoutes();
 
  private:
   CollectorState RunOne(const NamedCollector& entry, MetricSet& out) const;

@@ -19,6 +19,7 @@ namespace {
 struct LandingContext {
   const CollectorRunner* runner;
   std::string telemetry_path;
+  DebugRoutes routes;
 };
 std::atomic<const LandingContext*> g_landing{nullptr};
 
@@ -51,10 +52,37 @@ std::string HtmlEscape(std::string_view text) {
 int BeginRequest(mg_connection* conn) {
   const mg_request_info* info = mg_get_request_info(conn);
   if (info == nullptr || info->local_uri == nullptr) return 0;
-  if (std::string_view(info->local_uri) != "/") return 0;
   const LandingContext* context = g_landing.load();
   if (context == nullptr) return 0;
+  const std::string_view uri = info->local_uri;
   const std::string_view method = info->request_method ? info->request_method : "";
+  if (const auto route = context->routes.find(std::string(uri)); route != context->routes.end()) {
+    if (method != "GET") {
+      mg_printf(conn,
+                "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\n"
+                "Connection: close\r\n\r\n");
+      return 405;
+    }
+    std::string body;
+    try {
+      body = route->second(info->query_string ? info->query_string : "");
+    } catch (const std::exception& e) {
+      const std::string message = std::string("error: ") + e.what() + "\n";
+      mg_printf(conn,
+                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
+                "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                message.size());
+      mg_write(conn, message.data(), message.size());
+      return 500;
+    }
+    mg_printf(conn,
+              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+              "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+              body.size());
+    mg_write(conn, body.data(), body.size());
+    return 200;
+  }
+  if (uri != "/") return 0;
   if (method != "GET" && method != "HEAD") {
     mg_printf(conn,
               "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nContent-Length: 0\r\n"
@@ -125,12 +153,13 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
   return html;
 }
 
-HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner)
+HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
+                       DebugRoutes routes)
     : runner_(std::move(runner)) {
   const auto port = ToCivetListeningPort(options.listen_address);
   if (!port) throw std::runtime_error(port.error());
   static LandingContext context;
-  context = {runner_.get(), options.telemetry_path};
+  context = {runner_.get(), options.telemetry_path, std::move(routes)};
   g_landing.store(&context);
 
   static CivetCallbacks callbacks;

@@ -24,7 +24,8 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
 class HttpServer {
  public:
   // Throws std::runtime_error with a one-line reason if the address cannot be bound.
-  HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner);
+  HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
+             DebugRoutes routes = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

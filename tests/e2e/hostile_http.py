@@ -51,6 +51,8 @@ def main(binary):
             "encoded traversal": b"GET /%2e%2e/%2e%2e/etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n",
             "post to metrics": b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
             "delete landing": b"DELETE / HTTP/1.1\r\nHost: x\r\n\r\n",
+            "post to debug endpoint": b"POST /debug/mr/stacks HTTP/1.1\r\nHost: x\r\n"
+                                      b"Content-Length: 0\r\n\r\n",
             "negative length": b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
             "http/0.9": b"GET /metrics\r\n\r\n",
             "bad version": b"GET /metrics HTTP/9.9\r\nHost: x\r\n\r\n",
@@ -62,7 +64,7 @@ def main(binary):
             status = status_of(response)
             if b"root:" in response:
                 failures.append(f"{name}: served a file")
-            if name == "delete landing" and status != 405:
+            if name in ("delete landing", "post to debug endpoint") and status != 405:
                 failures.append(f"{name}: status {status}, want 405")
             code, body = exporter.get("/metrics")
             if code != 200 or "rdmascope_build_info" not in body:

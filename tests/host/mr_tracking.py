@@ -8,6 +8,7 @@ through the IBVERBS_1.0 ABI (which nests the 1.1 calls: must count once). While 
 exported per-process values must match exactly; after it exits its series must be gone and
 its leaks counted as released at exit."""
 
+import json
 import os
 import subprocess
 import sys
@@ -110,6 +111,16 @@ def main(binary, workload, library):
                 print(f"{status}: run {run} {name}{{pid={pid}}} = {got} (want {want})")
                 if got != want:
                     failures.append(f"run {run} {name}: {got} != {want}")
+            # Leak-suspect call sites: the stack must name the function that registered (the
+            # workload is built with frame pointers).
+            status, body = exporter.get(f"/debug/mr/stacks?pid={pid}&top=3")
+            stacks = json.loads(body)["processes"] if status == 200 else []
+            top = stacks[0]["stacks"][0] if stacks and stacks[0]["stacks"] else {}
+            functions = [frame["function"] for frame in top.get("frames", [])]
+            site = (top.get("outstanding_regions"), functions[:1])
+            print(f"run {run} /debug/mr/stacks: top call site {site}")
+            if site != (THREADS * LEAKED, ["work"]):
+                failures.append(f"run {run}: stacks {status} {body[:500]}")
             # Leak suspects: none while the regions are young, all leaks once older than 2 s.
             young = value(samples, "rdma_mr_leak_suspect_regions", pid=pid)
             time.sleep(2.2)

@@ -1,6 +1,7 @@
 """Checks for mr.sh: real registrations over rxe0 are seen per process, a leaker shows exactly
 its leak, and nothing is left of it after it exits."""
 
+import json
 import os
 import sys
 
@@ -53,6 +54,12 @@ def check(lab):
     expect("leaker pinned bytes (VmPin)",
            value(leak, "rdma_process_pinned_bytes", pid=leaker, comm="mr_leaker"),
            float(LEAKED_REGIONS * LEAKED_SIZE))
+
+    stacks = json.loads("\n".join(lab.blocks["stacks"]))["processes"]
+    sites = stacks[0]["stacks"] if stacks else []
+    expect("leak call site",
+           (sites[0]["outstanding_regions"], sites[0]["frames"][0]["function"]) if sites else None,
+           (LEAKED_REGIONS, "leak_one_region"))
 
     after = harness.parse("\n".join(lab.blocks["scrape_after_exit"]))
     expect("leaker series after exit",

@@ -19,6 +19,7 @@ leaker=$!
 for i in $(seq 100); do [ -e /tmp/leaker.ready ] && break; sleep 0.1; done
 echo "@@@LEAKER-PID $leaker"
 block scrape_leak scrape
+block stacks wget -q -O - "http://127.0.0.1:9879/debug/mr/stacks?pid=$leaker"
 kill $leaker
 wait $leaker 2>/dev/null
 sleep 0.5
