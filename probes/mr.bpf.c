@@ -121,14 +121,14 @@ static const struct mr_proc zero_proc;
  * a new process race here on their first registrations: creation is BPF_NOEXIST (one thread
  * wins, the others find its entry) and the start time is claimed with compare-and-swap, so
  * no thread ever replaces an entry another thread already counts into. */
-static __always_inline struct mr_proc *proc_stats(__u32 tgid, __u64 start_ns) {
-  struct mr_proc *proc = bpf_map_lookup_elem(&procs, &tgid);
+static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u64 start_ns) {
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &tgid);
   if (proc && proc->start_ns == start_ns) return proc;
   if (!proc) {
     bpf_map_update_elem(&procs, &tgid, &zero_proc, BPF_NOEXIST); /* -EEXIST: a sibling won */
     proc = bpf_map_lookup_elem(&procs, &tgid);
     if (!proc) {
-      struct mr_globals *g = global_counters();
+      struct mr_globals* g = global_counters();
       if (g) __sync_fetch_and_add(&g->lost_procs, 1);
       return NULL;
     }
@@ -140,7 +140,7 @@ static __always_inline struct mr_proc *proc_stats(__u32 tgid, __u64 start_ns) {
   /* A reused pid: the thread that swaps the start time in resets the counters in place. */
   __u64 old = proc->start_ns;
   if (__sync_val_compare_and_swap(&proc->start_ns, old, start_ns) == old) {
-    __builtin_memset((char *)proc + sizeof(proc->start_ns), 0,
+    __builtin_memset((char*)proc + sizeof(proc->start_ns), 0,
                      sizeof(*proc) - sizeof(proc->start_ns));
     bpf_get_current_comm(proc->comm, sizeof(proc->comm));
   }
@@ -243,6 +243,20 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
   return 0;
 }
 
+/* A region leaves: deregistered, or an imported MR unimported. */
+static __always_inline void release_region(struct mr_region_key* key) {
+  struct mr_region* region = bpf_map_lookup_elem(&regions, key);
+  if (!region) return; /* registered before we attached, or not tracked */
+  __u64 length = region->length;
+  __u64 start_ns = region->proc_start_ns;
+  bpf_map_delete_elem(&regions, key);
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key->tgid);
+  if (!proc || proc->start_ns != start_ns) return;
+  __sync_fetch_and_add(&proc->deregistrations, 1);
+  __sync_fetch_and_add(&proc->outstanding_regions, -1);
+  __sync_fetch_and_add(&proc->outstanding_bytes, -(__s64)length);
+}
+
 SEC("uprobe")
 int BPF_KPROBE(dereg_mr_entry, void* mr) { return enter(MR_CALL_DEREG, (__u64)mr, 0); }
 
@@ -254,17 +268,50 @@ int BPF_KRETPROBE(dereg_mr_return, int rc) {
   struct mr_region_key key = {.tgid = id >> 32, .mr = call->mr};
   bpf_map_delete_elem(&calls, &id);
   if (rc != 0) return 0; /* still registered (e.g. EBUSY: memory windows bound) */
+  release_region(&key);
+  return 0;
+}
 
+/* ibv_import_mr(pd, handle) and ibv_reg_mr_ex(pd, attr) return an ibv_mr like a
+ * registration: reg_mr_return records it (access flags unknown here). */
+SEC("uprobe")
+int BPF_KPROBE(import_mr_entry) { return enter(MR_CALL_REG, 0, 0); }
+
+/* ibv_unimport_mr(mr) returns nothing and cannot fail. */
+SEC("uprobe")
+int BPF_KPROBE(unimport_mr_entry, void* mr) {
+  struct mr_region_key key = {.tgid = bpf_get_current_pid_tgid() >> 32, .mr = (__u64)mr};
+  release_region(&key);
+  return 0;
+}
+
+/* ibv_rereg_mr(mr, flags, pd, addr, length, access): with CHANGE_TRANSLATION the region
+ * moves in place; rdma-core updates mr->addr and mr->length on success. */
+SEC("uprobe")
+int BPF_KPROBE(rereg_mr_entry, void* mr, int flags) {
+  return enter(MR_CALL_REREG, (__u64)mr, (__u32)flags);
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(rereg_mr_return, int rc) {
+  __u64 id = bpf_get_current_pid_tgid();
+  struct mr_call* call = leave(id, MR_CALL_REREG);
+  if (!call) return 0;
+  struct mr_region_key key = {.tgid = id >> 32, .mr = call->mr};
+  __u32 flags = call->access;
+  bpf_map_delete_elem(&calls, &id);
+  if (rc != 0 || !(flags & MR_REREG_CHANGE_TRANSLATION)) return 0;
   struct mr_region* region = bpf_map_lookup_elem(&regions, &key);
-  if (!region) return 0; /* registered before we attached, or not tracked */
-  __u64 length = region->length;
-  __u64 start_ns = region->proc_start_ns;
-  bpf_map_delete_elem(&regions, &key);
+  if (!region) return 0;
+  struct user_ibv_mr user_mr = {};
+  if (bpf_probe_read_user(&user_mr, sizeof(user_mr), (void*)key.mr) != 0) return 0;
+  __s64 delta = (__s64)user_mr.length - (__s64)region->length;
+  region->addr = user_mr.addr;
+  region->length = user_mr.length;
   struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key.tgid);
-  if (!proc || proc->start_ns != start_ns) return 0;
-  __sync_fetch_and_add(&proc->deregistrations, 1);
-  __sync_fetch_and_add(&proc->outstanding_regions, -1);
-  __sync_fetch_and_add(&proc->outstanding_bytes, -(__s64)length);
+  if (proc && proc->start_ns == region->proc_start_ns) {
+    __sync_fetch_and_add(&proc->outstanding_bytes, delta);
+  }
   return 0;
 }
 

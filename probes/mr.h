@@ -22,7 +22,11 @@
 enum mr_call_kind {
   MR_CALL_REG = 1,
   MR_CALL_DEREG = 2,
+  MR_CALL_REREG = 3,
 };
+
+/* IBV_REREG_MR_CHANGE_TRANSLATION: ibv_rereg_mr moved the region (new address, length). */
+#define MR_REREG_CHANGE_TRANSLATION 1
 
 /* Per-thread state between entry and return; `depth` de-duplicates wrappers calling wrappers
  * (ibv_reg_mr@@IBVERBS_1.1 tail-calls ibv_reg_mr_iova2; the 1.0 ABI calls the 1.1 one). */

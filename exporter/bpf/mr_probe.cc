@@ -27,20 +27,28 @@
 namespace rdmascope {
 namespace {
 
-enum class EntryKind { kRegMr, kRegMrIova, kRegDmabuf, kDeregMr };
+enum class EntryKind { kRegMr, kRegMrIova, kRegDmabuf, kDeregMr, kReregMr, kImportMr, kUnimportMr };
 
 struct EntryPoint {
   const char* name;
   EntryKind kind;
 };
 
-// Every registration entry point of libibverbs (all versions of each name are attached).
-// ibv_reg_mr_ex and ibv_import_mr/ibv_unimport_mr come in a later slice.
+// Every registration entry point of libibverbs (all versions of each name are attached;
+// names a library lacks, like ibv_reg_mr_ex before rdma-core 5x, are skipped).
+// clang-format off
 constexpr EntryPoint kEntryPoints[] = {
-    {"ibv_reg_mr", EntryKind::kRegMr},           {"ibv_reg_mr_iova", EntryKind::kRegMrIova},
-    {"ibv_reg_mr_iova2", EntryKind::kRegMrIova}, {"ibv_reg_dmabuf_mr", EntryKind::kRegDmabuf},
+    {"ibv_reg_mr", EntryKind::kRegMr},
+    {"ibv_reg_mr_iova", EntryKind::kRegMrIova},
+    {"ibv_reg_mr_iova2", EntryKind::kRegMrIova},
+    {"ibv_reg_dmabuf_mr", EntryKind::kRegDmabuf},
     {"ibv_dereg_mr", EntryKind::kDeregMr},
+    {"ibv_rereg_mr", EntryKind::kReregMr},
+    {"ibv_import_mr", EntryKind::kImportMr},
+    {"ibv_reg_mr_ex", EntryKind::kImportMr},  // access flags live in its attr struct: not read
+    {"ibv_unimport_mr", EntryKind::kUnimportMr},
 };
+// clang-format on
 
 std::string Errno(int err) { return std::strerror(err < 0 ? -err : err); }
 
@@ -159,7 +167,7 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
       for (const EntryPoint& entry : kEntryPoints) {
         if (symbol.name != entry.name || !seen_offsets.insert(symbol.file_offset).second) continue;
         bpf_program* on_entry = nullptr;
-        bpf_program* on_return = nullptr;
+        bpf_program* on_return = probe->skel_->progs.reg_mr_return;
         switch (entry.kind) {
           case EntryKind::kRegMr:
             on_entry = probe->skel_->progs.reg_mr_entry;
@@ -170,13 +178,24 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
           case EntryKind::kRegDmabuf:
             on_entry = probe->skel_->progs.reg_dmabuf_mr_entry;
             break;
+          case EntryKind::kImportMr:
+            on_entry = probe->skel_->progs.import_mr_entry;
+            break;
           case EntryKind::kDeregMr:
             on_entry = probe->skel_->progs.dereg_mr_entry;
+            on_return = probe->skel_->progs.dereg_mr_return;
+            break;
+          case EntryKind::kReregMr:
+            on_entry = probe->skel_->progs.rereg_mr_entry;
+            on_return = probe->skel_->progs.rereg_mr_return;
+            break;
+          case EntryKind::kUnimportMr:
+            on_entry = probe->skel_->progs.unimport_mr_entry;
+            on_return = nullptr;  // returns void: nothing to learn on return
             break;
         }
-        on_return = entry.kind == EntryKind::kDeregMr ? probe->skel_->progs.dereg_mr_return
-                                                      : probe->skel_->progs.reg_mr_return;
         for (auto [program, retprobe] : {std::pair{on_entry, false}, std::pair{on_return, true}}) {
+          if (program == nullptr) continue;
           bpf_link* link =
               bpf_program__attach_uprobe(program, retprobe, -1, target.c_str(), symbol.file_offset);
           if (link == nullptr) {

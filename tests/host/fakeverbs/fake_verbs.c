@@ -77,3 +77,32 @@ __asm__(".symver fake_dereg_mr_1_0, ibv_dereg_mr@IBVERBS_1.0");
 __asm__(".symver fake_dereg_mr_1_1, ibv_dereg_mr@@IBVERBS_1.1");
 __asm__(".symver fake_reg_mr_iova, ibv_reg_mr_iova@@IBVERBS_1.7");
 __asm__(".symver fake_reg_mr_iova2, ibv_reg_mr_iova2@@IBVERBS_1.8");
+
+/* ibv_rereg_mr: with IBV_REREG_MR_CHANGE_TRANSLATION the region moves in place. */
+EXPORT int fake_rereg_mr(struct ibv_mr* mr, int flags, struct ibv_pd* pd, void* addr, size_t length,
+                         int access) {
+  (void)pd;
+  (void)access;
+  if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+    mr->addr = addr;
+    mr->length = length;
+  }
+  return 0;
+}
+
+/* ibv_import_mr: an MR registered by another process; here a 2 MiB-aligned 2 MiB region. */
+EXPORT struct ibv_mr* fake_import_mr(struct ibv_pd* pd, uint32_t mr_handle) {
+  struct ibv_mr* mr = calloc(1, sizeof(*mr));
+  if (!mr) return NULL;
+  mr->pd = pd;
+  mr->handle = mr_handle;
+  mr->addr = (void*)(uintptr_t)(2u << 20);
+  mr->length = 2u << 20;
+  return mr;
+}
+
+EXPORT void fake_unimport_mr(struct ibv_mr* mr) { free(mr); }
+
+__asm__(".symver fake_rereg_mr, ibv_rereg_mr@@IBVERBS_1.1");
+__asm__(".symver fake_import_mr, ibv_import_mr@@IBVERBS_1.10");
+__asm__(".symver fake_unimport_mr, ibv_unimport_mr@@IBVERBS_1.10");

@@ -2,10 +2,12 @@
  * then waits for a line on stdin before exiting (so that the exporter can be scraped while
  * the leaks are outstanding, and again after the exit).
  *
- * usage: mr_workload THREADS REGIONS SIZE LEAKED FAILURES OLD_ABI
+ * usage: mr_workload THREADS REGIONS SIZE LEAKED FAILURES OLD_ABI [EXTRAS]
  *   per thread: REGIONS ibv_reg_mr of SIZE bytes, all but LEAKED deregistered; FAILURES
  *   failing registrations; OLD_ABI registrations through ibv_reg_mr@IBVERBS_1.0, deregistered
- *   through ibv_dereg_mr@IBVERBS_1.0. Prints "READY <pid>" when done. */
+ *   through ibv_dereg_mr@IBVERBS_1.0. With EXTRAS=1, each thread also grows its first
+ *   leaked region to 2 x SIZE with ibv_rereg_mr, and imports then unimports one MR.
+ *   Prints "READY <pid>" when done. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
@@ -14,7 +16,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static long regions, size, leaked, failures, old_abi;
+static long regions, size, leaked, failures, old_abi, extras;
 static struct ibv_mr* (*reg_1_0)(struct ibv_pd*, void*, size_t, int);
 static int (*dereg_1_0)(struct ibv_mr*);
 
@@ -32,6 +34,15 @@ static void* work(void* arg) {
   for (long i = 0; i < failures; i++) {
     if (ibv_reg_mr(NULL, buffer, 0, IBV_ACCESS_LOCAL_WRITE) != NULL) abort();
   }
+  if (extras && leaked > 0) {
+    char* bigger = malloc((size_t)size * 2);
+    if (ibv_rereg_mr(mrs[0], IBV_REREG_MR_CHANGE_TRANSLATION, NULL, bigger, (size_t)size * 2,
+                     IBV_ACCESS_LOCAL_WRITE) != 0)
+      abort();
+    struct ibv_mr* imported = ibv_import_mr(NULL, 7);
+    if (!imported) abort();
+    ibv_unimport_mr(imported);
+  }
   for (long i = 0; i < old_abi; i++) {
     struct ibv_mr* mr = reg_1_0(NULL, buffer, (size_t)size, IBV_ACCESS_LOCAL_WRITE);
     if (!mr || dereg_1_0(mr) != 0) abort();
@@ -40,8 +51,8 @@ static void* work(void* arg) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 7) {
-    fprintf(stderr, "usage: %s THREADS REGIONS SIZE LEAKED FAILURES OLD_ABI\n", argv[0]);
+  if (argc != 7 && argc != 8) {
+    fprintf(stderr, "usage: %s THREADS REGIONS SIZE LEAKED FAILURES OLD_ABI [EXTRAS]\n", argv[0]);
     return 2;
   }
   long threads = atol(argv[1]);
@@ -50,6 +61,7 @@ int main(int argc, char** argv) {
   leaked = atol(argv[4]);
   failures = atol(argv[5]);
   old_abi = atol(argv[6]);
+  extras = argc == 8 ? atol(argv[7]) : 0;
   reg_1_0 = dlvsym(RTLD_DEFAULT, "ibv_reg_mr", "IBVERBS_1.0");
   dereg_1_0 = dlvsym(RTLD_DEFAULT, "ibv_dereg_mr", "IBVERBS_1.0");
   if (!reg_1_0 || !dereg_1_0) {
