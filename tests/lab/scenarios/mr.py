@@ -42,6 +42,14 @@ def check(lab):
            value(pingpong, "rdma_mr_outstanding_regions", pid=server), 1.0)
 
     leak = harness.parse("\n".join(lab.blocks["scrape_leak"]))
+    # Server and client both registered at least their 64 KiB buffer.
+    bw_regs = value(leak, "rdma_mr_registration_size_bytes_count", comm="ib_write_bw")
+    bw_bytes = value(leak, "rdma_mr_registration_size_bytes_sum", comm="ib_write_bw")
+    if not bw_regs or bw_regs < 2 or not bw_bytes or bw_bytes < 2 * 65536:
+        failures.append(f"ib_write_bw registrations {bw_regs}, bytes {bw_bytes}")
+    if not any(" 65536 " in line for line in lab.blocks.get("write_bw_client", [])):
+        failures.append("ib_write_bw client did not report a 65536-byte result")
+
     leaker = marker(lab, "LEAKER-PID")
     expect("leaker outstanding regions",
            value(leak, "rdma_mr_outstanding_regions", pid=leaker, comm="mr_leaker"),
@@ -68,6 +76,8 @@ def check(lab):
            len(harness.series(after, "rdma_process_pinned_bytes", pid=leaker)), 0)
     expect("released at exit", value(after, "rdma_mr_exit_released_regions_total",
                                      comm="mr_leaker"), float(LEAKED_REGIONS))
+    lab.notes.append(f"guest: ib_write_bw server+client: {int(bw_regs or 0)} registrations, "
+                     f"{int(bw_bytes or 0)} bytes")
     lab.notes.append(f"guest: pingpong server pid {server} registered 1 region; mr_leaker pid "
                      f"{leaker} leaked {LEAKED_REGIONS} x {LEAKED_SIZE} bytes, all released at "
                      "exit")

@@ -12,6 +12,15 @@ echo "@@@PINGPONG-PID $server"
 ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 127.0.0.1 >/tmp/client.out 2>&1
 wait $server
 
+# perftest registers its buffers once connected and deregisters them before exiting: its
+# registrations show in the per-command histograms, which outlive the processes.
+ib_write_bw -d rxe0 -x 1 -n 200 -s 65536 >/tmp/bw_server.out 2>&1 &
+bw_server=$!
+sleep 1
+block write_bw_client ib_write_bw -d rxe0 -x 1 -n 200 -s 65536 127.0.0.1
+wait $bw_server
+block write_bw_server cat /tmp/bw_server.out
+
 # A program that leaks 12 regions of 64 KiB.
 rm -f /tmp/leaker.ready
 mr_leaker rxe0 12 65536 /tmp/leaker.ready &
