@@ -254,6 +254,14 @@ void MrProbe::DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& ex
     std::string comm = CommOf(proc);
     if (retired_histograms_.contains(comm) || retired_histograms_.size() < kMaxReleasedComms) {
       retired_histograms_[comm].Add(HistogramsOf(proc));
+      MrProcess& retired = retired_counters_[comm];
+      retired.comm = comm;
+      retired.registrations += proc.registrations;
+      retired.deregistrations += proc.deregistrations;
+      retired.failures += proc.failures;
+      retired.lost_regions += proc.lost_regions;
+      retired.not_huge_aligned_bytes += proc.not_huge_aligned_bytes;
+      retired.length_not_page_multiple += proc.length_not_page_multiple;
     }
     if (proc.outstanding_regions > 0) holders[{tgid, start_ns}] = comm;
   }
@@ -447,6 +455,7 @@ MrSnapshot MrProbe::Snapshot() {
   }
   snapshot.released = released_;
   snapshot.histograms = retired_histograms_;
+  snapshot.retired_counters = retired_counters_;
   for (const auto& [comm, histograms] : live_histograms) snapshot.histograms[comm].Add(histograms);
   return snapshot;
 }

@@ -29,6 +29,9 @@ struct MrProbeOptions {
   uint64_t leak_age_ns = 600ULL * 1000000000ULL;
   // How often every process's fd table is scanned for /dev/infiniband/uverbs* holders.
   uint32_t pinned_rescan_seconds = 30;
+  // Per-process series keyed by comm only (pid dropped): bounds cardinality on hosts with
+  // many short-lived RDMA processes.
+  bool aggregate_by_comm = false;
 };
 
 // Prometheus-style durations: "90s", "10m", "1h30m", "250ms", "2d". nullopt if malformed.
@@ -84,6 +87,9 @@ struct MrSnapshot {
   std::vector<MrProcess> processes;                  // by pid
   std::map<std::string, MrReleasedAtExit> released;  // by comm, since start
   std::map<std::string, MrHistograms> histograms;    // by comm: live + exited processes
+  // Counter fields (registrations, failures...) of exited processes, by comm, so that
+  // per-comm aggregates stay monotonic.
+  std::map<std::string, MrProcess> retired_counters;
   uint64_t lost_calls = 0;
   uint64_t lost_processes = 0;
   uint64_t lost_exits = 0;
@@ -127,6 +133,7 @@ class MrProbe {
   std::map<std::string, MrReleasedAtExit> released_;
   std::vector<std::pair<uint32_t, uint64_t>> pending_exits_;  // filled by OnExit
   std::map<std::string, MrHistograms> retired_histograms_;    // of exited processes
+  std::map<std::string, MrProcess> retired_counters_;         // of exited processes
   static constexpr size_t kMaxReleasedComms = 1024;
 };
 

@@ -152,6 +152,11 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(0U, 86400U))
       ->group("Collector mr");
   serve
+      .add_flag("--mr.aggregate-by-comm", config.mr.aggregate_by_comm,
+                "Per-process MR series by command only (no pid label): bounded cardinality on "
+                "hosts with many short-lived RDMA processes")
+      ->group("Collector mr");
+  serve
       .add_option("--mr.max-processes", config.mr.max_processes,
                   "Processes tracked at most (BPF map size)")
       ->capture_default_str()

@@ -116,18 +116,57 @@ constexpr MetricDesc kPinned{"rdma_process_pinned_bytes",
 
 }  // namespace
 
-void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out) {
+void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool by_comm) {
+  if (by_comm) {
+    std::map<std::string, uint64_t> sums;
+    for (const PinnedProcess& proc : processes) sums[proc.comm] += proc.pinned_bytes;
+    for (const auto& [comm, bytes] : sums) {
+      out.Add(kPinned, {{"comm", comm}}, static_cast<double>(bytes));
+    }
+    return;
+  }
   for (const PinnedProcess& proc : processes) {
     out.Add(kPinned, {{"pid", std::to_string(proc.pid)}, {"comm", proc.comm}},
             static_cast<double>(proc.pinned_bytes));
   }
 }
 
-void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
+std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
+                                       const std::map<std::string, MrProcess>& retired) {
+  std::map<std::string, MrProcess> by_comm = retired;
+  for (const MrProcess& proc : processes) {
+    MrProcess& sum = by_comm[proc.comm];
+    sum.comm = proc.comm;
+    sum.registrations += proc.registrations;
+    sum.deregistrations += proc.deregistrations;
+    sum.failures += proc.failures;
+    sum.lost_regions += proc.lost_regions;
+    sum.outstanding_regions += proc.outstanding_regions;
+    sum.outstanding_bytes += proc.outstanding_bytes;
+    sum.access_seen |= proc.access_seen;
+    sum.not_huge_aligned_bytes += proc.not_huge_aligned_bytes;
+    sum.length_not_page_multiple += proc.length_not_page_multiple;
+    sum.leak_suspect_regions += proc.leak_suspect_regions;
+    sum.leak_suspect_bytes += proc.leak_suspect_bytes;
+  }
+  std::vector<MrProcess> out;
+  for (auto& [comm, sum] : by_comm) out.push_back(std::move(sum));
+  return out;
+}
+
+void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
   uint64_t lost_regions = 0;
-  for (const MrProcess& proc : snapshot.processes) {
+  const std::vector<MrProcess> processes =
+      by_comm ? AggregateByComm(snapshot.processes, snapshot.retired_counters) : snapshot.processes;
+  for (const MrProcess& proc : processes) {
     const std::string pid = std::to_string(proc.pid);
-    const std::initializer_list<Label> labels{{"pid", pid}, {"comm", proc.comm}};
+    std::vector<Label> labels{{"comm", proc.comm}};
+    if (!by_comm) labels.insert(labels.begin(), Label{"pid", pid});
+    auto with_flag = [&labels](std::string_view flag) {
+      std::vector<Label> flagged = labels;
+      flagged.emplace_back("flag", flag);
+      return flagged;
+    };
     out.Add(kRegions, labels, static_cast<double>(proc.outstanding_regions));
     out.Add(kBytes, labels, static_cast<double>(proc.outstanding_bytes));
     out.Add(kRegistrations, labels, static_cast<double>(proc.registrations));
@@ -141,12 +180,12 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
     for (const AccessFlag& flag : kAccessFlags) {
       if ((proc.access_seen & flag.bit) == 0) continue;
       unnamed &= ~flag.bit;
-      out.Add(kAccessFlag, {{"pid", pid}, {"comm", proc.comm}, {"flag", flag.name}}, 1);
+      out.Add(kAccessFlag, with_flag(flag.name), 1);
     }
     for (int bit = 0; bit < 64; ++bit) {
       if ((unnamed >> bit) & 1U) {
         const std::string name = "BIT_" + std::to_string(bit);
-        out.Add(kAccessFlag, {{"pid", pid}, {"comm", proc.comm}, {"flag", name}}, 1);
+        out.Add(kAccessFlag, with_flag(name), 1);
       }
     }
     lost_regions += proc.lost_regions;
@@ -172,8 +211,9 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out) {
 }
 
 MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs)
-    : pinned_(std::make_unique<UverbsHolders>(
-          procfs, std::chrono::seconds(options.pinned_rescan_seconds))) {
+    : pinned_(std::make_unique<UverbsHolders>(procfs,
+                                              std::chrono::seconds(options.pinned_rescan_seconds))),
+      by_comm_(options.aggregate_by_comm) {
   auto probe = MrProbe::Attach(options, std::move(procfs));
   if (probe) {
     probe_ = std::move(*probe);
@@ -187,16 +227,16 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
 CollectResult MrCollector::Collect(MetricSet& out) const {
   out.Add(kAttached, {{"probe", "mr"}}, probe_ ? 1 : 0);
   if (!probe_) {
-    MapPinned(pinned_->Read(), out);
+    MapPinned(pinned_->Read(), out, by_comm_);
     return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
   }
   out.Add(kLinks, {{"probe", "mr"}}, static_cast<double>(probe_->link_count()));
   const MrSnapshot snapshot = probe_->Snapshot();
-  MapMrSnapshot(snapshot, out);
+  MapMrSnapshot(snapshot, out, by_comm_);
   std::vector<uint32_t> registrants;
   for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
   symbolizer_->Retain(registrants);
-  MapPinned(pinned_->Read(registrants), out);
+  MapPinned(pinned_->Read(registrants), out, by_comm_);
   return {.detail = std::to_string(snapshot.processes.size()) + " processes with registrations"};
 }
 

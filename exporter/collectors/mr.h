@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -14,8 +15,13 @@
 
 namespace rdmascope {
 
-void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out);
-void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out);
+void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm = false);
+void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool by_comm = false);
+
+// Sums processes that share a comm (pid 0 in the result), plus the counters of exited
+// processes of that comm so that the aggregated counters never go down.
+std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
+                                       const std::map<std::string, MrProcess>& retired = {});
 
 class MrCollector : public Collector {
  public:
@@ -31,6 +37,7 @@ class MrCollector : public Collector {
   std::unique_ptr<UverbsHolders> pinned_;
   std::unique_ptr<sys::Symbolizer> symbolizer_ = std::make_unique<sys::Symbolizer>();
   std::string attach_error_;
+  bool by_comm_ = false;
 };
 
 }  // namespace rdmascope

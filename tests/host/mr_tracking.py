@@ -159,6 +159,24 @@ def main(binary, workload, library):
         lost = harness.series(samples, "rdma_mr_lost_total")
         if any(v != 0 for v in lost.values()):
             failures.append(f"lost events: {lost}")
+    # --mr.aggregate-by-comm: no pid label, and counters keep exited processes' counts.
+    with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
+                                   f"--mr.library={library}", "--mr.aggregate-by-comm"]) as exporter:
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
+        seen = []
+        for run in (1, 2):
+            subprocess.run([workload, "2", "10", "4096", "3", "0", "0"], input="exit\n",
+                           capture_output=True, text=True, env=env, check=True)
+            time.sleep(0.2)
+            samples = harness.parse(exporter.metrics())
+            seen.append(value(samples, "rdma_mr_registrations_total", comm="mr_workload"))
+            if any("pid" in dict(k) for k in harness.series(samples,
+                                                              "rdma_mr_registrations_total")):
+                failures.append("aggregate-by-comm: a pid label is still exported")
+        print(f"aggregate-by-comm: registrations_total{{comm=mr_workload}} after each exited run: "
+              f"{seen} (want [20.0, 40.0])")
+        if seen != [20.0, 40.0]:
+            failures.append(f"aggregate-by-comm counters {seen}")
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0

@@ -83,3 +83,37 @@ TEST(ParseDuration, PrometheusStyle) {
 
 }  // namespace
 }  // namespace rdmascope
+
+namespace rdmascope {
+namespace {
+
+TEST(MrCollector, AggregateByCommDropsPidAndSums) {
+  MrSnapshot snapshot;
+  snapshot.processes.push_back({.pid = 1,
+                                .comm = "rank",
+                                .registrations = 3,
+                                .outstanding_regions = 2,
+                                .outstanding_bytes = 100,
+                                .access_seen = 1});
+  snapshot.processes.push_back({.pid = 2,
+                                .comm = "rank",
+                                .registrations = 4,
+                                .outstanding_regions = 1,
+                                .outstanding_bytes = 50,
+                                .access_seen = 4});
+  snapshot.processes.push_back({.pid = 3, .comm = "other", .registrations = 1});
+  // An exited "rank" keeps counting in the counters, not in the gauges.
+  snapshot.retired_counters["rank"] = {.comm = "rank", .registrations = 10, .deregistrations = 9};
+  MetricSet out;
+  MapMrSnapshot(snapshot, out, /*by_comm=*/true);
+  MapPinned({{.pid = 1, .comm = "rank", .pinned_bytes = 4096},
+             {.pid = 2, .comm = "rank", .pinned_bytes = 8192}},
+            out, /*by_comm=*/true);
+  EXPECT_EQ(out.dropped_duplicates(), 0U);
+  const std::string text = testing::Serialise(out.Take());
+  EXPECT_EQ(text.find("pid="), std::string::npos) << text;
+  EXPECT_TRUE(testing::MatchesGolden(text, "mr_by_comm.prom"));
+}
+
+}  // namespace
+}  // namespace rdmascope
