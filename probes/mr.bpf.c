@@ -333,6 +333,7 @@ int BPF_PROG(handle_exit, struct task_struct* task) {
   event->tgid = tgid;
   event->pad = 0;
   event->start_ns = BPF_CORE_READ(task, group_leader, start_time);
+  BPF_CORE_READ_STR_INTO(&event->comm, task, comm);
   bpf_ringbuf_submit(event, 0);
   return 0;
 }

@@ -89,6 +89,7 @@ struct mr_exit_event {
   __u32 tgid;
   __u32 pad;
   __u64 start_ns;
+  char comm[MR_COMM_LEN]; /* the process's per-process entry may already be reused */
 };
 
 #endif /* RDMASCOPE_PROBES_MR_H */

@@ -237,18 +237,25 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
   if (size < sizeof(mr_exit_event)) return 0;
   mr_exit_event event;
   std::memcpy(&event, data, sizeof event);
-  static_cast<MrProbe*>(context)->pending_exits_.emplace_back(event.tgid, event.start_ns);
+  static_cast<MrProbe*>(context)->pending_exits_.push_back(
+      {event.tgid, event.start_ns,
+       std::string(event.comm, strnlen(event.comm, sizeof event.comm))});
   return 0;
 }
 
-void MrProbe::DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& exited) {
+void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   const int regions_fd = bpf_map__fd(skel_->maps.regions);
   // (tgid, start) -> comm, for the processes that still held regions.
   std::map<std::pair<uint32_t, uint64_t>, std::string> holders;
-  for (const auto& [tgid, start_ns] : exited) {
+  for (const auto& [tgid, start_ns, exit_comm] : exited) {
     mr_proc proc{};
-    if (bpf_map_lookup_elem(procs_fd, &tgid, &proc) != 0 || proc.start_ns != start_ns) continue;
+    if (bpf_map_lookup_elem(procs_fd, &tgid, &proc) != 0 || proc.start_ns != start_ns) {
+      // The pid was reused before we got here and the probe already reset the entry for the
+      // new process: still release the old process's regions, under the comm it exited with.
+      holders.try_emplace({tgid, start_ns}, exit_comm.empty() ? "unknown" : exit_comm);
+      continue;
+    }
     bpf_map_delete_elem(procs_fd, &tgid);
     // Histograms by comm stay monotonic: an exited process's counts move to the retired set.
     std::string comm = CommOf(proc);
@@ -419,8 +426,10 @@ MrSnapshot MrProbe::Snapshot() {
     if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
     // Safety net for a lost exit event: a process that no longer exists is dropped.
     std::error_code ec;
-    if (!std::filesystem::exists(procfs_ / std::to_string(key), ec)) {
-      pending_exits_.emplace_back(key, proc.start_ns);
+    const bool exit_seen = std::any_of(pending_exits_.begin(), pending_exits_.end(),
+                                       [&](const Exited& e) { return e.tgid == key; });
+    if (!exit_seen && !std::filesystem::exists(procfs_ / std::to_string(key), ec)) {
+      pending_exits_.push_back({key, proc.start_ns, ""});
       continue;
     }
     snapshot.processes.push_back({

@@ -121,7 +121,12 @@ class MrProbe {
   void ForEachRegion(Visitor visit);
   void CountLeakSuspects(std::vector<MrProcess>& processes,
                          const std::map<uint32_t, uint64_t>& start_by_pid);
-  void DropProcesses(const std::vector<std::pair<uint32_t, uint64_t>>& exited);
+  struct Exited {
+    uint32_t tgid;
+    uint64_t start_ns;
+    std::string comm;  // from the exit event; empty when found by the /proc safety net
+  };
+  void DropProcesses(const std::vector<Exited>& exited);
   static int OnExit(void* context, void* data, size_t size);
 
   mr_bpf* skel_ = nullptr;
@@ -131,9 +136,9 @@ class MrProbe {
   uint64_t leak_age_ns_ = 0;
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
   std::map<std::string, MrReleasedAtExit> released_;
-  std::vector<std::pair<uint32_t, uint64_t>> pending_exits_;  // filled by OnExit
-  std::map<std::string, MrHistograms> retired_histograms_;    // of exited processes
-  std::map<std::string, MrProcess> retired_counters_;         // of exited processes
+  std::vector<Exited> pending_exits_;                       // filled by OnExit
+  std::map<std::string, MrHistograms> retired_histograms_;  // of exited processes
+  std::map<std::string, MrProcess> retired_counters_;       // of exited processes
   static constexpr size_t kMaxReleasedComms = 1024;
 };
 
