@@ -426,9 +426,12 @@ MrSnapshot MrProbe::Snapshot() {
     if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
     // Safety net for a lost exit event: a process that no longer exists is dropped.
     std::error_code ec;
-    const bool exit_seen = std::any_of(pending_exits_.begin(), pending_exits_.end(),
-                                       [&](const Exited& e) { return e.tgid == key; });
-    if (!exit_seen && !std::filesystem::exists(procfs_ / std::to_string(key), ec)) {
+    // This very process exited (its event is pending): drop it below, do not report it.
+    const bool exit_seen =
+        std::any_of(pending_exits_.begin(), pending_exits_.end(),
+                    [&](const Exited& e) { return e.tgid == key && e.start_ns == proc.start_ns; });
+    if (exit_seen) continue;
+    if (!std::filesystem::exists(procfs_ / std::to_string(key), ec)) {
       pending_exits_.push_back({key, proc.start_ns, ""});
       continue;
     }
