@@ -67,6 +67,24 @@ int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args)
 
 }  // namespace
 
+void MrProcess::AddCounters(const MrProcess& other) {
+  registrations += other.registrations;
+  deregistrations += other.deregistrations;
+  failures += other.failures;
+  lost_regions += other.lost_regions;
+  not_huge_aligned_bytes += other.not_huge_aligned_bytes;
+  length_not_page_multiple += other.length_not_page_multiple;
+}
+
+void MrProcess::AddAll(const MrProcess& other) {
+  AddCounters(other);
+  outstanding_regions += other.outstanding_regions;
+  outstanding_bytes += other.outstanding_bytes;
+  access_seen |= other.access_seen;
+  leak_suspect_regions += other.leak_suspect_regions;
+  leak_suspect_bytes += other.leak_suspect_bytes;
+}
+
 void MrHistograms::Add(const MrHistograms& other) {
   latency.resize(std::max(latency.size(), other.latency.size()));
   size.resize(std::max(size.size(), other.size.size()));
@@ -89,6 +107,22 @@ MrHistograms HistogramsOf(const mr_proc& proc) {
 std::string CommOf(const mr_proc& proc) {
   std::string comm(proc.comm, strnlen(proc.comm, sizeof proc.comm));
   return comm.empty() ? "unknown" : comm;
+}
+
+MrProcess ProcessOf(uint32_t pid, const mr_proc& proc) {
+  return {
+      .pid = pid,
+      .comm = std::string(proc.comm, strnlen(proc.comm, sizeof proc.comm)),
+      .registrations = proc.registrations,
+      .deregistrations = proc.deregistrations,
+      .failures = proc.failures,
+      .lost_regions = proc.lost_regions,
+      .outstanding_regions = proc.outstanding_regions,
+      .outstanding_bytes = proc.outstanding_bytes,
+      .access_seen = proc.access_seen,
+      .not_huge_aligned_bytes = proc.not_huge_aligned_bytes,
+      .length_not_page_multiple = proc.length_not_page_multiple,
+  };
 }
 }  // namespace
 
@@ -263,12 +297,7 @@ void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
       retired_histograms_[comm].Add(HistogramsOf(proc));
       MrProcess& retired = retired_counters_[comm];
       retired.comm = comm;
-      retired.registrations += proc.registrations;
-      retired.deregistrations += proc.deregistrations;
-      retired.failures += proc.failures;
-      retired.lost_regions += proc.lost_regions;
-      retired.not_huge_aligned_bytes += proc.not_huge_aligned_bytes;
-      retired.length_not_page_multiple += proc.length_not_page_multiple;
+      retired.AddCounters(ProcessOf(tgid, proc));
     }
     if (proc.outstanding_regions > 0) holders[{tgid, start_ns}] = comm;
   }
@@ -435,19 +464,7 @@ MrSnapshot MrProbe::Snapshot() {
       pending_exits_.push_back({key, proc.start_ns, ""});
       continue;
     }
-    snapshot.processes.push_back({
-        .pid = key,
-        .comm = std::string(proc.comm, strnlen(proc.comm, sizeof proc.comm)),
-        .registrations = proc.registrations,
-        .deregistrations = proc.deregistrations,
-        .failures = proc.failures,
-        .lost_regions = proc.lost_regions,
-        .outstanding_regions = proc.outstanding_regions,
-        .outstanding_bytes = proc.outstanding_bytes,
-        .access_seen = proc.access_seen,
-        .not_huge_aligned_bytes = proc.not_huge_aligned_bytes,
-        .length_not_page_multiple = proc.length_not_page_multiple,
-    });
+    snapshot.processes.push_back(ProcessOf(key, proc));
     live_histograms[CommOf(proc)].Add(HistogramsOf(proc));
     start_by_pid[key] = proc.start_ns;
   }

@@ -51,6 +51,11 @@ struct MrProcess {
   uint64_t length_not_page_multiple = 0;  // registrations, length % 4096 != 0
   uint64_t leak_suspect_regions = 0;      // outstanding for longer than the leak age
   uint64_t leak_suspect_bytes = 0;
+
+  // Adds the monotonic fields (registrations, failures...) of `other`.
+  void AddCounters(const MrProcess& other);
+  // Adds every field: counters, gauges, and the union of access flags.
+  void AddAll(const MrProcess& other);
 };
 
 // log2 histograms as the probe fills them (bucket b: (2^(b-1), 2^b]).

@@ -137,17 +137,7 @@ std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
   for (const MrProcess& proc : processes) {
     MrProcess& sum = by_comm[proc.comm];
     sum.comm = proc.comm;
-    sum.registrations += proc.registrations;
-    sum.deregistrations += proc.deregistrations;
-    sum.failures += proc.failures;
-    sum.lost_regions += proc.lost_regions;
-    sum.outstanding_regions += proc.outstanding_regions;
-    sum.outstanding_bytes += proc.outstanding_bytes;
-    sum.access_seen |= proc.access_seen;
-    sum.not_huge_aligned_bytes += proc.not_huge_aligned_bytes;
-    sum.length_not_page_multiple += proc.length_not_page_multiple;
-    sum.leak_suspect_regions += proc.leak_suspect_regions;
-    sum.leak_suspect_bytes += proc.leak_suspect_bytes;
+    sum.AddAll(proc);
   }
   std::vector<MrProcess> out;
   for (auto& [comm, sum] : by_comm) out.push_back(std::move(sum));

@@ -4,6 +4,6 @@
 
 #define SEC(name) __attribute__((section(name), used))
 
-SEC("xdp") int xdp_pass(struct xdp_md *ctx) { return XDP_PASS; }
+SEC("xdp") int xdp_pass(struct xdp_md* ctx) { return XDP_PASS; }
 
 char LICENSE[] SEC("license") = "GPL";
