@@ -53,6 +53,8 @@ std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return std::unexpected(path + ": not an ELF file");
 
   Elf_Scn* dynsym = nullptr;
+  Elf_Scn* symtab = nullptr;
+  GElf_Shdr symtab_header{};
   Elf_Scn* versym = nullptr;
   Elf_Scn* verdef = nullptr;
   GElf_Shdr dynsym_header{};
@@ -63,6 +65,9 @@ std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
     if (header.sh_type == SHT_DYNSYM) {
       dynsym = scn;
       dynsym_header = header;
+    } else if (header.sh_type == SHT_SYMTAB) {
+      symtab = scn;
+      symtab_header = header;
     } else if (header.sh_type == SHT_GNU_versym) {
       versym = scn;
     } else if (header.sh_type == SHT_GNU_verdef) {
@@ -70,7 +75,14 @@ std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
       verdef_strtab = header.sh_link;
     }
   }
-  if (dynsym == nullptr) return std::unexpected(path + ": no dynamic symbol table");
+  if (dynsym == nullptr) {
+    // A statically linked program: its own symbol table, unversioned.
+    if (symtab == nullptr) return std::unexpected(path + ": no symbol table");
+    dynsym = symtab;
+    dynsym_header = symtab_header;
+    versym = nullptr;
+    verdef = nullptr;
+  }
   const auto versions = verdef ? VersionDefinitions(elf.get(), verdef, verdef_strtab)
                                : std::map<uint16_t, std::string>{};
 

@@ -20,7 +20,8 @@ struct DynamicSymbol {
   uint64_t file_offset = 0;     // what a uprobe attaches to
 };
 
-// Defined functions of .dynsym; error text on unreadable or non-ELF files.
+// Defined functions of .dynsym, or of .symtab for a statically linked program (no versions
+// there); error text on unreadable or non-ELF files.
 std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
     const std::string& path);
 

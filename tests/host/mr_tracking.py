@@ -27,7 +27,7 @@ def value(samples, name, **labels):
     return values[0] if len(values) == 1 else None
 
 
-def main(binary, workload, library):
+def main(binary, workload, library, static_binary=None):
     if os.geteuid() != 0:
         print("SKIP: BPF needs root")
         return harness.SKIP
@@ -159,6 +159,22 @@ def main(binary, workload, library):
         lost = harness.series(samples, "rdma_mr_lost_total")
         if any(v != 0 for v in lost.values()):
             failures.append(f"lost events: {lost}")
+    # --mr.binary: a statically linked program carrying its own ibv_reg_mr_iova2. It registers
+    # one region and exits without deregistering it.
+    if static_binary:
+        with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
+                                       f"--mr.library={library}",
+                                       f"--mr.binary={static_binary}"]) as exporter:
+            subprocess.run([static_binary], capture_output=True, check=True)
+            time.sleep(0.2)
+            samples = harness.parse(exporter.metrics())
+        comm = os.path.basename(static_binary)[:15]
+        got = (value(samples, "rdma_mr_registration_size_bytes_count", comm=comm),
+               value(samples, "rdma_mr_exit_released_regions_total", comm=comm))
+        print(f"static binary: registrations {got[0]}, released at exit {got[1]} (want 1, 1)")
+        if got != (1.0, 1.0):
+            failures.append(f"--mr.binary static program: {got}")
+
     # --mr.aggregate-by-comm: no pid label, and counters keep exited processes' counts.
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
                                    f"--mr.library={library}", "--mr.aggregate-by-comm"]) as exporter:
@@ -183,4 +199,4 @@ def main(binary, workload, library):
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

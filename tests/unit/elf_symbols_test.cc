@@ -42,6 +42,20 @@ TEST(ElfSymbols, TheRealLibibverbs) {
   EXPECT_EQ(dereg_versions, 2) << "ibv_dereg_mr@IBVERBS_1.0 and @@IBVERBS_1.1";
 }
 
+TEST(ElfSymbols, StaticProgramsUseTheirSymbolTable) {
+  const auto symbols = ReadDynamicFunctions(STATIC_VERBS_PATH);
+  ASSERT_TRUE(symbols) << symbols.error();
+  bool found = false;
+  for (const auto& symbol : *symbols) {
+    if (symbol.name == "ibv_reg_mr_iova2") {
+      found = true;
+      EXPECT_GT(symbol.file_offset, 0U);
+      EXPECT_TRUE(symbol.version.empty());
+    }
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(ElfSymbols, ErrorsAreValues) {
   EXPECT_FALSE(ReadDynamicFunctions("/nonexistent/lib.so"));
   const auto not_elf = ReadDynamicFunctions("/proc/self/status");
