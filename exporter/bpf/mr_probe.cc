@@ -27,26 +27,32 @@
 namespace rdmascope {
 namespace {
 
-enum class EntryKind { kRegMr, kRegMrIova, kRegDmabuf, kDeregMr, kReregMr, kImportMr, kUnimportMr };
+// The skeleton's programs, addressed by member so that the table below says which pair of
+// programs each entry point gets.
+using Programs = decltype(mr_bpf::progs);
+using Program = bpf_program* Programs::*;
 
 struct EntryPoint {
   const char* name;
-  EntryKind kind;
+  Program on_entry;
+  Program on_return;  // nullptr: nothing to learn on return
 };
 
 // Every registration entry point of libibverbs (all versions of each name are attached;
 // names a library lacks, like ibv_reg_mr_ex before rdma-core 5x, are skipped).
+// ibv_import_mr and ibv_reg_mr_ex return an ibv_mr like a registration; their access flags
+// are not read. ibv_unimport_mr returns void.
 // clang-format off
 constexpr EntryPoint kEntryPoints[] = {
-    {"ibv_reg_mr", EntryKind::kRegMr},
-    {"ibv_reg_mr_iova", EntryKind::kRegMrIova},
-    {"ibv_reg_mr_iova2", EntryKind::kRegMrIova},
-    {"ibv_reg_dmabuf_mr", EntryKind::kRegDmabuf},
-    {"ibv_dereg_mr", EntryKind::kDeregMr},
-    {"ibv_rereg_mr", EntryKind::kReregMr},
-    {"ibv_import_mr", EntryKind::kImportMr},
-    {"ibv_reg_mr_ex", EntryKind::kImportMr},  // access flags live in its attr struct: not read
-    {"ibv_unimport_mr", EntryKind::kUnimportMr},
+    {"ibv_reg_mr",        &Programs::reg_mr_entry,        &Programs::reg_mr_return},
+    {"ibv_reg_mr_iova",   &Programs::reg_mr_iova_entry,   &Programs::reg_mr_return},
+    {"ibv_reg_mr_iova2",  &Programs::reg_mr_iova_entry,   &Programs::reg_mr_return},
+    {"ibv_reg_dmabuf_mr", &Programs::reg_dmabuf_mr_entry, &Programs::reg_mr_return},
+    {"ibv_reg_mr_ex",     &Programs::import_mr_entry,     &Programs::reg_mr_return},
+    {"ibv_import_mr",     &Programs::import_mr_entry,     &Programs::reg_mr_return},
+    {"ibv_dereg_mr",      &Programs::dereg_mr_entry,      &Programs::dereg_mr_return},
+    {"ibv_rereg_mr",      &Programs::rereg_mr_entry,      &Programs::rereg_mr_return},
+    {"ibv_unimport_mr",   &Programs::unimport_mr_entry,   nullptr},
 };
 // clang-format on
 
@@ -193,41 +199,16 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   if (targets.empty()) return std::unexpected("no libibverbs to attach to");
 
   for (const std::string& target : targets) {
-    const auto symbols = sys::ReadDynamicFunctions(target);
+    const auto symbols = sys::ReadFunctionSymbols(target);
     if (!symbols) return std::unexpected(symbols.error());
     size_t attached_here = 0;
     std::set<uint64_t> seen_offsets;  // aliases share an address: attach once
-    for (const sys::DynamicSymbol& symbol : *symbols) {
+    for (const sys::FunctionSymbol& symbol : *symbols) {
       for (const EntryPoint& entry : kEntryPoints) {
         if (symbol.name != entry.name || !seen_offsets.insert(symbol.file_offset).second) continue;
-        bpf_program* on_entry = nullptr;
-        bpf_program* on_return = probe->skel_->progs.reg_mr_return;
-        switch (entry.kind) {
-          case EntryKind::kRegMr:
-            on_entry = probe->skel_->progs.reg_mr_entry;
-            break;
-          case EntryKind::kRegMrIova:
-            on_entry = probe->skel_->progs.reg_mr_iova_entry;
-            break;
-          case EntryKind::kRegDmabuf:
-            on_entry = probe->skel_->progs.reg_dmabuf_mr_entry;
-            break;
-          case EntryKind::kImportMr:
-            on_entry = probe->skel_->progs.import_mr_entry;
-            break;
-          case EntryKind::kDeregMr:
-            on_entry = probe->skel_->progs.dereg_mr_entry;
-            on_return = probe->skel_->progs.dereg_mr_return;
-            break;
-          case EntryKind::kReregMr:
-            on_entry = probe->skel_->progs.rereg_mr_entry;
-            on_return = probe->skel_->progs.rereg_mr_return;
-            break;
-          case EntryKind::kUnimportMr:
-            on_entry = probe->skel_->progs.unimport_mr_entry;
-            on_return = nullptr;  // returns void: nothing to learn on return
-            break;
-        }
+        Programs& programs = probe->skel_->progs;
+        bpf_program* on_entry = programs.*entry.on_entry;
+        bpf_program* on_return = entry.on_return ? programs.*entry.on_return : nullptr;
         for (auto [program, retprobe] : {std::pair{on_entry, false}, std::pair{on_return, true}}) {
           if (program == nullptr) continue;
           bpf_link* link =

@@ -44,7 +44,7 @@ std::map<uint16_t, std::string> VersionDefinitions(Elf* elf, Elf_Scn* verdef, si
 
 }  // namespace
 
-std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
+std::expected<std::vector<FunctionSymbol>, std::string> ReadFunctionSymbols(
     const std::string& path) {
   if (elf_version(EV_CURRENT) == EV_NONE) return std::unexpected("libelf initialisation failed");
   FdCloser fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
@@ -101,7 +101,7 @@ std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
   Elf_Data* version_data = versym ? elf_getdata(versym, nullptr) : nullptr;
   const size_t count =
       dynsym_header.sh_entsize ? dynsym_header.sh_size / dynsym_header.sh_entsize : 0;
-  std::vector<DynamicSymbol> out;
+  std::vector<FunctionSymbol> out;
   for (size_t i = 0; symbols && i < count; ++i) {
     GElf_Sym sym;
     if (gelf_getsym(symbols, static_cast<int>(i), &sym) == nullptr) continue;
@@ -110,7 +110,7 @@ std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
     }
     const char* name = elf_strptr(elf.get(), dynsym_header.sh_link, sym.st_name);
     if (name == nullptr) continue;
-    DynamicSymbol symbol{.name = name, .address = sym.st_value};
+    FunctionSymbol symbol{.name = name, .address = sym.st_value};
     if (version_data != nullptr) {
       GElf_Versym raw;
       if (gelf_getversym(version_data, static_cast<int>(i), &raw) != nullptr) {

@@ -12,7 +12,7 @@
 
 namespace rdmascope::sys {
 
-struct DynamicSymbol {
+struct FunctionSymbol {
   std::string name;
   std::string version;          // empty for unversioned symbols
   bool default_version = true;  // "@@" (what new links bind to) rather than "@"
@@ -22,7 +22,7 @@ struct DynamicSymbol {
 
 // Defined functions of .dynsym, or of .symtab for a statically linked program (no versions
 // there); error text on unreadable or non-ELF files.
-std::expected<std::vector<DynamicSymbol>, std::string> ReadDynamicFunctions(
+std::expected<std::vector<FunctionSymbol>, std::string> ReadFunctionSymbols(
     const std::string& path);
 
 }  // namespace rdmascope::sys

@@ -108,6 +108,12 @@ def series(samples, name, **labels):
             if key[0] == name and want <= set(key[1])}
 
 
+def value(samples, name, **labels):
+    """The value of the one series of `name` whose labels include `labels`, else None."""
+    values = list(series(samples, name, **labels).values())
+    return values[0] if len(values) == 1 else None
+
+
 def materialise_tree(tree_file, root):
     """Creates the files a tests/fixtures/sysfs/*.tree describes (see its header)."""
     with open(tree_file, encoding="utf-8") as f:

@@ -16,9 +16,7 @@ import harness  # noqa: E402
 NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
 
 
-def value(samples, name, **labels):
-    values = list(harness.series(samples, name, **labels).values())
-    return values[0] if len(values) == 1 else None
+value = harness.value
 
 
 def start(workload, env, regions, leaked):

@@ -22,9 +22,7 @@ import harness  # noqa: E402
 THREADS, REGIONS, SIZE, LEAKED, FAILURES, OLD_ABI = 16, 50, 8192, 7, 3, 5
 
 
-def value(samples, name, **labels):
-    values = list(harness.series(samples, name, **labels).values())
-    return values[0] if len(values) == 1 else None
+value = harness.value
 
 
 def main(binary, workload, library, static_binary=None):

@@ -12,9 +12,9 @@ namespace {
 // The libibverbs stand-in built next to the tests exports the same versioned symbols as
 // rdma-core's libibverbs.so.1.
 TEST(ElfSymbols, ResolvesEveryVersionOfAName) {
-  const auto symbols = ReadDynamicFunctions(FAKEVERBS_PATH);
+  const auto symbols = ReadFunctionSymbols(FAKEVERBS_PATH);
   ASSERT_TRUE(symbols) << symbols.error();
-  std::map<std::string, DynamicSymbol> by_version;
+  std::map<std::string, FunctionSymbol> by_version;
   for (const auto& symbol : *symbols) by_version[symbol.name + "@" + symbol.version] = symbol;
   ASSERT_TRUE(by_version.contains("ibv_reg_mr@IBVERBS_1.0"));
   ASSERT_TRUE(by_version.contains("ibv_reg_mr@IBVERBS_1.1"));
@@ -30,7 +30,7 @@ TEST(ElfSymbols, ResolvesEveryVersionOfAName) {
 TEST(ElfSymbols, TheRealLibibverbs) {
   const std::string path = LinkedLibibverbsPath();
   ASSERT_FALSE(path.empty());
-  const auto symbols = ReadDynamicFunctions(path);
+  const auto symbols = ReadFunctionSymbols(path);
   ASSERT_TRUE(symbols) << symbols.error();
   int dereg_versions = 0;
   for (const auto& symbol : *symbols) {
@@ -43,7 +43,7 @@ TEST(ElfSymbols, TheRealLibibverbs) {
 }
 
 TEST(ElfSymbols, StaticProgramsUseTheirSymbolTable) {
-  const auto symbols = ReadDynamicFunctions(STATIC_VERBS_PATH);
+  const auto symbols = ReadFunctionSymbols(STATIC_VERBS_PATH);
   ASSERT_TRUE(symbols) << symbols.error();
   bool found = false;
   for (const auto& symbol : *symbols) {
@@ -57,8 +57,8 @@ TEST(ElfSymbols, StaticProgramsUseTheirSymbolTable) {
 }
 
 TEST(ElfSymbols, ErrorsAreValues) {
-  EXPECT_FALSE(ReadDynamicFunctions("/nonexistent/lib.so"));
-  const auto not_elf = ReadDynamicFunctions("/proc/self/status");
+  EXPECT_FALSE(ReadFunctionSymbols("/nonexistent/lib.so"));
+  const auto not_elf = ReadFunctionSymbols("/proc/self/status");
   ASSERT_FALSE(not_elf);
   EXPECT_NE(not_elf.error().find("not an ELF"), std::string::npos);
 }
