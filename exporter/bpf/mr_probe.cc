@@ -202,10 +202,28 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
     const auto symbols = sys::ReadFunctionSymbols(target);
     if (!symbols) return std::unexpected(symbols.error());
     size_t attached_here = 0;
+    size_t forwarders_skipped = 0;
     std::set<uint64_t> seen_offsets;  // aliases share an address: attach once
+    std::set<std::string> probed_names;
     for (const sys::FunctionSymbol& symbol : *symbols) {
       for (const EntryPoint& entry : kEntryPoints) {
-        if (symbol.name != entry.name || !seen_offsets.insert(symbol.file_offset).second) continue;
+        if (symbol.name == entry.name) probed_names.insert(symbol.name);
+      }
+    }
+    for (const sys::FunctionSymbol& symbol : *symbols) {
+      for (const EntryPoint& entry : kEntryPoints) {
+        if (symbol.name != entry.name) continue;
+        // A pure forwarder to another probed entry point (ibv_reg_mr@@IBVERBS_1.1 ->
+        // ibv_reg_mr_iova2): the inner probes see the call; probing both doubles the traps.
+        if (probed_names.contains(symbol.forwards_to)) {
+          ++forwarders_skipped;
+          log::Debug("mr probe: forwarder not probed",
+                     {{"target", target},
+                      {"symbol", symbol.name + "@" + symbol.version},
+                      {"forwards_to", symbol.forwards_to}});
+          continue;
+        }
+        if (!seen_offsets.insert(symbol.file_offset).second) continue;
         Programs& programs = probe->skel_->progs;
         bpf_program* on_entry = programs.*entry.on_entry;
         bpf_program* on_return = entry.on_return ? programs.*entry.on_return : nullptr;
@@ -227,8 +245,9 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
       }
     }
     if (attached_here == 0) return std::unexpected("no ibv_reg_mr* symbol in " + target);
-    log::Info("mr probes attached",
-              {{"target", target}, {"entry_points", std::to_string(attached_here)}});
+    log::Info("mr probes attached", {{"target", target},
+                                     {"entry_points", std::to_string(attached_here)},
+                                     {"forwarders_skipped", std::to_string(forwarders_skipped)}});
   }
 
   bpf_link* exit_link = bpf_program__attach(probe->skel_->progs.handle_exit);

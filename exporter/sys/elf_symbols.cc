@@ -5,9 +5,13 @@
 #include <libelf.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <span>
+
+#include "sys/x86_tail_jump.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -40,6 +44,80 @@ std::map<uint16_t, std::string> VersionDefinitions(Elf* elf, Elf_Scn* verdef, si
     offset += def.vd_next;
   }
   return names;
+}
+
+// The file's bytes at virtual address `address`, at most `length` of them, within one segment.
+std::span<const uint8_t> BytesAt(Elf* elf, const std::vector<GElf_Phdr>& loads, uint64_t address,
+                                 uint64_t length) {
+  size_t file_size = 0;
+  const auto* file = reinterpret_cast<const uint8_t*>(elf_rawfile(elf, &file_size));
+  if (file == nullptr) return {};
+  for (const GElf_Phdr& load : loads) {
+    if (address < load.p_vaddr || address >= load.p_vaddr + load.p_filesz) continue;
+    const uint64_t offset = address - load.p_vaddr + load.p_offset;
+    if (offset >= file_size) return {};
+    const uint64_t available =
+        std::min<uint64_t>(load.p_vaddr + load.p_filesz - address, file_size - offset);
+    return {file + offset, std::min(length, available)};
+  }
+  return {};
+}
+
+// GOT slot address -> name of the symbol the dynamic linker binds it to (.rela.plt).
+std::map<uint64_t, std::string> JumpSlots(Elf* elf) {
+  std::map<uint64_t, std::string> slots;
+  for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn; scn = elf_nextscn(elf, scn)) {
+    GElf_Shdr header;
+    if (gelf_getshdr(scn, &header) == nullptr || header.sh_type != SHT_RELA) continue;
+    Elf_Scn* symbols_scn = elf_getscn(elf, header.sh_link);
+    GElf_Shdr symbols_header;
+    if (symbols_scn == nullptr || gelf_getshdr(symbols_scn, &symbols_header) == nullptr) continue;
+    Elf_Data* relocations = elf_getdata(scn, nullptr);
+    Elf_Data* symbols = elf_getdata(symbols_scn, nullptr);
+    const size_t count = header.sh_entsize ? header.sh_size / header.sh_entsize : 0;
+    for (size_t i = 0; relocations && symbols && i < count; ++i) {
+      GElf_Rela rela;
+      GElf_Sym sym;
+      if (gelf_getrela(relocations, static_cast<int>(i), &rela) == nullptr ||
+          GELF_R_TYPE(rela.r_info) != R_X86_64_JUMP_SLOT ||
+          gelf_getsym(symbols, static_cast<int>(GELF_R_SYM(rela.r_info)), &sym) == nullptr) {
+        continue;
+      }
+      if (const char* name = elf_strptr(elf, symbols_header.sh_link, sym.st_name)) {
+        slots[rela.r_offset] = name;
+      }
+    }
+  }
+  return slots;
+}
+
+// Fills FunctionSymbol::forwards_to: a jmp straight to another function of the file, or to a
+// PLT stub whose GOT slot is bound to a named symbol.
+void ResolveForwarders(Elf* elf, const std::vector<GElf_Phdr>& loads,
+                       const std::vector<uint64_t>& sizes, std::vector<FunctionSymbol>& functions) {
+  std::map<uint64_t, std::string> by_address;
+  for (const FunctionSymbol& function : functions)
+    by_address.emplace(function.address, function.name);
+  std::map<uint64_t, std::string> slots;  // read only if some function jumps outside itself
+  bool slots_read = false;
+  constexpr uint64_t kPltStubBytes = 16;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    FunctionSymbol& function = functions[i];
+    const auto target =
+        TailJumpTarget(BytesAt(elf, loads, function.address, sizes[i]), function.address);
+    if (!target || *target == function.address) continue;
+    if (const auto it = by_address.find(*target); it != by_address.end()) {
+      function.forwards_to = it->second;
+      continue;
+    }
+    const auto slot = PltGotSlot(BytesAt(elf, loads, *target, kPltStubBytes), *target);
+    if (!slot) continue;
+    if (!slots_read) {
+      slots = JumpSlots(elf);
+      slots_read = true;
+    }
+    if (const auto it = slots.find(*slot); it != slots.end()) function.forwards_to = it->second;
+  }
 }
 
 }  // namespace
@@ -102,6 +180,8 @@ std::expected<std::vector<FunctionSymbol>, std::string> ReadFunctionSymbols(
   const size_t count =
       dynsym_header.sh_entsize ? dynsym_header.sh_size / dynsym_header.sh_entsize : 0;
   std::vector<FunctionSymbol> out;
+  std::vector<uint64_t> sizes;  // st_size of out[i]
+  GElf_Ehdr ehdr;
   for (size_t i = 0; symbols && i < count; ++i) {
     GElf_Sym sym;
     if (gelf_getsym(symbols, static_cast<int>(i), &sym) == nullptr) continue;
@@ -129,7 +209,13 @@ std::expected<std::vector<FunctionSymbol>, std::string> ReadFunctionSymbols(
         break;
       }
     }
-    if (mapped) out.push_back(std::move(symbol));
+    if (mapped) {
+      sizes.push_back(sym.st_size);
+      out.push_back(std::move(symbol));
+    }
+  }
+  if (gelf_getehdr(elf.get(), &ehdr) != nullptr && ehdr.e_machine == EM_X86_64) {
+    ResolveForwarders(elf.get(), loads, sizes, out);
   }
   return out;
 }

@@ -18,10 +18,13 @@ struct FunctionSymbol {
   bool default_version = true;  // "@@" (what new links bind to) rather than "@"
   uint64_t address = 0;         // st_value
   uint64_t file_offset = 0;     // what a uprobe attaches to
+  // The function this one only forwards to (x86-64 register moves + jmp, directly or through
+  // the PLT), e.g. ibv_reg_mr@@IBVERBS_1.1 -> ibv_reg_mr_iova2; empty otherwise.
+  std::string forwards_to;
 };
 
 // Defined functions of .dynsym, or of .symtab for a statically linked program (no versions
-// there); error text on unreadable or non-ELF files.
+// there), with their forwarding targets; error text on unreadable or non-ELF files.
 std::expected<std::vector<FunctionSymbol>, std::string> ReadFunctionSymbols(
     const std::string& path);
 

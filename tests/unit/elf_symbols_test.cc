@@ -42,6 +42,32 @@ TEST(ElfSymbols, TheRealLibibverbs) {
   EXPECT_EQ(dereg_versions, 2) << "ibv_dereg_mr@IBVERBS_1.0 and @@IBVERBS_1.1";
 }
 
+// rdma-core funnels the registration wrappers into ibv_reg_mr_iova2 through the PLT; the MR
+// probe relies on this to probe the inner function only.
+TEST(ElfSymbols, ForwardersOfTheRealLibibverbs) {
+  const auto symbols = ReadFunctionSymbols(LinkedLibibverbsPath());
+  ASSERT_TRUE(symbols) << symbols.error();
+  std::map<std::string, std::string> forwards;
+  for (const auto& symbol : *symbols)
+    forwards[symbol.name + "@" + symbol.version] = symbol.forwards_to;
+  EXPECT_EQ(forwards["ibv_reg_mr@IBVERBS_1.1"], "ibv_reg_mr_iova2");
+  EXPECT_EQ(forwards["ibv_reg_mr_iova@IBVERBS_1.7"], "ibv_reg_mr_iova2");
+  EXPECT_EQ(forwards["ibv_reg_mr_iova2@IBVERBS_1.8"], "") << "the implementation itself";
+  EXPECT_EQ(forwards["ibv_dereg_mr@IBVERBS_1.0"], "") << "the 1.0 wrapper reads memory";
+  EXPECT_EQ(forwards["ibv_dereg_mr@IBVERBS_1.1"], "");
+}
+
+// The stand-in's wrappers jump straight to ibv_reg_mr_iova2 (hidden, no PLT).
+TEST(ElfSymbols, DirectForwardersOfTheStandIn) {
+  const auto symbols = ReadFunctionSymbols(FAKEVERBS_PATH);
+  ASSERT_TRUE(symbols) << symbols.error();
+  for (const auto& symbol : *symbols) {
+    if (symbol.name == "ibv_reg_mr" && symbol.version == "IBVERBS_1.1") {
+      EXPECT_EQ(symbol.forwards_to, "ibv_reg_mr_iova2");
+    }
+  }
+}
+
 TEST(ElfSymbols, StaticProgramsUseTheirSymbolTable) {
   const auto symbols = ReadFunctionSymbols(STATIC_VERBS_PATH);
   ASSERT_TRUE(symbols) << symbols.error();
