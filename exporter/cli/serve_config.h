@@ -8,6 +8,7 @@
 #include "bpf/mr_probe.h"
 #include "collectors/ethtool.h"
 #include "collectors/rdma.h"
+#include "collectors/resources.h"
 #include "core/log.h"
 
 namespace rdmascope {
@@ -32,6 +33,7 @@ struct ServeConfig {
   bool disable_default_collectors = false;
   EthtoolOptions ethtool;
   RdmaOptions rdma;
+  ResourcesOptions resources;
   MrProbeOptions mr;
 };
 

@@ -113,6 +113,15 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
                 "Query DCB netlink for the PFC configuration (default on)")
       ->group("Collector ethtool");
   AddDeviceFilters(serve, "rdma", config.rdma.device_include, config.rdma.device_exclude);
+  AddDeviceFilters(serve, "resources", config.resources.device_include,
+                   config.resources.device_exclude);
+  serve
+      .add_option("--resources.max-processes", config.resources.max_processes,
+                  "Processes with their own rdma_process_* series, the ones holding the most "
+                  "RDMA objects; the rest are summed under pid=\"other\"")
+      ->capture_default_str()
+      ->check(CLI::Range(0U, 100000U))
+      ->group("Collector resources");
 
   serve
       .add_option("--mr.library", config.mr.libraries,
@@ -179,6 +188,8 @@ void FinishServeConfig(ServeConfig& config) {
   CheckRegex("--collector.ethtool.stat-exclude", config.ethtool.stat_exclude);
   CheckRegex("--collector.rdma.device-include", config.rdma.device_include);
   CheckRegex("--collector.rdma.device-exclude", config.rdma.device_exclude);
+  CheckRegex("--collector.resources.device-include", config.resources.device_include);
+  CheckRegex("--collector.resources.device-exclude", config.resources.device_exclude);
   if (const auto port = ToCivetListeningPort(config.web.listen_address); !port) {
     throw CLI::ValidationError("--web.listen-address", port.error());
   }

@@ -5,6 +5,7 @@
 #include "collectors/ethtool.h"
 #include "collectors/mr.h"
 #include "collectors/rdma.h"
+#include "collectors/resources.h"
 
 namespace rdmascope {
 namespace {
@@ -19,15 +20,24 @@ std::unique_ptr<Collector> MakeRdma(const ServeConfig& config) {
                                          std::make_unique<VerbsPortMtuQuerier>());
 }
 
+std::unique_ptr<Collector> MakeResources(const ServeConfig& config) {
+  return std::make_unique<ResourcesCollector>(config.resources, config.procfs,
+                                              std::make_unique<NetlinkResourceSource>());
+}
+
 std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
   return std::make_unique<MrCollector>(config.mr, config.procfs);
 }
 
-constexpr std::array<CollectorEntry, 3> kCollectors{{
+constexpr std::array<CollectorEntry, 4> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
      &MakeRdma},
+    {"resources",
+     "RDMA objects (PD, CQ, QP, MR, SRQ, context, CM id) per device and process, from RDMA "
+     "netlink",
+     true, &MakeResources},
     {"mr", "RDMA memory registrations per process (eBPF uprobes on libibverbs)", true, &MakeMr},
 }};
 

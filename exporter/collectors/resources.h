@@ -1,0 +1,66 @@
+// The resources collector: RDMA objects (PD, CQ, QP, MR, SRQ, context, CM id) per device and
+// per owning process, from the kernel's resource tracking over RDMA netlink (`rdma res show`).
+//
+// Processes are ranked by the number of objects they hold; the top --resources.max-processes
+// keep their own series and the rest are summed under pid="other", so a host running
+// thousands of short-lived RDMA jobs cannot blow up cardinality. Kernel consumers are
+// labelled pid="kernel" with their kernel name as comm (ib_core, rdma_cm...).
+#pragma once
+
+#include <cstddef>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/collector.h"
+#include "core/name_filter.h"
+#include "sys/rdma_netlink.h"
+
+namespace rdmascope {
+
+struct ResourcesOptions {
+  std::string device_include;
+  std::string device_exclude;
+  size_t max_processes = 50;
+};
+
+// Test seam: the netlink dump.
+class ResourceSource {
+ public:
+  virtual ~ResourceSource() = default;
+  // errno on failure (EPROTONOSUPPORT: no RDMA netlink in this kernel).
+  virtual std::expected<std::vector<sys::RdmaDeviceResources>, int> Read() const = 0;
+};
+
+class NetlinkResourceSource : public ResourceSource {
+ public:
+  std::expected<std::vector<sys::RdmaDeviceResources>, int> Read() const override;
+};
+
+struct ResourcesMapping {
+  size_t processes = 0;         // distinct user-space owners seen
+  size_t folded_processes = 0;  // of which summed under pid="other"
+};
+
+// comm_of(pid) returns the process name ("" if it is gone).
+ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devices,
+                              const NameFilter& device_filter, size_t max_processes,
+                              const std::function<std::string(uint32_t)>& comm_of, MetricSet& out);
+
+class ResourcesCollector : public Collector {
+ public:
+  ResourcesCollector(const ResourcesOptions& options, std::filesystem::path procfs,
+                     std::unique_ptr<ResourceSource> source);
+  CollectResult Collect(MetricSet& out) const override;
+
+ private:
+  NameFilter devices_;
+  size_t max_processes_;
+  std::filesystem::path procfs_;
+  std::unique_ptr<ResourceSource> source_;
+};
+
+}  // namespace rdmascope

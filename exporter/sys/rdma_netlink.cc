@@ -1,0 +1,363 @@
+#include "sys/rdma_netlink.h"
+
+#include <libmnl/libmnl.h>
+#include <rdma/rdma_netlink.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace rdmascope::sys {
+namespace {
+
+struct KindAttributes {
+  RdmaResourceKind kind;
+  uint16_t command;
+  uint16_t table;
+  uint16_t entry;
+  uint16_t id;
+};
+
+// Which dump command lists a kind, and the nests it comes in (include/uapi/rdma/rdma_netlink.h).
+constexpr std::array<KindAttributes, 7> kKinds{{
+    {RdmaResourceKind::kPd, RDMA_NLDEV_CMD_RES_PD_GET, RDMA_NLDEV_ATTR_RES_PD,
+     RDMA_NLDEV_ATTR_RES_PD_ENTRY, RDMA_NLDEV_ATTR_RES_PDN},
+    {RdmaResourceKind::kCq, RDMA_NLDEV_CMD_RES_CQ_GET, RDMA_NLDEV_ATTR_RES_CQ,
+     RDMA_NLDEV_ATTR_RES_CQ_ENTRY, RDMA_NLDEV_ATTR_RES_CQN},
+    {RdmaResourceKind::kQp, RDMA_NLDEV_CMD_RES_QP_GET, RDMA_NLDEV_ATTR_RES_QP,
+     RDMA_NLDEV_ATTR_RES_QP_ENTRY, RDMA_NLDEV_ATTR_RES_LQPN},
+    {RdmaResourceKind::kMr, RDMA_NLDEV_CMD_RES_MR_GET, RDMA_NLDEV_ATTR_RES_MR,
+     RDMA_NLDEV_ATTR_RES_MR_ENTRY, RDMA_NLDEV_ATTR_RES_MRN},
+    {RdmaResourceKind::kSrq, RDMA_NLDEV_CMD_RES_SRQ_GET, RDMA_NLDEV_ATTR_RES_SRQ,
+     RDMA_NLDEV_ATTR_RES_SRQ_ENTRY, RDMA_NLDEV_ATTR_RES_SRQN},
+    {RdmaResourceKind::kCtx, RDMA_NLDEV_CMD_RES_CTX_GET, RDMA_NLDEV_ATTR_RES_CTX,
+     RDMA_NLDEV_ATTR_RES_CTX_ENTRY, RDMA_NLDEV_ATTR_RES_CTXN},
+    {RdmaResourceKind::kCmId, RDMA_NLDEV_CMD_RES_CM_ID_GET, RDMA_NLDEV_ATTR_RES_CM_ID,
+     RDMA_NLDEV_ATTR_RES_CM_ID_ENTRY, RDMA_NLDEV_ATTR_RES_CM_IDN},
+}};
+
+const KindAttributes& AttributesOf(RdmaResourceKind kind) {
+  for (const KindAttributes& attributes : kKinds) {
+    if (attributes.kind == kind) return attributes;
+  }
+  return kKinds[0];
+}
+
+constexpr uint16_t MessageType(uint16_t command) {
+  return RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, command);
+}
+
+// A dump may span many buffers; the kernel fills each up to 32 KiB (netlink_dump), and a
+// smaller buffer would truncate (libmnl reports ENOSPC).
+constexpr size_t kReceiveBufferBytes = 64 * 1024;
+
+// Typed attribute reads that reject a payload of the wrong size instead of reading past it.
+std::optional<uint32_t> U32(const nlattr* attr) {
+  if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0) return std::nullopt;
+  return mnl_attr_get_u32(attr);
+}
+std::optional<uint64_t> U64(const nlattr* attr) {
+  if (mnl_attr_validate(attr, MNL_TYPE_U64) < 0) return std::nullopt;
+  return mnl_attr_get_u64(attr);
+}
+std::optional<uint8_t> U8(const nlattr* attr) {
+  if (mnl_attr_validate(attr, MNL_TYPE_U8) < 0) return std::nullopt;
+  return mnl_attr_get_u8(attr);
+}
+std::optional<std::string> String(const nlattr* attr) {
+  if (mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) < 0) return std::nullopt;
+  return std::string(mnl_attr_get_str(attr));
+}
+
+struct ParseState {
+  uint32_t seq;
+  uint16_t expected_type;
+  bool malformed = false;
+  // Summary dumps
+  std::vector<RdmaDeviceResources>* devices = nullptr;
+  // Resource dumps
+  const KindAttributes* kind = nullptr;
+  std::vector<RdmaResourceEntry>* entries = nullptr;
+};
+
+int OnSummaryEntry(const nlattr* attr, void* data) {
+  auto* pair = static_cast<std::pair<std::optional<std::string>, std::optional<uint64_t>>*>(data);
+  if (mnl_attr_get_type(attr) == RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_NAME) pair->first = String(attr);
+  if (mnl_attr_get_type(attr) == RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY_CURR) pair->second = U64(attr);
+  return MNL_CB_OK;
+}
+
+int OnSummaryTable(const nlattr* attr, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  if (mnl_attr_get_type(attr) != RDMA_NLDEV_ATTR_RES_SUMMARY_ENTRY) return MNL_CB_OK;
+  std::pair<std::optional<std::string>, std::optional<uint64_t>> pair;
+  if (mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0 ||
+      mnl_attr_parse_nested(attr, OnSummaryEntry, &pair) < 0 || !pair.first || !pair.second) {
+    state->malformed = true;
+    return MNL_CB_OK;
+  }
+  state->devices->back().summary[*pair.first] = *pair.second;
+  return MNL_CB_OK;
+}
+
+int OnSummaryAttribute(const nlattr* attr, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  RdmaDeviceResources& device = state->devices->back();
+  switch (mnl_attr_get_type(attr)) {
+    case RDMA_NLDEV_ATTR_DEV_INDEX:
+      if (const auto index = U32(attr))
+        device.index = *index;
+      else
+        state->malformed = true;
+      break;
+    case RDMA_NLDEV_ATTR_DEV_NAME:
+      if (auto name = String(attr))
+        device.name = std::move(*name);
+      else
+        state->malformed = true;
+      break;
+    case RDMA_NLDEV_ATTR_RES_SUMMARY:
+      if (mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0 ||
+          mnl_attr_parse_nested(attr, OnSummaryTable, state) < 0) {
+        state->malformed = true;
+      }
+      break;
+  }
+  return MNL_CB_OK;
+}
+
+int OnEntryAttribute(const nlattr* attr, void* data) {
+  auto* entry = static_cast<std::pair<RdmaResourceEntry, const KindAttributes*>*>(data);
+  RdmaResourceEntry& out = entry->first;
+  const uint16_t type = mnl_attr_get_type(attr);
+  if (type == entry->second->id) {
+    out.id = U32(attr);
+    return MNL_CB_OK;
+  }
+  switch (type) {
+    case RDMA_NLDEV_ATTR_RES_PID:
+      out.pid = U32(attr);
+      break;
+    case RDMA_NLDEV_ATTR_RES_KERN_NAME:
+      if (auto name = String(attr)) out.kernel_name = std::move(*name);
+      break;
+    case RDMA_NLDEV_ATTR_RES_CQE:
+      out.cq_entries = U32(attr);
+      break;
+    case RDMA_NLDEV_ATTR_RES_MRLEN:
+      out.mr_length = U64(attr);
+      break;
+    case RDMA_NLDEV_ATTR_RES_TYPE:
+      out.qp_type = U8(attr);
+      break;
+    case RDMA_NLDEV_ATTR_RES_STATE:
+      out.qp_state = U8(attr);
+      break;
+  }
+  return MNL_CB_OK;
+}
+
+int OnResourceTable(const nlattr* attr, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  if (mnl_attr_get_type(attr) != state->kind->entry) return MNL_CB_OK;
+  std::pair<RdmaResourceEntry, const KindAttributes*> entry{{.kind = state->kind->kind},
+                                                            state->kind};
+  if (mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0 ||
+      mnl_attr_parse_nested(attr, OnEntryAttribute, &entry) < 0) {
+    state->malformed = true;
+    return MNL_CB_OK;
+  }
+  state->entries->push_back(std::move(entry.first));
+  return MNL_CB_OK;
+}
+
+int OnResourceAttribute(const nlattr* attr, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  if (mnl_attr_get_type(attr) != state->kind->table) return MNL_CB_OK;
+  if (mnl_attr_validate(attr, MNL_TYPE_NESTED) < 0 ||
+      mnl_attr_parse_nested(attr, OnResourceTable, state) < 0) {
+    state->malformed = true;
+  }
+  return MNL_CB_OK;
+}
+
+int OnMessage(const nlmsghdr* message, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  if (message->nlmsg_type != state->expected_type) {
+    state->malformed = true;
+    return MNL_CB_ERROR;
+  }
+  if (state->devices != nullptr) {
+    state->devices->emplace_back();
+    if (mnl_attr_parse(message, 0, OnSummaryAttribute, state) < 0) state->malformed = true;
+  } else if (mnl_attr_parse(message, 0, OnResourceAttribute, state) < 0) {
+    state->malformed = true;
+  }
+  return state->malformed ? MNL_CB_ERROR : MNL_CB_OK;
+}
+
+// True if the buffer is whole messages only: libmnl stops quietly at a truncated one, which
+// would read as the end of the dump.
+bool WholeMessages(const void* data, size_t len) {
+  int remaining = static_cast<int>(len);
+  for (auto* message = static_cast<const nlmsghdr*>(data); mnl_nlmsg_ok(message, remaining);
+       message = mnl_nlmsg_next(message, &remaining)) {
+  }
+  return remaining == 0;
+}
+
+int Run(const void* data, size_t len, ParseState& state) {
+  if (len == 0 || !WholeMessages(data, len)) return -EBADMSG;
+  errno = 0;
+  const int ret = mnl_cb_run(data, len, state.seq, 0, OnMessage, &state);
+  if (ret >= MNL_CB_STOP) return ret;  // 1 (MNL_CB_OK): more to come, 0: NLMSG_DONE
+  if (state.malformed) return -EBADMSG;
+  // NLMSG_ERROR from the kernel (libmnl sets errno), or a reply to another request (EPROTO).
+  return -(errno != 0 ? errno : EBADMSG);
+}
+
+size_t BuildDump(uint16_t command, std::optional<uint32_t> device_index, uint32_t seq,
+                 std::vector<char>& buf) {
+  buf.assign(MNL_SOCKET_BUFFER_SIZE, '\0');
+  nlmsghdr* message = mnl_nlmsg_put_header(buf.data());
+  message->nlmsg_type = MessageType(command);
+  message->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  message->nlmsg_seq = seq;
+  if (device_index) mnl_attr_put_u32(message, RDMA_NLDEV_ATTR_DEV_INDEX, *device_index);
+  return message->nlmsg_len;
+}
+
+}  // namespace
+
+std::string_view ResourceKindName(RdmaResourceKind kind) {
+  switch (kind) {
+    case RdmaResourceKind::kPd:
+      return "pd";
+    case RdmaResourceKind::kCq:
+      return "cq";
+    case RdmaResourceKind::kQp:
+      return "qp";
+    case RdmaResourceKind::kMr:
+      return "mr";
+    case RdmaResourceKind::kSrq:
+      return "srq";
+    case RdmaResourceKind::kCtx:
+      return "ctx";
+    case RdmaResourceKind::kCmId:
+      return "cm_id";
+  }
+  return "unknown";
+}
+
+std::string QpTypeName(uint8_t type) {
+  // enum ib_qp_type (include/rdma/ib_verbs.h); 7 is reserved.
+  static constexpr std::array<std::string_view, 11> kNames = {
+      "SMI",           "GSI", "RC",         "UC",      "UD",     "RAW_IPV6",
+      "RAW_ETHERTYPE", "",    "RAW_PACKET", "XRC_INI", "XRC_TGT"};
+  if (type < kNames.size() && !kNames[type].empty()) return std::string(kNames[type]);
+  if (type == 0xff) return "DRIVER";
+  return "UNKNOWN_" + std::to_string(type);
+}
+
+std::string QpStateName(uint8_t state) {
+  // enum ib_qp_state
+  static constexpr std::array<std::string_view, 7> kNames = {"RESET", "INIT", "RTR", "RTS",
+                                                             "SQD",   "SQE",  "ERR"};
+  if (state < kNames.size()) return std::string(kNames[state]);
+  return "UNKNOWN_" + std::to_string(state);
+}
+
+size_t BuildResourceSummaryDump(uint32_t seq, std::vector<char>& buf) {
+  return BuildDump(RDMA_NLDEV_CMD_RES_GET, std::nullopt, seq, buf);
+}
+
+size_t BuildResourceDump(RdmaResourceKind kind, uint32_t device_index, uint32_t seq,
+                         std::vector<char>& buf) {
+  return BuildDump(AttributesOf(kind).command, device_index, seq, buf);
+}
+
+int ParseResourceSummaryReply(const void* data, size_t len, uint32_t seq,
+                              std::vector<RdmaDeviceResources>& devices) {
+  ParseState state{.seq = seq, .expected_type = MessageType(RDMA_NLDEV_CMD_RES_GET)};
+  state.devices = &devices;
+  return Run(data, len, state);
+}
+
+int ParseResourceReply(const void* data, size_t len, uint32_t seq, RdmaResourceKind kind,
+                       std::vector<RdmaResourceEntry>& entries) {
+  const KindAttributes& attributes = AttributesOf(kind);
+  ParseState state{.seq = seq, .expected_type = MessageType(attributes.command)};
+  state.kind = &attributes;
+  state.entries = &entries;
+  return Run(data, len, state);
+}
+
+std::expected<RdmaNetlink, int> RdmaNetlink::Open() {
+  mnl_socket* socket = mnl_socket_open2(NETLINK_RDMA, SOCK_CLOEXEC);
+  if (socket == nullptr) return std::unexpected(errno);
+  if (mnl_socket_bind(socket, 0, MNL_SOCKET_AUTOPID) < 0) {
+    const int err = errno;
+    mnl_socket_close(socket);
+    return std::unexpected(err);
+  }
+  // A scrape must never hang on a reply that does not come.
+  const timeval timeout{.tv_sec = 1, .tv_usec = 0};
+  setsockopt(mnl_socket_get_fd(socket), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  return RdmaNetlink(socket);
+}
+
+RdmaNetlink::RdmaNetlink(RdmaNetlink&& other) noexcept
+    : socket_(std::exchange(other.socket_, nullptr)), seq_(other.seq_) {}
+
+RdmaNetlink::~RdmaNetlink() {
+  if (socket_ != nullptr) mnl_socket_close(socket_);
+}
+
+template <typename Parse>
+int RdmaNetlink::RunDump(const std::vector<char>& request, size_t len, Parse&& parse) {
+  if (mnl_socket_sendto(socket_, request.data(), len) < 0) return -errno;
+  std::vector<char> reply(kReceiveBufferBytes);
+  for (;;) {
+    const ssize_t n = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
+    if (n < 0) return -errno;
+    const int ret = parse(reply.data(), static_cast<size_t>(n));
+    if (ret <= 0) return ret;
+  }
+}
+
+std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll() {
+  std::vector<char> request;
+  std::vector<RdmaDeviceResources> devices;
+  uint32_t seq = seq_++;
+  const int summary =
+      RunDump(request, BuildResourceSummaryDump(seq, request), [&](const void* data, size_t len) {
+        return ParseResourceSummaryReply(data, len, seq, devices);
+      });
+  if (summary < 0) return std::unexpected(-summary);
+  for (RdmaDeviceResources& device : devices) {
+    for (const RdmaResourceKind kind : kAllRdmaResourceKinds) {
+      seq = seq_++;
+      std::vector<RdmaResourceEntry> entries;
+      const int ret = RunDump(request, BuildResourceDump(kind, device.index, seq, request),
+                              [&](const void* data, size_t len) {
+                                return ParseResourceReply(data, len, seq, kind, entries);
+                              });
+      if (ret < 0) {
+        // Older kernels do not track every kind (SRQ and ctx came in 5.x): keep the others.
+        // After a timeout or a malformed dump the socket may hold stale replies; the sequence
+        // check skips none of them, so stop here rather than misread the next dump.
+        device.errors.push_back(std::string(ResourceKindName(kind)) + ": " + std::strerror(-ret));
+        if (ret == -EAGAIN || ret == -EBADMSG || ret == -EPROTO) return std::unexpected(-ret);
+        continue;
+      }
+      device.entries.insert(device.entries.end(), std::make_move_iterator(entries.begin()),
+                            std::make_move_iterator(entries.end()));
+    }
+  }
+  return devices;
+}
+
+}  // namespace rdmascope::sys

@@ -1,0 +1,91 @@
+// Kernel RDMA resource tracking (restrack) over RDMA netlink (NETLINK_RDMA, client NLDEV):
+// the interface iproute2's `rdma res show` uses. Built on libmnl.
+//
+// One RES_GET dump lists the devices with their host-wide summary; then one dump per device
+// and resource kind (the kernel requires the device index for those) lists each object with
+// its owner: a pid for objects created from user space (in the caller's pid namespace; objects
+// of other namespaces are hidden), a kernel name (ib_core, rdma_cm...) for kernel consumers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct mnl_socket;
+
+namespace rdmascope::sys {
+
+enum class RdmaResourceKind { kPd, kCq, kQp, kMr, kSrq, kCtx, kCmId };
+inline constexpr RdmaResourceKind kAllRdmaResourceKinds[] = {
+    RdmaResourceKind::kPd,  RdmaResourceKind::kCq,  RdmaResourceKind::kQp,  RdmaResourceKind::kMr,
+    RdmaResourceKind::kSrq, RdmaResourceKind::kCtx, RdmaResourceKind::kCmId};
+
+// The kernel's summary names: "pd", "cq", "qp", "mr", "srq", "ctx", "cm_id".
+std::string_view ResourceKindName(RdmaResourceKind kind);
+
+struct RdmaResourceEntry {
+  RdmaResourceKind kind = RdmaResourceKind::kPd;
+  // User-space owner. Absent with no kernel_name either when the owner has no pid in our
+  // namespace any more (an exiting task whose objects are being torn down).
+  std::optional<uint32_t> pid;
+  std::string kernel_name;             // kernel owner (ib_core, rdma_cm...), when there is no pid
+  std::optional<uint32_t> id;          // pdn, cqn, lqpn, mrn, srqn, ctxn or cm_idn
+  std::optional<uint32_t> cq_entries;  // CQ: actual capacity (cqe)
+  std::optional<uint64_t> mr_length;   // MR: bytes
+  std::optional<uint8_t> qp_type;      // QP, CM id: enum ib_qp_type
+  std::optional<uint8_t> qp_state;     // QP: enum ib_qp_state
+};
+
+struct RdmaDeviceResources {
+  uint32_t index = 0;
+  std::string name;
+  std::map<std::string, uint64_t> summary;  // kernel name -> current count
+  std::vector<RdmaResourceEntry> entries;
+  std::vector<std::string> errors;  // kinds the kernel would not list, with the reason
+};
+
+// QP type and state names as `rdma res show qp` prints them (RC, UD, XRC_TGT...; RTS, ERR...).
+std::string QpTypeName(uint8_t type);
+std::string QpStateName(uint8_t state);
+
+// Requests, built into buf; return their length.
+size_t BuildResourceSummaryDump(uint32_t seq, std::vector<char>& buf);
+size_t BuildResourceDump(RdmaResourceKind kind, uint32_t device_index, uint32_t seq,
+                         std::vector<char>& buf);
+
+// Parsers for one received buffer (several messages) of a dump. They return 1 while the dump
+// goes on, 0 at its end (NLMSG_DONE), or an errno (negative) for a kernel error or a malformed
+// message. Devices and entries are appended.
+int ParseResourceSummaryReply(const void* data, size_t len, uint32_t seq,
+                              std::vector<RdmaDeviceResources>& devices);
+int ParseResourceReply(const void* data, size_t len, uint32_t seq, RdmaResourceKind kind,
+                       std::vector<RdmaResourceEntry>& entries);
+
+class RdmaNetlink {
+ public:
+  // EPROTONOSUPPORT: the kernel has no RDMA netlink (built without InfiniBand).
+  static std::expected<RdmaNetlink, int> Open();
+  RdmaNetlink(RdmaNetlink&& other) noexcept;
+  RdmaNetlink(const RdmaNetlink&) = delete;
+  RdmaNetlink& operator=(const RdmaNetlink&) = delete;
+  RdmaNetlink& operator=(RdmaNetlink&&) = delete;
+  ~RdmaNetlink();
+
+  // Every device with its summary and (for the kinds this kernel tracks) its objects.
+  std::expected<std::vector<RdmaDeviceResources>, int> DumpAll();
+
+ private:
+  explicit RdmaNetlink(mnl_socket* socket) : socket_(socket) {}
+  // Sends a request and feeds each reply buffer to parse until it returns <= 0.
+  template <typename Parse>
+  int RunDump(const std::vector<char>& request, size_t len, Parse&& parse);
+  mnl_socket* socket_;
+  uint32_t seq_ = 1;
+};
+
+}  // namespace rdmascope::sys
