@@ -13,9 +13,9 @@
 #include <ctime>
 #include <set>
 
+#include "bpf/uprobe_attach.h"
 #include "core/log.h"
 #include "mr.h"
-#include "sys/elf_symbols.h"
 
 // bpftool's generated skeleton is C; keep its casts out of our warning set.
 #pragma GCC diagnostic push
@@ -56,20 +56,7 @@ constexpr EntryPoint kEntryPoints[] = {
 };
 // clang-format on
 
-std::string Errno(int err) { return std::strerror(err < 0 ? -err : err); }
-
-// libbpf's messages (verifier logs, attach errors) go to our log at debug level instead of
-// raw stderr; the one-line reason is logged by the collector.
-int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
-  if (level == LIBBPF_DEBUG || !log::Enabled(log::Level::kDebug)) return 0;
-  char line[1024];
-  const int n = std::vsnprintf(line, sizeof line, format, args);
-  std::string_view text(line,
-                        n < 0 ? 0 : std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
-  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  log::Debug("libbpf", {{"msg", std::string(text)}});
-  return 0;
-}
+std::string Errno(int err) { return ErrnoText(err); }
 
 }  // namespace
 
@@ -162,20 +149,9 @@ std::optional<uint64_t> ParseDurationNs(std::string_view text) {
   return total;
 }
 
-std::string LinkedLibibverbsPath() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ibv_get_device_list), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return "";
-  }
-  std::error_code ec;
-  const auto canonical = std::filesystem::canonical(info.dli_fname, ec);
-  return ec ? info.dli_fname : canonical.string();
-}
-
 std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrProbeOptions& options,
                                                                      std::filesystem::path procfs) {
-  libbpf_set_print(&LibbpfPrint);
+  RouteLibbpfLogs();
   std::unique_ptr<MrProbe> probe(new MrProbe());
   probe->procfs_ = std::move(procfs);
   probe->leak_age_ns_ = options.leak_age_ns;
@@ -191,63 +167,23 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
         Errno(err));
   }
 
-  std::vector<std::string> targets = options.libraries;
-  if (targets.empty()) {
-    if (auto linked = LinkedLibibverbsPath(); !linked.empty()) targets.push_back(linked);
-  }
-  targets.insert(targets.end(), options.binaries.begin(), options.binaries.end());
+  const std::vector<std::string> targets = UprobeTargets(options.libraries, options.binaries);
   if (targets.empty()) return std::unexpected("no libibverbs to attach to");
-
+  Programs& programs = probe->skel_->progs;
+  std::vector<UprobeEntryPoint> table;
+  for (const EntryPoint& entry : kEntryPoints) {
+    table.push_back({entry.name, programs.*entry.on_entry,
+                     entry.on_return ? programs.*entry.on_return : nullptr});
+  }
   for (const std::string& target : targets) {
-    const auto symbols = sys::ReadFunctionSymbols(target);
-    if (!symbols) return std::unexpected(symbols.error());
-    size_t attached_here = 0;
-    size_t forwarders_skipped = 0;
-    std::set<uint64_t> seen_offsets;  // aliases share an address: attach once
-    std::set<std::string> probed_names;
-    for (const sys::FunctionSymbol& symbol : *symbols) {
-      for (const EntryPoint& entry : kEntryPoints) {
-        if (symbol.name == entry.name) probed_names.insert(symbol.name);
-      }
-    }
-    for (const sys::FunctionSymbol& symbol : *symbols) {
-      for (const EntryPoint& entry : kEntryPoints) {
-        if (symbol.name != entry.name) continue;
-        // A pure forwarder to another probed entry point (ibv_reg_mr@@IBVERBS_1.1 ->
-        // ibv_reg_mr_iova2): the inner probes see the call; probing both doubles the traps.
-        if (probed_names.contains(symbol.forwards_to)) {
-          ++forwarders_skipped;
-          log::Debug("mr probe: forwarder not probed",
-                     {{"target", target},
-                      {"symbol", symbol.name + "@" + symbol.version},
-                      {"forwards_to", symbol.forwards_to}});
-          continue;
-        }
-        if (!seen_offsets.insert(symbol.file_offset).second) continue;
-        Programs& programs = probe->skel_->progs;
-        bpf_program* on_entry = programs.*entry.on_entry;
-        bpf_program* on_return = entry.on_return ? programs.*entry.on_return : nullptr;
-        for (auto [program, retprobe] : {std::pair{on_entry, false}, std::pair{on_return, true}}) {
-          if (program == nullptr) continue;
-          bpf_link* link =
-              bpf_program__attach_uprobe(program, retprobe, -1, target.c_str(), symbol.file_offset);
-          if (link == nullptr) {
-            return std::unexpected("cannot attach to " + symbol.name + "@" + symbol.version +
-                                   " in " + target + ": " + Errno(errno));
-          }
-          probe->links_.push_back(link);
-        }
-        ++attached_here;
-        log::Debug(
-            "mr probe attached",
-            {{"target", target},
-             {"symbol", symbol.name + (symbol.default_version ? "@@" : "@") + symbol.version}});
-      }
-    }
-    if (attached_here == 0) return std::unexpected("no ibv_reg_mr* symbol in " + target);
-    log::Info("mr probes attached", {{"target", target},
-                                     {"entry_points", std::to_string(attached_here)},
-                                     {"forwarders_skipped", std::to_string(forwarders_skipped)}});
+    // Every version: the per-thread depth counts a registration once through the wrappers.
+    const auto attached =
+        AttachUprobes(target, table, /*default_versions_only=*/false, probe->links_);
+    if (!attached) return std::unexpected(attached.error());
+    log::Info("mr probes attached",
+              {{"target", target},
+               {"entry_points", std::to_string(attached->entry_points)},
+               {"forwarders_skipped", std::to_string(attached->forwarders_skipped)}});
   }
 
   bpf_link* exit_link = bpf_program__attach(probe->skel_->progs.handle_exit);

@@ -100,9 +100,6 @@ struct MrSnapshot {
   uint64_t lost_exits = 0;
 };
 
-// The default library: the libibverbs this binary was linked with, as the loader found it.
-std::string LinkedLibibverbsPath();
-
 class MrProbe {
  public:
   static std::expected<std::unique_ptr<MrProbe>, std::string> Attach(const MrProbeOptions& options,

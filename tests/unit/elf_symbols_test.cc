@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "bpf/mr_probe.h"
+#include "bpf/uprobe_attach.h"
 
 namespace rdmascope::sys {
 namespace {
