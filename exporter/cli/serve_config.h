@@ -9,6 +9,7 @@
 #include "collectors/ethtool.h"
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
+#include "collectors/verbs.h"
 #include "core/log.h"
 
 namespace rdmascope {
@@ -35,6 +36,7 @@ struct ServeConfig {
   RdmaOptions rdma;
   ResourcesOptions resources;
   MrProbeOptions mr;
+  VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
 };
 
 }  // namespace rdmascope

@@ -123,17 +123,19 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(0U, 100000U))
       ->group("Collector resources");
 
+  // One set of targets for both probe sets; --mr.* are the names of the first release.
   serve
-      .add_option("--mr.library", config.mr.libraries,
-                  "libibverbs to trace (repeatable; default: the one the loader finds, e.g. "
-                  "/lib/x86_64-linux-gnu/libibverbs.so.1; give others for containers)")
+      .add_option("--probe.library,--mr.library", config.mr.libraries,
+                  "libibverbs to trace with the mr and verbs probes (repeatable; default: the "
+                  "one the loader finds, e.g. /lib/x86_64-linux-gnu/libibverbs.so.1; give "
+                  "others for containers)")
       ->check(CLI::ExistingFile)
-      ->group("Collector mr");
+      ->group("eBPF probes (collectors mr, verbs)");
   serve
-      .add_option("--mr.binary", config.mr.binaries,
+      .add_option("--probe.binary,--mr.binary", config.mr.binaries,
                   "Statically linked program to trace (repeatable)")
       ->check(CLI::ExistingFile)
-      ->group("Collector mr");
+      ->group("eBPF probes (collectors mr, verbs)");
   serve
       .add_option("--mr.max-regions", config.mr.max_regions,
                   "Outstanding regions tracked at most (BPF map size); more are counted in "
@@ -171,6 +173,26 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->capture_default_str()
       ->check(CLI::Range(1U, 1U << 22))
       ->group("Collector mr");
+  serve
+      .add_option("--verbs.max-queues", config.verbs.probe.max_queues,
+                  "CQs and QPs tracked at most, each (BPF map sizes; SRQs: a quarter); more are "
+                  "counted in rdma_verbs_lost_total{reason=\"objects\"}")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 1U << 22))
+      ->group("Collector verbs");
+  serve
+      .add_option("--verbs.max-processes", config.verbs.probe.max_processes,
+                  "Processes tracked at most (BPF map size)")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 1U << 22))
+      ->group("Collector verbs");
+  serve
+      .add_option("--verbs.max-queue-series", config.verbs.max_queue_series,
+                  "Per-queue series exported at most: CQs first, the worst-sized first, then "
+                  "SRQs; the rest are counted in rdmascope_verbs_queues_omitted")
+      ->capture_default_str()
+      ->check(CLI::Range(0U, 1000000U))
+      ->group("Collector verbs");
 }
 
 void FinishServeConfig(ServeConfig& config) {

@@ -6,6 +6,7 @@
 #include "collectors/mr.h"
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
+#include "collectors/verbs.h"
 
 namespace rdmascope {
 namespace {
@@ -25,11 +26,18 @@ std::unique_ptr<Collector> MakeResources(const ServeConfig& config) {
                                               std::make_unique<NetlinkResourceSource>());
 }
 
+std::unique_ptr<Collector> MakeVerbs(const ServeConfig& config) {
+  VerbsOptions options = config.verbs;
+  options.probe.libraries = config.mr.libraries;
+  options.probe.binaries = config.mr.binaries;
+  return std::make_unique<VerbsCollector>(options, config.procfs);
+}
+
 std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
   return std::make_unique<MrCollector>(config.mr, config.procfs);
 }
 
-constexpr std::array<CollectorEntry, 4> kCollectors{{
+constexpr std::array<CollectorEntry, 5> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
@@ -39,6 +47,10 @@ constexpr std::array<CollectorEntry, 4> kCollectors{{
      "netlink",
      true, &MakeResources},
     {"mr", "RDMA memory registrations per process (eBPF uprobes on libibverbs)", true, &MakeMr},
+    {"verbs",
+     "CQ and SRQ sizing and async events per process (eBPF uprobes on the libibverbs control "
+     "path)",
+     true, &MakeVerbs},
 }};
 
 }  // namespace

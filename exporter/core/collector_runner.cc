@@ -1,6 +1,7 @@
 #include "core/collector_runner.h"
 
 #include <exception>
+#include <unordered_map>
 
 #include "core/log.h"
 #include "core/process_metrics.h"
@@ -77,6 +78,7 @@ CollectorState CollectorRunner::RunOne(const NamedCollector& entry, MetricSet& o
 
 std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
   std::vector<prometheus::MetricFamily> families;
+  std::unordered_map<std::string, size_t> family_index;  // name -> position in families
   MetricSet health;
   for (size_t i = 0; i < collectors_.size(); ++i) {
     const NamedCollector& entry = collectors_[i];
@@ -86,8 +88,19 @@ std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
     state.series = out.sample_count();
     if (state.health != CollectorHealth::kFailed) {
       // A failed collector contributes no partial data: half a device is worse than none.
-      auto produced = out.Take();
-      std::move(produced.begin(), produced.end(), std::back_inserter(families));
+      for (prometheus::MetricFamily& family : out.Take()) {
+        // Collectors may share a family (rdmascope_probe_attached{probe=...}): one family in
+        // the exposition, or Prometheus rejects the second TYPE line.
+        const auto [it, fresh] = family_index.try_emplace(family.name, families.size());
+        if (fresh) {
+          families.push_back(std::move(family));
+        } else if (families[it->second].type == family.type) {
+          auto& metrics = families[it->second].metric;
+          std::move(family.metric.begin(), family.metric.end(), std::back_inserter(metrics));
+        } else {
+          duplicates_dropped_[i] += family.metric.size();
+        }
+      }
     }
     {
       std::lock_guard lock(state_mutex_);

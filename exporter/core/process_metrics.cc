@@ -57,14 +57,11 @@ std::optional<double> MaxFds(const std::filesystem::path& procfs) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_time_seconds,
-                                            long ticks_per_second, long page_size) {
-  // Fields after the last ')' start at field 3 (state); see proc(5).
-  const auto close = stat.rfind(')');
-  if (close == std::string_view::npos || ticks_per_second <= 0) return std::nullopt;
+// The fields after the last ')' (the comm may contain spaces and parentheses): field 3 first.
+std::vector<std::string_view> FieldsAfterComm(std::string_view stat) {
   std::vector<std::string_view> fields;
+  const auto close = stat.rfind(')');
+  if (close == std::string_view::npos) return fields;
   std::string_view rest = stat.substr(close + 1);
   while (!rest.empty()) {
     const auto start = rest.find_first_not_of(' ');
@@ -75,6 +72,21 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_t
     if (end == std::string_view::npos) break;
     rest.remove_prefix(end);
   }
+  return fields;
+}
+
+}  // namespace
+
+std::optional<uint64_t> ParseStartTicks(std::string_view stat) {
+  const auto fields = FieldsAfterComm(stat);
+  if (fields.size() <= 22 - 3) return std::nullopt;
+  return sysfs::ParseUnsigned(fields[22 - 3]);
+}
+
+std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_time_seconds,
+                                            long ticks_per_second, long page_size) {
+  if (ticks_per_second <= 0) return std::nullopt;
+  const auto fields = FieldsAfterComm(stat);
   // fields[0] is field 3; utime=14, stime=15, starttime=22, vsize=23, rss=24.
   const auto field = [&](size_t number) -> std::optional<uint64_t> {
     if (number - 3 >= fields.size()) return std::nullopt;

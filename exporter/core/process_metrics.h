@@ -2,6 +2,7 @@
 // read from <procfs>/self: CPU time, memory, file descriptors and start time.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string_view>
@@ -21,6 +22,10 @@ struct ProcessStat {
 // machine's boot time, clock ticks per second and page size.
 std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_time_seconds,
                                             long ticks_per_second, long page_size);
+
+// Field 22 of /proc/PID/stat: the process's start in clock ticks since boot (the kernel's
+// start_boottime / (1e9 / USER_HZ)), which tells a reused pid apart.
+std::optional<uint64_t> ParseStartTicks(std::string_view stat);
 
 void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out);
 

@@ -85,6 +85,45 @@ TEST(CollectorRunner, IsolatesFailuresAndReportsHealth) {
   EXPECT_EQ(states[3].health, CollectorHealth::kNoData);
 }
 
+// Two collectors filling one family with different labels (as the mr and verbs collectors
+// share rdmascope_probe_attached) give one family; a clash of types is dropped and counted.
+class Sharing : public Collector {
+ public:
+  explicit Sharing(std::string from, prometheus::MetricType type) : from_(from), type_(type) {}
+  CollectResult Collect(MetricSet& out) const override {
+    out.Add({"test_value", "help", type_}, {{"from", from_}}, 3);
+    return {};
+  }
+
+ private:
+  std::string from_;
+  prometheus::MetricType type_;
+};
+
+TEST(CollectorRunner, CollectorsSharingAFamilyGiveOneFamily) {
+  std::vector<NamedCollector> collectors;
+  collectors.push_back({"fixed", std::make_unique<Fixed>()});
+  collectors.push_back(
+      {"second", std::make_unique<Sharing>("second", prometheus::MetricType::Gauge)});
+  collectors.push_back(
+      {"clash", std::make_unique<Sharing>("clash", prometheus::MetricType::Counter)});
+  CollectorRunner runner(std::move(collectors), BuildInfo{"1", "a"}, "/proc");
+  const auto families = runner.Collect();
+  size_t named = 0;
+  for (const auto& family : families) named += family.name == "test_value" ? 1 : 0;
+  EXPECT_EQ(named, 1U);
+  const auto* values = Find(families, "test_value");
+  ASSERT_NE(values, nullptr);
+  EXPECT_EQ(values->metric.size(), 2U) << "fixed and second; the counter named alike is dropped";
+  const auto* dropped = Find(families, "rdmascope_collector_duplicate_series_dropped_total");
+  ASSERT_NE(dropped, nullptr);
+  double clash_dropped = -1;
+  for (const auto& metric : dropped->metric) {
+    if (metric.label.at(0).value == "clash") clash_dropped = metric.counter.value;
+  }
+  EXPECT_EQ(clash_dropped, 1);
+}
+
 TEST(CollectorRunner, ConcurrentScrapesAreSafe) {
   const auto runner = MakeRunner();
   std::vector<std::thread> threads;

@@ -1,7 +1,8 @@
 /* A stand-in for libibverbs with the same versioned registration symbols and ABI (real
  * struct ibv_mr from <infiniband/verbs.h>), so that the MR probes can be tested on a host
  * without RDMA hardware. Call structure mirrors rdma-core: every registration funnels into
- * ibv_reg_mr_iova2, and the IBVERBS_1.0 compatibility entry points wrap the 1.1 ones. */
+ * ibv_reg_mr_iova2, and the IBVERBS_1.0 compatibility entry points wrap the 1.1 ones. The
+ * control path (CQ, QP, SRQ, async events) is in fake_control_path.c. */
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdatomic.h>

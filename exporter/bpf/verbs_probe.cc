@@ -1,0 +1,254 @@
+#include "bpf/verbs_probe.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <infiniband/verbs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <set>
+
+#include "bpf/uprobe_attach.h"
+#include "core/log.h"
+#include "core/process_metrics.h"
+#include "core/sysfs.h"
+#include "verbs.h"
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wold-style-cast"
+#pragma GCC diagnostic ignored "-Wconversion"
+#include "verbs.skel.h"
+#pragma GCC diagnostic pop
+
+namespace rdmascope {
+
+// The probe reads libibverbs' structs from application memory at these offsets: check them
+// against the header this exporter is built with, so that a layout change breaks the build.
+static_assert(offsetof(ibv_context, device) == VERBS_CONTEXT_DEVICE);
+static_assert(offsetof(ibv_device, name) == VERBS_DEVICE_NAME);
+static_assert(sizeof(ibv_device::name) == VERBS_DEVICE_NAME_LEN);
+static_assert(offsetof(ibv_cq, context) == VERBS_CQ_CONTEXT);
+static_assert(offsetof(ibv_cq, handle) == VERBS_CQ_HANDLE);
+static_assert(offsetof(ibv_cq, cqe) == VERBS_CQ_CQE);
+static_assert(offsetof(ibv_qp, context) == VERBS_QP_CONTEXT);
+static_assert(offsetof(ibv_qp, handle) == VERBS_QP_HANDLE);
+static_assert(offsetof(ibv_qp, qp_num) == VERBS_QP_NUM);
+static_assert(offsetof(ibv_qp_init_attr, send_cq) == VERBS_QP_INIT_SEND_CQ);
+static_assert(offsetof(ibv_qp_init_attr, recv_cq) == VERBS_QP_INIT_RECV_CQ);
+static_assert(offsetof(ibv_qp_init_attr, srq) == VERBS_QP_INIT_SRQ);
+static_assert(offsetof(ibv_qp_init_attr, cap) + offsetof(ibv_qp_cap, max_send_wr) ==
+              VERBS_QP_INIT_MAX_SEND_WR);
+static_assert(offsetof(ibv_qp_init_attr, cap) + offsetof(ibv_qp_cap, max_recv_wr) ==
+              VERBS_QP_INIT_MAX_RECV_WR);
+static_assert(offsetof(ibv_qp_init_attr, qp_type) == VERBS_QP_INIT_QP_TYPE);
+static_assert(offsetof(ibv_qp_attr, qp_state) == VERBS_QP_ATTR_STATE);
+static_assert(offsetof(ibv_srq, context) == VERBS_SRQ_CONTEXT);
+static_assert(offsetof(ibv_srq, handle) == VERBS_SRQ_HANDLE);
+static_assert(offsetof(ibv_srq_init_attr, attr) + offsetof(ibv_srq_attr, max_wr) ==
+              VERBS_SRQ_INIT_MAX_WR);
+static_assert(offsetof(ibv_srq_attr, max_wr) == VERBS_SRQ_ATTR_MAX_WR);
+static_assert(offsetof(ibv_srq_attr, srq_limit) == VERBS_SRQ_ATTR_LIMIT);
+static_assert(offsetof(ibv_async_event, element) == VERBS_ASYNC_EVENT_ELEMENT);
+static_assert(offsetof(ibv_async_event, event_type) == VERBS_ASYNC_EVENT_TYPE);
+static_assert(IBV_QP_STATE == VERBS_QP_STATE_MASK);
+static_assert(IBV_SRQ_MAX_WR == VERBS_SRQ_MAX_WR_MASK && IBV_SRQ_LIMIT == VERBS_SRQ_LIMIT_MASK);
+static_assert(IBV_EVENT_SRQ_LIMIT_REACHED == VERBS_EVENT_SRQ_LIMIT_REACHED);
+static_assert(kVerbsAsyncEventTypes == VERBS_ASYNC_EVENT_TYPES);
+
+namespace {
+
+std::string Text(const char* chars, size_t size) {
+  return std::string(chars, strnlen(chars, size));
+}
+
+// Calls visit(key, value) for every entry of a hash map; deletes the entries it returns true for.
+template <typename Key, typename Value, typename Visitor>
+void ForEach(int fd, Visitor visit) {
+  std::vector<Key> doomed;
+  Key key{};
+  Key next{};
+  const void* previous = nullptr;
+  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
+    key = next;
+    previous = &key;
+    Value value{};
+    if (bpf_map_lookup_elem(fd, &key, &value) != 0) continue;
+    if (visit(key, value)) doomed.push_back(key);
+  }
+  for (const Key& k : doomed) bpf_map_delete_elem(fd, &k);
+}
+
+}  // namespace
+
+std::map<uint64_t, CqFeeding> ComputeCqFeeding(const std::vector<VerbsQpLinks>& qps,
+                                               const std::map<uint64_t, uint32_t>& srq_max_wr) {
+  std::map<uint64_t, CqFeeding> feeding;
+  std::set<std::pair<uint64_t, uint64_t>> srq_counted;  // (recv cq, srq)
+  for (const VerbsQpLinks& qp : qps) {
+    if (qp.send_cq != 0) {
+      feeding[qp.send_cq].wrs += qp.max_send_wr;
+      feeding[qp.send_cq].qps += 1;
+    }
+    if (qp.recv_cq == 0) continue;
+    if (qp.recv_cq != qp.send_cq) feeding[qp.recv_cq].qps += 1;
+    if (qp.srq == 0) {
+      feeding[qp.recv_cq].wrs += qp.max_recv_wr;
+    } else if (srq_counted.insert({qp.recv_cq, qp.srq}).second) {
+      const auto srq = srq_max_wr.find(qp.srq);
+      if (srq != srq_max_wr.end()) feeding[qp.recv_cq].wrs += srq->second;
+    }
+  }
+  return feeding;
+}
+
+std::expected<std::unique_ptr<VerbsProbe>, std::string> VerbsProbe::Attach(
+    const VerbsProbeOptions& options, std::filesystem::path procfs) {
+  RouteLibbpfLogs();
+  std::unique_ptr<VerbsProbe> probe(new VerbsProbe());
+  probe->procfs_ = std::move(procfs);
+  if (const long ticks = sysconf(_SC_CLK_TCK); ticks > 0) probe->ns_per_tick_ = 1000000000L / ticks;
+  probe->skel_ = verbs_bpf__open();
+  if (probe->skel_ == nullptr) {
+    return std::unexpected("cannot open the BPF object: " + ErrnoText(errno));
+  }
+  bpf_map__set_max_entries(probe->skel_->maps.cqs, options.max_queues);
+  bpf_map__set_max_entries(probe->skel_->maps.qps, options.max_queues);
+  bpf_map__set_max_entries(probe->skel_->maps.srqs, std::max<uint32_t>(options.max_queues / 4, 1));
+  bpf_map__set_max_entries(probe->skel_->maps.procs, options.max_processes);
+  if (const int err = verbs_bpf__load(probe->skel_); err != 0) {
+    return std::unexpected(
+        "cannot load the BPF programs (root, BTF at /sys/kernel/btf/vmlinux and a kernel with "
+        "uprobes are needed): " +
+        ErrnoText(err));
+  }
+  auto& p = probe->skel_->progs;
+  const UprobeEntryPoint table[] = {
+      {"ibv_create_cq", p.create_cq_entry, p.create_cq_return},
+      {"ibv_resize_cq", p.resize_cq_entry, p.resize_cq_return},
+      {"ibv_destroy_cq", p.destroy_cq_entry, p.destroy_cq_return},
+      {"ibv_create_qp", p.create_qp_entry, p.create_qp_return},
+      {"ibv_modify_qp", p.modify_qp_entry, p.modify_qp_return},
+      {"ibv_destroy_qp", p.destroy_qp_entry, p.destroy_qp_return},
+      {"ibv_create_srq", p.create_srq_entry, p.create_srq_return},
+      {"ibv_modify_srq", p.modify_srq_entry, p.modify_srq_return},
+      {"ibv_destroy_srq", p.destroy_srq_entry, p.destroy_srq_return},
+      {"ibv_get_async_event", p.get_async_event_entry, p.get_async_event_return},
+  };
+  const std::vector<std::string> targets = UprobeTargets(options.libraries, options.binaries);
+  if (targets.empty()) return std::unexpected("no libibverbs to attach to");
+  for (const std::string& target : targets) {
+    // Current versions only: the IBVERBS_1.0 wrappers hand out their own structs and call
+    // the 1.1 functions with the real objects, which is what the probes key on.
+    const auto attached =
+        AttachUprobes(target, table, /*default_versions_only=*/true, probe->links_);
+    if (!attached) return std::unexpected(attached.error());
+    log::Info("verbs probes attached",
+              {{"target", target}, {"entry_points", std::to_string(attached->entry_points)}});
+  }
+  bpf_link* exit_link = bpf_program__attach(p.verbs_exit);
+  if (exit_link == nullptr) {
+    return std::unexpected("cannot attach sched_process_exit: " + ErrnoText(errno));
+  }
+  probe->links_.push_back(exit_link);
+  return probe;
+}
+
+VerbsProbe::~VerbsProbe() {
+  for (bpf_link* link : links_) bpf_link__destroy(link);
+  if (skel_ != nullptr) verbs_bpf__destroy(skel_);
+}
+
+bool VerbsProbe::Alive(uint32_t pid, uint64_t start_boottime_ns) const {
+  const auto stat = sysfs::ReadFile(procfs_ / std::to_string(pid) / "stat", 4096);
+  if (!stat) return false;
+  const auto ticks = ParseStartTicks(*stat);
+  return ticks && *ticks == start_boottime_ns / static_cast<uint64_t>(ns_per_tick_);
+}
+
+VerbsSnapshot VerbsProbe::Snapshot() {
+  std::lock_guard lock(mutex_);
+  VerbsSnapshot snapshot;
+  // Live owners: (pid -> start); the others are deleted with their objects.
+  std::map<uint32_t, uint64_t> live_start;
+  std::map<uint32_t, VerbsProcess> processes;
+  ForEach<uint32_t, verbs_proc>(bpf_map__fd(skel_->maps.procs), [&](uint32_t pid,
+                                                                    const verbs_proc& proc) {
+    if (!Alive(pid, proc.proc_start)) return true;
+    live_start[pid] = proc.proc_start;
+    VerbsProcess& out = processes[pid];
+    out.pid = pid;
+    out.comm = Text(proc.comm, sizeof proc.comm);
+    std::copy(std::begin(proc.async_events), std::end(proc.async_events), out.async_events.begin());
+    return false;
+  });
+  const auto owned_by_live = [&](const verbs_key& key, uint64_t proc_start) {
+    const auto it = live_start.find(key.tgid);
+    return it != live_start.end() && it->second == proc_start;
+  };
+
+  std::map<std::pair<uint32_t, uint64_t>, verbs_cq> cqs;
+  ForEach<verbs_key, verbs_cq>(bpf_map__fd(skel_->maps.cqs),
+                               [&](const verbs_key& key, const verbs_cq& cq) {
+                                 if (!owned_by_live(key, cq.proc_start)) return true;
+                                 cqs[{key.tgid, key.object}] = cq;
+                                 return false;
+                               });
+  std::map<uint32_t, std::map<uint64_t, uint32_t>> srq_depths;  // pid -> srq -> max_wr
+  ForEach<verbs_key, verbs_srq>(
+      bpf_map__fd(skel_->maps.srqs), [&](const verbs_key& key, const verbs_srq& srq) {
+        if (!owned_by_live(key, srq.proc_start)) return true;
+        srq_depths[key.tgid][key.object] = srq.max_wr;
+        snapshot.srqs.push_back({.pid = key.tgid,
+                                 .comm = processes[key.tgid].comm,
+                                 .device = Text(srq.device, sizeof srq.device),
+                                 .handle = srq.handle,
+                                 .max_wr = srq.max_wr,
+                                 .limit = srq.limit,
+                                 .limit_events = srq.limit_events});
+        return false;
+      });
+  std::map<uint32_t, std::vector<VerbsQpLinks>> qps;
+  ForEach<verbs_key, verbs_qp>(
+      bpf_map__fd(skel_->maps.qps), [&](const verbs_key& key, const verbs_qp& qp) {
+        if (!owned_by_live(key, qp.proc_start)) return true;
+        qps[key.tgid].push_back({qp.send_cq, qp.recv_cq, qp.srq, qp.max_send_wr, qp.max_recv_wr});
+        processes[key.tgid].qps += 1;
+        return false;
+      });
+
+  std::map<uint32_t, std::map<uint64_t, CqFeeding>> feeding;
+  for (const auto& [pid, links] : qps) feeding[pid] = ComputeCqFeeding(links, srq_depths[pid]);
+  for (const auto& [key, cq] : cqs) {
+    const CqFeeding fed = feeding[key.first][key.second];
+    snapshot.cqs.push_back({.pid = key.first,
+                            .comm = processes[key.first].comm,
+                            .device = Text(cq.device, sizeof cq.device),
+                            .handle = cq.handle,
+                            .requested_entries = cq.requested_entries,
+                            .entries = cq.entries,
+                            .feeding_wrs = fed.wrs,
+                            .feeding_qps = fed.qps});
+  }
+  const auto by_pid_handle = [](const auto& a, const auto& b) {
+    return std::tie(a.pid, a.device, a.handle) < std::tie(b.pid, b.device, b.handle);
+  };
+  std::sort(snapshot.cqs.begin(), snapshot.cqs.end(), by_pid_handle);
+  std::sort(snapshot.srqs.begin(), snapshot.srqs.end(), by_pid_handle);
+  for (auto& [pid, process] : processes) {
+    if (live_start.contains(pid)) snapshot.processes.push_back(std::move(process));
+  }
+
+  verbs_globals globals{};
+  const uint32_t zero = 0;
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.globals), &zero, &globals) == 0) {
+    snapshot.lost_calls = globals.lost_calls;
+    snapshot.lost_objects = globals.lost_objects;
+    snapshot.lost_processes = globals.lost_procs;
+  }
+  return snapshot;
+}
+
+}  // namespace rdmascope

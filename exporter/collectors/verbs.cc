@@ -1,0 +1,170 @@
+#include "collectors/verbs.h"
+
+#include <algorithm>
+#include <array>
+
+#include "core/log.h"
+
+namespace rdmascope {
+namespace {
+
+using prometheus::MetricType;
+
+constexpr MetricDesc kAttached{"rdmascope_probe_attached",
+                               "1 if the eBPF probe set is loaded and attached.",
+                               MetricType::Gauge};
+constexpr MetricDesc kLinks{"rdmascope_probe_links",
+                            "Number of uprobes/tracepoints the probe set has attached.",
+                            MetricType::Gauge};
+constexpr MetricDesc kCqCapacity{"rdma_cq_capacity_entries",
+                                 "Completion queue capacity (actual cqe, after rounding by the "
+                                 "provider and ibv_resize_cq).",
+                                 MetricType::Gauge};
+constexpr MetricDesc kCqRequested{"rdma_cq_requested_entries",
+                                  "Entries the application asked for in ibv_create_cq.",
+                                  MetricType::Gauge};
+constexpr MetricDesc kCqFeeding{"rdma_cq_feeding_wrs",
+                                "Summed depth of the queues completing into the CQ: max send WRs "
+                                "of QPs using it as send CQ, max receive WRs of QPs using it as "
+                                "receive CQ (an SRQ's depth once instead, for QPs on an SRQ).",
+                                MetricType::Gauge};
+constexpr MetricDesc kSrqMax{"rdma_srq_max_wrs", "Shared receive queue depth.", MetricType::Gauge};
+constexpr MetricDesc kSrqLimit{"rdma_srq_limit_wrs",
+                               "SRQ limit armed with ibv_modify_srq (0: not armed; the device "
+                               "disarms it when SRQ_LIMIT_REACHED fires).",
+                               MetricType::Gauge};
+constexpr MetricDesc kSrqLimitReached{"rdma_srq_limit_reached_total",
+                                      "SRQ_LIMIT_REACHED events for this SRQ.",
+                                      MetricType::Counter};
+constexpr MetricDesc kAsyncEvents{"rdma_async_events_total",
+                                  "Asynchronous events the process received from "
+                                  "ibv_get_async_event, by type.",
+                                  MetricType::Counter};
+constexpr MetricDesc kOmitted{"rdmascope_verbs_queues_omitted",
+                              "CQs and SRQs not exported this scrape (--verbs.max-queue-series).",
+                              MetricType::Gauge};
+constexpr MetricDesc kLost{"rdma_verbs_lost_total",
+                           "Verbs calls or objects not tracked because a BPF map was full, by "
+                           "reason (objects: --verbs.max-queues; processes: "
+                           "--verbs.max-processes).",
+                           MetricType::Counter};
+
+// enum ibv_event_type, in order.
+constexpr std::array<std::string_view, 20> kEventNames = {"CQ_ERR",
+                                                          "QP_FATAL",
+                                                          "QP_REQ_ERR",
+                                                          "QP_ACCESS_ERR",
+                                                          "COMM_EST",
+                                                          "SQ_DRAINED",
+                                                          "PATH_MIG",
+                                                          "PATH_MIG_ERR",
+                                                          "DEVICE_FATAL",
+                                                          "PORT_ACTIVE",
+                                                          "PORT_ERR",
+                                                          "LID_CHANGE",
+                                                          "PKEY_CHANGE",
+                                                          "SM_CHANGE",
+                                                          "SRQ_ERR",
+                                                          "SRQ_LIMIT_REACHED",
+                                                          "QP_LAST_WQE_REACHED",
+                                                          "CLIENT_REREGISTER",
+                                                          "GID_CHANGE",
+                                                          "WQ_FATAL"};
+
+// Always exported (from 0), so that increase() sees the first one; the others when non-zero.
+constexpr std::array<std::string_view, 10> kErrorEvents = {
+    "CQ_ERR",       "QP_FATAL", "QP_REQ_ERR", "QP_ACCESS_ERR",     "PATH_MIG_ERR",
+    "DEVICE_FATAL", "PORT_ERR", "SRQ_ERR",    "SRQ_LIMIT_REACHED", "WQ_FATAL"};
+
+// Fill ratio capacity / feeding: the smaller, the more likely the CQ overflows.
+double SizingRatio(const VerbsCq& cq) {
+  return cq.feeding_wrs == 0
+             ? 1e300
+             : static_cast<double>(cq.entries) / static_cast<double>(cq.feeding_wrs);
+}
+
+}  // namespace
+
+std::string AsyncEventName(size_t type) {
+  if (type < kEventNames.size()) return std::string(kEventNames[type]);
+  if (type == kVerbsAsyncEventTypes - 1) return "OTHER";
+  return "TYPE_" + std::to_string(type);
+}
+
+void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, MetricSet& out) {
+  std::vector<const VerbsCq*> cqs;
+  for (const VerbsCq& cq : snapshot.cqs) cqs.push_back(&cq);
+  std::stable_sort(cqs.begin(), cqs.end(), [](const VerbsCq* a, const VerbsCq* b) {
+    return SizingRatio(*a) < SizingRatio(*b);
+  });
+  size_t budget = max_queue_series;
+  size_t omitted = 0;
+  for (const VerbsCq* cq : cqs) {
+    if (budget == 0) {
+      ++omitted;
+      continue;
+    }
+    --budget;
+    const std::vector<Label> labels{{"device", cq->device},
+                                    {"pid", std::to_string(cq->pid)},
+                                    {"comm", cq->comm},
+                                    {"cq", std::to_string(cq->handle)}};
+    out.Add(kCqCapacity, labels, cq->entries);
+    out.Add(kCqRequested, labels, cq->requested_entries);
+    out.Add(kCqFeeding, labels, static_cast<double>(cq->feeding_wrs));
+  }
+  for (const VerbsSrq& srq : snapshot.srqs) {
+    if (budget == 0) {
+      ++omitted;
+      continue;
+    }
+    --budget;
+    const std::vector<Label> labels{{"device", srq.device},
+                                    {"pid", std::to_string(srq.pid)},
+                                    {"comm", srq.comm},
+                                    {"srq", std::to_string(srq.handle)}};
+    out.Add(kSrqMax, labels, srq.max_wr);
+    out.Add(kSrqLimit, labels, srq.limit);
+    out.Add(kSrqLimitReached, labels, static_cast<double>(srq.limit_events));
+  }
+  out.Add(kOmitted, {}, static_cast<double>(omitted));
+  for (const VerbsProcess& proc : snapshot.processes) {
+    for (size_t type = 0; type < proc.async_events.size(); ++type) {
+      const std::string name = AsyncEventName(type);
+      const bool always =
+          std::find(kErrorEvents.begin(), kErrorEvents.end(), name) != kErrorEvents.end();
+      if (proc.async_events[type] == 0 && !always) continue;
+      out.Add(kAsyncEvents,
+              {{"pid", std::to_string(proc.pid)}, {"comm", proc.comm}, {"event", name}},
+              static_cast<double>(proc.async_events[type]));
+    }
+  }
+  out.Add(kLost, {{"reason", "calls"}}, static_cast<double>(snapshot.lost_calls));
+  out.Add(kLost, {{"reason", "objects"}}, static_cast<double>(snapshot.lost_objects));
+  out.Add(kLost, {{"reason", "processes"}}, static_cast<double>(snapshot.lost_processes));
+}
+
+VerbsCollector::VerbsCollector(const VerbsOptions& options, std::filesystem::path procfs)
+    : max_queue_series_(options.max_queue_series) {
+  auto probe = VerbsProbe::Attach(options.probe, std::move(procfs));
+  if (probe) {
+    probe_ = std::move(*probe);
+  } else {
+    attach_error_ = probe.error();
+    log::Warn("verbs probes not attached; CQ/SRQ sizing and async event metrics are absent",
+              {{"err", attach_error_}});
+  }
+}
+
+CollectResult VerbsCollector::Collect(MetricSet& out) const {
+  out.Add(kAttached, {{"probe", "verbs"}}, probe_ ? 1 : 0);
+  if (!probe_) return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
+  out.Add(kLinks, {{"probe", "verbs"}}, static_cast<double>(probe_->link_count()));
+  const VerbsSnapshot snapshot = probe_->Snapshot();
+  MapVerbsSnapshot(snapshot, max_queue_series_, out);
+  return {.detail = std::to_string(snapshot.processes.size()) + " processes, " +
+                    std::to_string(snapshot.cqs.size()) + " CQs, " +
+                    std::to_string(snapshot.srqs.size()) + " SRQs"};
+}
+
+}  // namespace rdmascope

@@ -1,0 +1,40 @@
+// The verbs collector: completion and shared receive queues per process and the asynchronous
+// events applications receive, from eBPF uprobes on the libibverbs control path
+// (probes/verbs.bpf.c). Per CQ its capacity and the depth of the queues completing into it,
+// so that rules can test "CQ entries >= 1.5-2x the summed depth feeding it"; per SRQ its depth
+// and limit. Without BPF: rdmascope_probe_attached{probe="verbs"} 0 and the reason.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "bpf/verbs_probe.h"
+#include "core/collector.h"
+
+namespace rdmascope {
+
+struct VerbsOptions {
+  VerbsProbeOptions probe;
+  // Per-queue series exported at most (CQs first, the worst-sized first, then SRQs); the
+  // rest are counted in rdmascope_verbs_queues_omitted.
+  size_t max_queue_series = 1000;
+};
+
+// enum ibv_event_type names without the IBV_EVENT_ prefix ("SRQ_LIMIT_REACHED").
+std::string AsyncEventName(size_t type);
+
+void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, MetricSet& out);
+
+class VerbsCollector : public Collector {
+ public:
+  VerbsCollector(const VerbsOptions& options, std::filesystem::path procfs);
+  CollectResult Collect(MetricSet& out) const override;
+
+ private:
+  std::unique_ptr<VerbsProbe> probe_;
+  std::string attach_error_;
+  size_t max_queue_series_;
+};
+
+}  // namespace rdmascope
