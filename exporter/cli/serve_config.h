@@ -8,6 +8,7 @@
 #include "bpf/mr_probe.h"
 #include "collectors/ethtool.h"
 #include "collectors/rdma.h"
+#include "collectors/occupancy.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
 #include "core/log.h"
@@ -36,6 +37,7 @@ struct ServeConfig {
   RdmaOptions rdma;
   ResourcesOptions resources;
   MrProbeOptions mr;
+  OccupancyOptions occupancy;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
 };
 

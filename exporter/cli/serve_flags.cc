@@ -193,6 +193,11 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->capture_default_str()
       ->check(CLI::Range(0U, 1000000U))
       ->group("Collector verbs");
+  serve
+      .add_option("--occupancy.dir", config.occupancy.dir,
+                  "Directory of the preload library's stats files (its RDMASCOPE_PRELOAD_DIR)")
+      ->capture_default_str()
+      ->group("Collector occupancy");
 }
 
 void FinishServeConfig(ServeConfig& config) {

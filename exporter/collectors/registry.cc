@@ -4,6 +4,7 @@
 
 #include "collectors/ethtool.h"
 #include "collectors/mr.h"
+#include "collectors/occupancy.h"
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
@@ -33,11 +34,15 @@ std::unique_ptr<Collector> MakeVerbs(const ServeConfig& config) {
   return std::make_unique<VerbsCollector>(options, config.procfs);
 }
 
+std::unique_ptr<Collector> MakeOccupancy(const ServeConfig& config) {
+  return std::make_unique<OccupancyCollector>(config.occupancy, config.procfs);
+}
+
 std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
   return std::make_unique<MrCollector>(config.mr, config.procfs);
 }
 
-constexpr std::array<CollectorEntry, 5> kCollectors{{
+constexpr std::array<CollectorEntry, 6> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
@@ -51,6 +56,9 @@ constexpr std::array<CollectorEntry, 5> kCollectors{{
      "CQ and SRQ sizing and async events per process (eBPF uprobes on the libibverbs control "
      "path)",
      true, &MakeVerbs},
+    {"occupancy",
+     "Exact CQ and SRQ fill levels of applications run with librdmascope_preload.so (opt-in)", true,
+     &MakeOccupancy},
 }};
 
 }  // namespace

@@ -33,9 +33,8 @@ constexpr MetricDesc kSrqLimit{"rdma_srq_limit_wrs",
                                "SRQ limit armed with ibv_modify_srq (0: not armed; the device "
                                "disarms it when SRQ_LIMIT_REACHED fires).",
                                MetricType::Gauge};
-constexpr MetricDesc kSrqLimitReached{"rdma_srq_limit_reached_total",
-                                      "SRQ_LIMIT_REACHED events for this SRQ.",
-                                      MetricType::Counter};
+constexpr MetricDesc kSrqLimitReached{
+    "rdma_srq_limit_reached_total", "SRQ_LIMIT_REACHED events for this SRQ.", MetricType::Counter};
 constexpr MetricDesc kAsyncEvents{"rdma_async_events_total",
                                   "Asynchronous events the process received from "
                                   "ibv_get_async_event, by type.",
@@ -105,10 +104,11 @@ void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, Me
       continue;
     }
     --budget;
-    const std::vector<Label> labels{{"device", cq->device},
-                                    {"pid", std::to_string(cq->pid)},
-                                    {"comm", cq->comm},
-                                    {"cq", std::to_string(cq->handle)}};
+    // Label holds string_views: the numbers' text must outlive `labels`.
+    const std::string pid = std::to_string(cq->pid);
+    const std::string handle = std::to_string(cq->handle);
+    const std::vector<Label> labels{
+        {"device", cq->device}, {"pid", pid}, {"comm", cq->comm}, {"cq", handle}};
     out.Add(kCqCapacity, labels, cq->entries);
     out.Add(kCqRequested, labels, cq->requested_entries);
     out.Add(kCqFeeding, labels, static_cast<double>(cq->feeding_wrs));
@@ -119,10 +119,10 @@ void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, Me
       continue;
     }
     --budget;
-    const std::vector<Label> labels{{"device", srq.device},
-                                    {"pid", std::to_string(srq.pid)},
-                                    {"comm", srq.comm},
-                                    {"srq", std::to_string(srq.handle)}};
+    const std::string pid = std::to_string(srq.pid);
+    const std::string handle = std::to_string(srq.handle);
+    const std::vector<Label> labels{
+        {"device", srq.device}, {"pid", pid}, {"comm", srq.comm}, {"srq", handle}};
     out.Add(kSrqMax, labels, srq.max_wr);
     out.Add(kSrqLimit, labels, srq.limit);
     out.Add(kSrqLimitReached, labels, static_cast<double>(srq.limit_events));

@@ -1,6 +1,7 @@
 #include "core/collector_runner.h"
 
 #include <exception>
+#include <set>
 #include <unordered_map>
 
 #include "core/log.h"
@@ -8,6 +9,18 @@
 
 namespace rdmascope {
 namespace {
+
+// A series' identity within its family: its labels, in order.
+std::string LabelKey(const prometheus::ClientMetric& metric) {
+  std::string key;
+  for (const auto& label : metric.label) {
+    key += label.name;
+    key += '\x1f';
+    key += label.value;
+    key += '\x1e';
+  }
+  return key;
+}
 
 using prometheus::MetricType;
 
@@ -79,6 +92,7 @@ CollectorState CollectorRunner::RunOne(const NamedCollector& entry, MetricSet& o
 std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
   std::vector<prometheus::MetricFamily> families;
   std::unordered_map<std::string, size_t> family_index;  // name -> position in families
+  std::unordered_map<std::string, std::set<std::string>> merged_series;  // of shared families
   MetricSet health;
   for (size_t i = 0; i < collectors_.size(); ++i) {
     const NamedCollector& entry = collectors_[i];
@@ -95,8 +109,20 @@ std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
         if (fresh) {
           families.push_back(std::move(family));
         } else if (families[it->second].type == family.type) {
+          // Two collectors may also report one series (a CQ's capacity from the verbs probes
+          // and from the preload library): the first one registered wins.
           auto& metrics = families[it->second].metric;
-          std::move(family.metric.begin(), family.metric.end(), std::back_inserter(metrics));
+          std::set<std::string>& seen = merged_series[family.name];
+          if (seen.empty()) {
+            for (const auto& metric : metrics) seen.insert(LabelKey(metric));
+          }
+          for (auto& metric : family.metric) {
+            if (seen.insert(LabelKey(metric)).second) {
+              metrics.push_back(std::move(metric));
+            } else {
+              duplicates_dropped_[i] += 1;
+            }
+          }
         } else {
           duplicates_dropped_[i] += family.metric.size();
         }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <stdexcept>
 #include <thread>
 
@@ -107,6 +108,8 @@ TEST(CollectorRunner, CollectorsSharingAFamilyGiveOneFamily) {
       {"second", std::make_unique<Sharing>("second", prometheus::MetricType::Gauge)});
   collectors.push_back(
       {"clash", std::make_unique<Sharing>("clash", prometheus::MetricType::Counter)});
+  collectors.push_back(
+      {"again", std::make_unique<Sharing>("second", prometheus::MetricType::Gauge)});
   CollectorRunner runner(std::move(collectors), BuildInfo{"1", "a"}, "/proc");
   const auto families = runner.Collect();
   size_t named = 0;
@@ -117,11 +120,12 @@ TEST(CollectorRunner, CollectorsSharingAFamilyGiveOneFamily) {
   EXPECT_EQ(values->metric.size(), 2U) << "fixed and second; the counter named alike is dropped";
   const auto* dropped = Find(families, "rdmascope_collector_duplicate_series_dropped_total");
   ASSERT_NE(dropped, nullptr);
-  double clash_dropped = -1;
+  std::map<std::string, double> dropped_by;
   for (const auto& metric : dropped->metric) {
-    if (metric.label.at(0).value == "clash") clash_dropped = metric.counter.value;
+    dropped_by[metric.label.at(0).value] = metric.counter.value;
   }
-  EXPECT_EQ(clash_dropped, 1);
+  EXPECT_EQ(dropped_by["clash"], 1) << "a family of another type";
+  EXPECT_EQ(dropped_by["again"], 1) << "a series another collector already reported";
 }
 
 TEST(CollectorRunner, ConcurrentScrapesAreSafe) {

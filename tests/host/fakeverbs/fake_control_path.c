@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "fake_internal.h"
+
 #define EXPORT __attribute__((visibility("default"), noinline, used))
 
 static atomic_uint next_handle = 1;
@@ -21,11 +23,6 @@ static uint32_t pow2_at_least(uint32_t n) {
   while (p < n) p <<= 1;
   return p;
 }
-
-struct fake_cq {
-  struct ibv_cq cq; /* first: the pointer the application holds */
-  atomic_int users;
-};
 
 EXPORT struct ibv_cq* fake_create_cq(struct ibv_context* context, int cqe, void* cq_context,
                                      struct ibv_comp_channel* channel, int comp_vector) {
@@ -88,8 +85,10 @@ EXPORT struct ibv_qp* fake_create_qp(struct ibv_pd* pd, struct ibv_qp_init_attr*
     errno = EINVAL;
     return NULL;
   }
-  struct ibv_qp* qp = calloc(1, sizeof(*qp));
-  if (!qp) return NULL;
+  struct fake_qp* fake = calloc(1, sizeof(*fake));
+  if (!fake) return NULL;
+  struct ibv_qp* qp = &fake->qp;
+  fake->sq_sig_all = attr->sq_sig_all;
   attr->cap.max_send_wr = pow2_at_least(attr->cap.max_send_wr);
   if (!attr->srq) attr->cap.max_recv_wr = pow2_at_least(attr->cap.max_recv_wr);
   qp->context = pd ? pd->context : NULL;
@@ -120,8 +119,9 @@ EXPORT int fake_destroy_qp(struct ibv_qp* qp) {
 }
 
 EXPORT struct ibv_srq* fake_create_srq(struct ibv_pd* pd, struct ibv_srq_init_attr* attr) {
-  struct ibv_srq* srq = calloc(1, sizeof(*srq));
-  if (!srq) return NULL;
+  struct fake_srq* fake = calloc(1, sizeof(*fake));
+  if (!fake) return NULL;
+  struct ibv_srq* srq = &fake->srq;
   attr->attr.max_wr = pow2_at_least(attr->attr.max_wr);
   srq->context = pd ? pd->context : NULL;
   srq->pd = pd;

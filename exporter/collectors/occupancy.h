@@ -1,0 +1,67 @@
+// The occupancy collector: exact CQ and SRQ fill levels of the applications that run with the
+// opt-in preload library (preload/, LD_PRELOAD=librdmascope_preload.so), read from their
+// stats files in --occupancy.dir (one per process, preload/stats_file.h). A file whose process
+// is gone (or whose pid was reused) is deleted.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/collector.h"
+
+namespace rdmascope {
+
+struct OccupancyOptions {
+  std::filesystem::path dir = "/run/rdmascope";
+};
+
+struct OccupancyCq {
+  std::string device;
+  uint32_t handle = 0;
+  uint32_t entries = 0;
+  uint64_t outstanding = 0;  // completions expected and not yet polled: upper bound of the fill
+  uint64_t peak = 0;
+  uint64_t polls = 0;
+  uint64_t empty_polls = 0;
+  uint64_t polled_entries = 0;
+  uint64_t requested_entries = 0;
+};
+
+struct OccupancySrq {
+  std::string device;
+  uint32_t handle = 0;
+  uint32_t max_wr = 0;
+  uint32_t limit = 0;
+  uint64_t posted = 0;  // receives posted and not yet consumed: the fill level
+};
+
+struct OccupancyProcess {
+  uint32_t pid = 0;
+  uint64_t start_ticks = 0;
+  std::string comm;
+  uint64_t lost_cqs = 0;
+  uint64_t lost_srqs = 0;
+  std::vector<OccupancyCq> cqs;
+  std::vector<OccupancySrq> srqs;
+};
+
+// Decodes a stats file's bytes; an error for a short, foreign or other-version file.
+std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const uint8_t> bytes);
+
+void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out);
+
+class OccupancyCollector : public Collector {
+ public:
+  OccupancyCollector(const OccupancyOptions& options, std::filesystem::path procfs);
+  CollectResult Collect(MetricSet& out) const override;
+
+ private:
+  std::filesystem::path dir_;
+  std::filesystem::path procfs_;
+};
+
+}  // namespace rdmascope

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Host tier: the preload library counts exactly the CQ and SRQ occupancy of a program that
+drives the libibverbs stand-in's data path (its operations table, as a provider's), and the
+exporter serves it from the stats file: outstanding completions and their peak, poll batch
+fullness, the SRQ fill level against its limit; queues disappear when destroyed; the file is
+removed at exit, and deleted by the exporter when its process was killed.
+The figures are derived in tests/host/fakeverbs/occupancy_workload.c. No root needed."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+import harness  # noqa: E402
+
+
+def main(binary, workload, library, preload):
+    failures = []
+
+    def expect(what, got, want):
+        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
+              ("" if got == want else f" (want {want})"))
+        if got != want:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory() as stats_dir:
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library), LD_PRELOAD=preload,
+                   RDMASCOPE_PRELOAD_DIR=stats_dir)
+        with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.occupancy",
+                                       f"--occupancy.dir={stats_dir}"]) as exporter:
+            samples = harness.parse(exporter.metrics())
+            expect("no data before any process", harness.value(
+                samples, "rdmascope_collector_no_data", collector="occupancy"), 1.0)
+            proc = subprocess.Popen([workload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                    env=env, text=True)
+            pid = proc.stdout.readline().split()[1]
+            expect("stats file created", os.listdir(stats_dir), [f"{pid}.occ"])
+            samples = harness.parse(exporter.metrics())
+
+            def by_capacity(name):
+                capacity = {dict(k)["cq"]: v for k, v in harness.series(
+                    samples, "rdma_cq_capacity_entries", pid=pid).items()}
+                return {capacity[dict(k)["cq"]]: v
+                        for k, v in harness.series(samples, name, pid=pid).items()}
+
+            expect("outstanding by capacity", by_capacity("rdma_cq_outstanding_entries"),
+                   {255.0: 16.0, 127.0: 3.0})
+            expect("peak", by_capacity("rdma_cq_outstanding_peak_entries"),
+                   {255.0: 30.0, 127.0: 3.0})
+            expect("polls", by_capacity("rdma_cq_polls_total"), {255.0: 3.0, 127.0: 1.0})
+            expect("empty polls", by_capacity("rdma_cq_empty_polls_total"),
+                   {255.0: 1.0, 127.0: 0.0})
+            expect("polled", by_capacity("rdma_cq_polled_completions_total"),
+                   {255.0: 15.0, 127.0: 20.0})
+            expect("requested", by_capacity("rdma_cq_poll_requested_entries_total"),
+                   {255.0: 48.0, 127.0: 32.0})
+            expect("SRQ fill", harness.value(samples, "rdma_srq_posted_wrs", pid=pid), 30.0)
+            expect("SRQ depth", harness.value(samples, "rdma_srq_max_wrs", pid=pid), 128.0)
+            expect("SRQ limit", harness.value(samples, "rdma_srq_limit_wrs", pid=pid), 16.0)
+            expect("labels", {(dict(k)["device"], dict(k)["comm"]) for k in harness.series(
+                samples, "rdma_cq_outstanding_entries", pid=pid)},
+                {("fakedev0", "occupancy_workl")})
+
+            proc.stdin.write("destroy\n")
+            proc.stdin.flush()
+            expect("destroyed", proc.stdout.readline().strip(), "DESTROYED")
+            samples = harness.parse(exporter.metrics())
+            expect("CQ series after destroy",
+                   len(harness.series(samples, "rdma_cq_outstanding_entries", pid=pid)), 0)
+            proc.stdin.write("exit\n")
+            proc.stdin.flush()
+            proc.wait()
+            expect("file removed at exit", os.listdir(stats_dir), [])
+
+            killed = subprocess.Popen([workload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      env=env, text=True)
+            killed_pid = killed.stdout.readline().split()[1]
+            killed.send_signal(signal.SIGKILL)
+            killed.wait()
+            expect("file left by a killed process", os.listdir(stats_dir), [f"{killed_pid}.occ"])
+            samples = harness.parse(exporter.metrics())
+            expect("killed process not reported", len(harness.series(
+                samples, "rdma_cq_outstanding_entries", pid=killed_pid)), 0)
+            expect("its file forgotten", os.listdir(stats_dir), [])
+            if failures:
+                print(exporter.read_log())
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:5]))
