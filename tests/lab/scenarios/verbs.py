@@ -59,6 +59,14 @@ def check(lab):
         failures.append(f"srq_pingpong CQ feeding {srq_feeding}: want the SRQ's {srq_max} "
                         "(once) + 16 QPs' send WRs")
 
+    # The preload library in ibv_srq_pingpong: its 500 receives wait in the SRQ, none consumed.
+    expect("SRQ fill level (preload)",
+           harness.value(sizes, "rdma_srq_posted_wrs", pid=srq_pid), 500.0)
+    expect("srq_pingpong CQ outstanding (preload)",
+           harness.value(sizes, "rdma_cq_outstanding_entries", pid=srq_pid), 0.0)
+    expect("CQ capacity reported once by two collectors", len(harness.series(
+        sizes, "rdma_cq_capacity_entries", pid=srq_pid)), 1)
+
     events = scrape(lab, "scrape_events")
     printed = [line for line in lab.blocks["helper_events"] if line.startswith("EVENT")]
     for event in ("PORT_ERR", "PORT_ACTIVE"):
@@ -70,6 +78,8 @@ def check(lab):
            float(len(printed)))
 
     gone = scrape(lab, "scrape_gone")
+    expect("stats file of the killed server forgotten",
+           [line for line in lab.blocks.get("stats_files", []) if line.strip()], [])
     for pid in (helper, srq_pid):
         expect(f"CQ series of {pid} after exit",
                len(harness.series(gone, "rdma_cq_capacity_entries", pid=pid)), 0)

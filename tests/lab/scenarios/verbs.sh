@@ -1,7 +1,8 @@
 # verbs: CQ and SRQ sizing and asynchronous events from the verbs probes, on the guest's real
 # libibverbs over rxe0; the CQ capacities are compared with `rdma res show cq`.
 . /scenarios/lib.sh
-start_exporter --collector.disable-defaults --collector.verbs --collector.resources || exit 1
+start_exporter --collector.disable-defaults --collector.verbs --collector.resources \
+  --collector.occupancy || exit 1
 block probe sh -c "wget -q -O - http://127.0.0.1:9879/metrics | grep -E '^rdmascope_probe_(attached|links)'"
 
 # A CQ of 16 entries fed by an RC QP of 64 send + 64 receive WRs.
@@ -9,9 +10,10 @@ cq_undersized rxe0 >/tmp/cq.out 2>&1 &
 helper=$!
 for i in $(seq 100); do grep -q READY /tmp/cq.out && break; sleep 0.1; done
 
-# ibv_srq_pingpong's server: one SRQ shared by 16 QPs, all completing into one CQ; it holds
-# them while it waits for a client.
-ibv_srq_pingpong -d rxe0 -g 1 -p 18700 >/tmp/srq.out 2>&1 &
+# ibv_srq_pingpong's server, under the preload library: one SRQ shared by 16 QPs, all
+# completing into one CQ; it posts its rx-depth (500) receives to the SRQ, then waits.
+LD_PRELOAD=/usr/bin/librdmascope_preload.so ibv_srq_pingpong -d rxe0 -g 1 -p 18700 \
+  >/tmp/srq.out 2>&1 &
 srq=$!
 sleep 2
 echo "@@@SRQ-PID $srq"
@@ -32,4 +34,5 @@ kill $srq $helper
 wait $srq $helper 2>/dev/null
 sleep 0.5
 block scrape_gone scrape
+block stats_files ls /run/rdmascope
 block exporter_log cat /tmp/rdmascope.log
