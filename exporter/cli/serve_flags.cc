@@ -122,6 +122,13 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->capture_default_str()
       ->check(CLI::Range(0U, 100000U))
       ->group("Collector resources");
+  serve
+      .add_option("--resources.max-raw-cqs", config.resources.max_raw_cqs,
+                  "User CQs whose raw hardware state (true occupancy, mlx5, CAP_NET_ADMIN) is "
+                  "queried per scrape, one netlink round trip each; 0 turns it off")
+      ->capture_default_str()
+      ->check(CLI::Range(0U, 100000U))
+      ->group("Collector resources");
 
   // One set of targets for both probe sets; --mr.* are the names of the first release.
   serve

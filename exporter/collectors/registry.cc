@@ -23,8 +23,9 @@ std::unique_ptr<Collector> MakeRdma(const ServeConfig& config) {
 }
 
 std::unique_ptr<Collector> MakeResources(const ServeConfig& config) {
-  return std::make_unique<ResourcesCollector>(config.resources, config.procfs,
-                                              std::make_unique<NetlinkResourceSource>());
+  return std::make_unique<ResourcesCollector>(
+      config.resources, config.procfs,
+      std::make_unique<NetlinkResourceSource>(config.resources.max_raw_cqs));
 }
 
 std::unique_ptr<Collector> MakeVerbs(const ServeConfig& config) {

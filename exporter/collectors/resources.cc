@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "core/sysfs.h"
+#include "sys/mlx5_cq_dump.h"
 
 namespace rdmascope {
 namespace {
@@ -30,6 +31,15 @@ constexpr MetricDesc kProcessMrBytes{"rdma_process_mr_bytes",
                                      MetricType::Gauge};
 constexpr MetricDesc kProcessQps{
     "rdma_process_qps", "Queue pairs held by the owner, by type and state.", MetricType::Gauge};
+
+constexpr MetricDesc kHardwareOccupancy{
+    "rdma_cq_hardware_occupancy_entries",
+    "Completions in the CQ not yet consumed, from the device's own producer and consumer "
+    "counters (mlx5 raw CQ context); `cqn` as in `rdma res show cq`.",
+    MetricType::Gauge};
+constexpr MetricDesc kHardwareCapacity{"rdma_cq_hardware_capacity_entries",
+                                       "Capacity of the CQ whose hardware occupancy is reported.",
+                                       MetricType::Gauge};
 
 constexpr std::string_view kKernelPid = "kernel";
 constexpr std::string_view kOtherPid = "other";
@@ -93,7 +103,7 @@ void Emit(const std::string& device, const Owner& owner, const OwnerTotals& tota
 std::expected<std::vector<sys::RdmaDeviceResources>, int> NetlinkResourceSource::Read() const {
   auto netlink = sys::RdmaNetlink::Open();
   if (!netlink) return std::unexpected(netlink.error());
-  return netlink->DumpAll();
+  return netlink->DumpAll(max_raw_cqs_);
 }
 
 ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devices,
@@ -153,6 +163,27 @@ ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devic
   for (const auto& [device, owners] : fixed_owners) {
     for (const auto& [owner, totals] : owners) Emit(device, owner, totals, out);
   }
+  // Per CQ, for the processes with their own series: the device's view of its fill level.
+  for (const sys::RdmaDeviceResources& device : devices) {
+    if (!device_filter.Allows(device.name)) continue;
+    for (const RdmaResourceEntry& entry : device.entries) {
+      if (entry.raw.empty() || !entry.pid || !entry.id || !entry.cq_entries) continue;
+      const auto kept_comm = kept.find(*entry.pid);
+      if (kept_comm == kept.end()) continue;
+      const auto state = sys::DecodeMlx5CqDump(entry.raw, *entry.cq_entries);
+      if (!state) {
+        ++mapping.raw_cqs_undecoded;
+        continue;
+      }
+      ++mapping.raw_cqs_decoded;
+      const std::string pid = std::to_string(*entry.pid);
+      const std::string cqn = std::to_string(*entry.id);
+      const std::vector<Label> labels{
+          {"device", device.name}, {"pid", pid}, {"comm", kept_comm->second}, {"cqn", cqn}};
+      out.Add(kHardwareOccupancy, labels, static_cast<double>(state->occupancy()));
+      out.Add(kHardwareCapacity, labels, *entry.cq_entries);
+    }
+  }
   return mapping;
 }
 
@@ -183,6 +214,10 @@ CollectResult ResourcesCollector::Collect(MetricSet& out) const {
                        std::to_string(mapping.processes) + " processes";
   if (mapping.folded_processes > 0) {
     detail += ", " + std::to_string(mapping.folded_processes) + " summed as pid=\"other\"";
+  }
+  if (mapping.raw_cqs_decoded + mapping.raw_cqs_undecoded > 0) {
+    detail += ", raw CQ state decoded for " + std::to_string(mapping.raw_cqs_decoded) + " of " +
+              std::to_string(mapping.raw_cqs_decoded + mapping.raw_cqs_undecoded);
   }
   for (const sys::RdmaDeviceResources& device : *devices) {
     for (const std::string& error : device.errors) detail += "; " + device.name + " " + error;

@@ -25,6 +25,9 @@ struct ResourcesOptions {
   std::string device_include;
   std::string device_exclude;
   size_t max_processes = 50;
+  // User CQs whose raw hardware state is queried per scrape (mlx5; one netlink round trip
+  // each); 0 turns it off.
+  size_t max_raw_cqs = 256;
 };
 
 // Test seam: the netlink dump.
@@ -37,12 +40,18 @@ class ResourceSource {
 
 class NetlinkResourceSource : public ResourceSource {
  public:
+  explicit NetlinkResourceSource(size_t max_raw_cqs = 0) : max_raw_cqs_(max_raw_cqs) {}
   std::expected<std::vector<sys::RdmaDeviceResources>, int> Read() const override;
+
+ private:
+  size_t max_raw_cqs_;
 };
 
 struct ResourcesMapping {
   size_t processes = 0;         // distinct user-space owners seen
   size_t folded_processes = 0;  // of which summed under pid="other"
+  size_t raw_cqs_decoded = 0;
+  size_t raw_cqs_undecoded = 0;  // raw dumps in a layout the decoder does not accept
 };
 
 // comm_of(pid) returns the process name ("" if it is gone).

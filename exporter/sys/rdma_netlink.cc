@@ -76,6 +76,8 @@ struct ParseState {
   uint32_t seq;
   uint16_t expected_type;
   bool malformed = false;
+  // Raw queries
+  std::vector<uint8_t>* raw = nullptr;
   // Summary dumps
   std::vector<RdmaDeviceResources>* devices = nullptr;
   // Resource dumps
@@ -184,13 +186,23 @@ int OnResourceAttribute(const nlattr* attr, void* data) {
   return MNL_CB_OK;
 }
 
+int OnRawAttribute(const nlattr* attr, void* data) {
+  auto* state = static_cast<ParseState*>(data);
+  if (mnl_attr_get_type(attr) != RDMA_NLDEV_ATTR_RES_RAW) return MNL_CB_OK;
+  const auto* payload = static_cast<const uint8_t*>(mnl_attr_get_payload(attr));
+  state->raw->assign(payload, payload + mnl_attr_get_payload_len(attr));
+  return MNL_CB_OK;
+}
+
 int OnMessage(const nlmsghdr* message, void* data) {
   auto* state = static_cast<ParseState*>(data);
   if (message->nlmsg_type != state->expected_type) {
     state->malformed = true;
     return MNL_CB_ERROR;
   }
-  if (state->devices != nullptr) {
+  if (state->raw != nullptr) {
+    if (mnl_attr_parse(message, 0, OnRawAttribute, state) < 0) state->malformed = true;
+  } else if (state->devices != nullptr) {
     state->devices->emplace_back();
     if (mnl_attr_parse(message, 0, OnSummaryAttribute, state) < 0) state->malformed = true;
   } else if (mnl_attr_parse(message, 0, OnResourceAttribute, state) < 0) {
@@ -279,6 +291,25 @@ size_t BuildResourceDump(RdmaResourceKind kind, uint32_t device_index, uint32_t 
   return BuildDump(AttributesOf(kind).command, device_index, seq, buf);
 }
 
+size_t BuildRawCqQuery(uint32_t device_index, uint32_t cqn, uint32_t seq, std::vector<char>& buf) {
+  buf.assign(MNL_SOCKET_BUFFER_SIZE, '\0');
+  nlmsghdr* message = mnl_nlmsg_put_header(buf.data());
+  message->nlmsg_type = MessageType(RDMA_NLDEV_CMD_RES_CQ_GET_RAW);
+  message->nlmsg_flags = NLM_F_REQUEST;
+  message->nlmsg_seq = seq;
+  mnl_attr_put_u32(message, RDMA_NLDEV_ATTR_DEV_INDEX, device_index);
+  mnl_attr_put_u32(message, RDMA_NLDEV_ATTR_RES_CQN, cqn);
+  return message->nlmsg_len;
+}
+
+int ParseRawCqReply(const void* data, size_t len, uint32_t seq, std::vector<uint8_t>& raw) {
+  ParseState state{.seq = seq, .expected_type = MessageType(RDMA_NLDEV_CMD_RES_CQ_GET_RAW)};
+  state.raw = &raw;
+  const int ret = Run(data, len, state);
+  // A single reply, no NLMSG_DONE: one message parsed is the end.
+  return ret > 0 ? 0 : ret;
+}
+
 int ParseResourceSummaryReply(const void* data, size_t len, uint32_t seq,
                               std::vector<RdmaDeviceResources>& devices) {
   ParseState state{.seq = seq, .expected_type = MessageType(RDMA_NLDEV_CMD_RES_GET)};
@@ -328,7 +359,7 @@ int RdmaNetlink::RunDump(const std::vector<char>& request, size_t len, Parse&& p
   }
 }
 
-std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll() {
+std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll(size_t max_raw_cqs) {
   std::vector<char> request;
   std::vector<RdmaDeviceResources> devices;
   uint32_t seq = seq_++;
@@ -355,6 +386,24 @@ std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll() {
       }
       device.entries.insert(device.entries.end(), std::make_move_iterator(entries.begin()),
                             std::make_move_iterator(entries.end()));
+    }
+    for (RdmaResourceEntry& entry : device.entries) {
+      if (max_raw_cqs == 0) break;
+      if (entry.kind != RdmaResourceKind::kCq || !entry.pid || !entry.id) continue;
+      --max_raw_cqs;
+      seq = seq_++;
+      const int ret = RunDump(
+          request, BuildRawCqQuery(device.index, *entry.id, seq, request),
+          [&](const void* data, size_t len) { return ParseRawCqReply(data, len, seq, entry.raw); });
+      if (ret < 0) {
+        // EINVAL/EOPNOTSUPP: the driver has no raw CQ dump (rxe, irdma...); EPERM: no
+        // CAP_NET_ADMIN. Either way the rest of this device's CQs would answer the same.
+        if (ret != -EINVAL && ret != -EOPNOTSUPP) {
+          device.errors.push_back(std::string("raw cq: ") + std::strerror(-ret));
+        }
+        if (ret == -EAGAIN || ret == -EBADMSG || ret == -EPROTO) return std::unexpected(-ret);
+        break;
+      }
     }
   }
   return devices;

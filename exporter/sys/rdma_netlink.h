@@ -39,6 +39,7 @@ struct RdmaResourceEntry {
   std::optional<uint64_t> mr_length;   // MR: bytes
   std::optional<uint8_t> qp_type;      // QP, CM id: enum ib_qp_type
   std::optional<uint8_t> qp_state;     // QP: enum ib_qp_state
+  std::vector<uint8_t> raw;  // CQ: the driver's raw hardware state, when asked and available
 };
 
 struct RdmaDeviceResources {
@@ -58,6 +59,11 @@ size_t BuildResourceSummaryDump(uint32_t seq, std::vector<char>& buf);
 size_t BuildResourceDump(RdmaResourceKind kind, uint32_t device_index, uint32_t seq,
                          std::vector<char>& buf);
 
+// A raw CQ query (RDMA_NLDEV_CMD_RES_CQ_GET_RAW for one CQ: needs CAP_NET_ADMIN; drivers
+// without raw dumps answer EINVAL or EOPNOTSUPP) and its reply's RDMA_NLDEV_ATTR_RES_RAW.
+size_t BuildRawCqQuery(uint32_t device_index, uint32_t cqn, uint32_t seq, std::vector<char>& buf);
+int ParseRawCqReply(const void* data, size_t len, uint32_t seq, std::vector<uint8_t>& raw);
+
 // Parsers for one received buffer (several messages) of a dump. They return 1 while the dump
 // goes on, 0 at its end (NLMSG_DONE), or an errno (negative) for a kernel error or a malformed
 // message. Devices and entries are appended.
@@ -76,8 +82,9 @@ class RdmaNetlink {
   RdmaNetlink& operator=(RdmaNetlink&&) = delete;
   ~RdmaNetlink();
 
-  // Every device with its summary and (for the kinds this kernel tracks) its objects.
-  std::expected<std::vector<RdmaDeviceResources>, int> DumpAll();
+  // Every device with its summary and (for the kinds this kernel tracks) its objects; the raw
+  // state of at most max_raw_cqs user CQs, on devices whose driver provides it.
+  std::expected<std::vector<RdmaDeviceResources>, int> DumpAll(size_t max_raw_cqs = 0);
 
  private:
   explicit RdmaNetlink(mnl_socket* socket) : socket_(socket) {}

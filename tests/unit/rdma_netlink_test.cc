@@ -259,6 +259,29 @@ TEST(RdmaNetlink, Requests) {
   EXPECT_EQ(BuildResourceSummaryDump(1, buf), sizeof(nlmsghdr)) << "no attribute: all devices";
 }
 
+TEST(RdmaNetlink, RawCqQueryAndReply) {
+  std::vector<char> buf;
+  const size_t len = BuildRawCqQuery(2, 17, 5, buf);
+  const auto* request = reinterpret_cast<const nlmsghdr*>(buf.data());
+  EXPECT_EQ(len, request->nlmsg_len);
+  EXPECT_EQ(request->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_RES_CQ_GET_RAW));
+  EXPECT_EQ(request->nlmsg_flags, NLM_F_REQUEST) << "one CQ, not a dump";
+
+  Reply reply;
+  nlmsghdr* m = reply.Message(RDMA_NLDEV_CMD_RES_CQ_GET_RAW);
+  PutDevice(m, 2, "mlx5_2");
+  const uint8_t blob[] = {0x00, 0x04, 0xff, 0xfc, 1, 2, 3, 4};
+  mnl_attr_put(m, RDMA_NLDEV_ATTR_RES_RAW, sizeof blob, blob);
+  reply.Close();
+  std::vector<uint8_t> raw;
+  EXPECT_EQ(ParseRawCqReply(reply.data(), reply.size(), kSeq, raw), 0);
+  EXPECT_EQ(raw, std::vector<uint8_t>(std::begin(blob), std::end(blob)));
+
+  Reply refused;  // rxe: no raw dump in the driver
+  refused.Error(EINVAL);
+  EXPECT_EQ(ParseRawCqReply(refused.data(), refused.size(), kSeq, raw), -EINVAL);
+}
+
 TEST(RdmaNetlink, Names) {
   EXPECT_EQ(QpTypeName(4), "UD");
   EXPECT_EQ(QpTypeName(10), "XRC_TGT");

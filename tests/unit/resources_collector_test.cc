@@ -5,6 +5,7 @@
 
 #include "collectors/resources.h"
 #include "unit/fixture_tree.h"
+#include "unit/mlx5_dump_builder.h"
 
 namespace rdmascope {
 namespace {
@@ -102,6 +103,27 @@ TEST(ResourcesCollector, ProcessesBeyondTheLimitAreSummedAsOther) {
   EXPECT_EQ(samples.at("device=mlx5_0,pid=4,comm=p4,resource=pd,"), 4);
   EXPECT_EQ(samples.at("device=mlx5_0,pid=other,comm=other,resource=pd,"), 1 + 2 + 3)
       << "nothing lost: the sum over series equals the host's objects";
+}
+
+TEST(ResourcesCollector, HardwareOccupancyFromRawCqState) {
+  std::vector<RdmaDeviceResources> devices(1);
+  devices[0].name = "mlx5_0";
+  auto cq = Object(RdmaResourceKind::kCq, 100);
+  cq.id = 7;
+  cq.cq_entries = 255;
+  cq.raw = testing::Build({.log_size = 8, .producer = 1300, .consumer = 1000});
+  devices[0].entries.push_back(cq);
+  auto other_layout = cq;  // a 1023-entry CQ whose dump says 256: not trusted, not exported
+  other_layout.id = 8;
+  other_layout.cq_entries = 1023;
+  devices[0].entries.push_back(other_layout);
+  MetricSet out;
+  const ResourcesMapping mapping = MapResources(devices, NameFilter(), 50, Comm, out);
+  EXPECT_EQ(mapping.raw_cqs_decoded, 1U);
+  EXPECT_EQ(mapping.raw_cqs_undecoded, 1U);
+  const auto samples = Samples(out, "rdma_cq_hardware_occupancy_entries");
+  ASSERT_EQ(samples.size(), 1U);
+  EXPECT_EQ(samples.at("device=mlx5_0,pid=100,comm=trainer,cqn=7,"), 300);
 }
 
 TEST(ResourcesCollector, DeviceFilter) {

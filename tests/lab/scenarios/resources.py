@@ -95,6 +95,11 @@ def check(lab):
         got = harness.value(after, "rdma_process_resources", pid=pingpong, resource=kind)
         if not got:
             failures.append(f"ibv_rc_pingpong server holds no {kind}")
+    # rxe has no raw CQ dump: the raw queries are refused and the series absent, quietly.
+    expect("no hardware occupancy on rxe",
+           len(harness.series(after, "rdma_cq_hardware_occupancy_entries")), 0)
+    expect("resources collector healthy", harness.value(
+        after, "rdmascope_collector_success", collector="resources"), 1.0)
     gone = harness.parse("\n".join(lab.blocks["scrape_gone"]))
     for pid in pids:
         expect(f"series of pid {pid} after exit",
