@@ -9,6 +9,7 @@
 #include "collectors/ethtool.h"
 #include "collectors/rdma.h"
 #include "collectors/occupancy.h"
+#include "collectors/perf.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
 #include "core/log.h"
@@ -38,6 +39,7 @@ struct ServeConfig {
   ResourcesOptions resources;
   MrProbeOptions mr;
   OccupancyOptions occupancy;
+  PerfOptions perf;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
 };
 

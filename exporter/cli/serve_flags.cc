@@ -205,6 +205,19 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
                   "Directory of the preload library's stats files (its RDMASCOPE_PRELOAD_DIR)")
       ->capture_default_str()
       ->group("Collector occupancy");
+  serve
+      .add_option("--perf.event", config.perf.events,
+                  "Perf event to count, repeatable: a libpfm4 name (cycles, LLC-load-misses, "
+                  "INST_RETIRED:ANY_P), a sysfs PMU event (uncore_imc_0/cas_count_read/, "
+                  "cpu/event=0xc0,umask=0x00/), or a group counted together: "
+                  "{cycles,instructions}. Default: cycles and instructions (grouped), "
+                  "stalled-cycles-frontend, LLC-loads, LLC-load-misses, and the read and write "
+                  "CAS counts of every memory-controller PMU")
+      ->group("Collector perf");
+  serve
+      .add_flag("--perf.per-cpu", config.perf.per_cpu,
+                "Series per CPU (label cpu) instead of summed per NUMA node")
+      ->group("Collector perf");
 }
 
 void FinishServeConfig(ServeConfig& config) {
@@ -224,6 +237,9 @@ void FinishServeConfig(ServeConfig& config) {
   CheckRegex("--collector.rdma.device-exclude", config.rdma.device_exclude);
   CheckRegex("--collector.resources.device-include", config.resources.device_include);
   CheckRegex("--collector.resources.device-exclude", config.resources.device_exclude);
+  if (const auto groups = sys::ParseEventGroups(config.perf.events); !groups) {
+    throw CLI::ValidationError("--perf.event", groups.error());
+  }
   if (const auto port = ToCivetListeningPort(config.web.listen_address); !port) {
     throw CLI::ValidationError("--web.listen-address", port.error());
   }

@@ -5,6 +5,7 @@
 #include "collectors/ethtool.h"
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
+#include "collectors/perf.h"
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
@@ -39,11 +40,15 @@ std::unique_ptr<Collector> MakeOccupancy(const ServeConfig& config) {
   return std::make_unique<OccupancyCollector>(config.occupancy, config.procfs);
 }
 
+std::unique_ptr<Collector> MakePerf(const ServeConfig& config) {
+  return std::make_unique<PerfCollector>(config.perf, config.sysfs);
+}
+
 std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
   return std::make_unique<MrCollector>(config.mr, config.procfs);
 }
 
-constexpr std::array<CollectorEntry, 6> kCollectors{{
+constexpr std::array<CollectorEntry, 7> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
@@ -57,6 +62,9 @@ constexpr std::array<CollectorEntry, 6> kCollectors{{
      "CQ and SRQ sizing and async events per process (eBPF uprobes on the libibverbs control "
      "path)",
      true, &MakeVerbs},
+    {"perf",
+     "CPU and memory-controller counters per NUMA node and socket (perf_event_open, libpfm4)", true,
+     &MakePerf},
     {"occupancy",
      "Exact CQ and SRQ fill levels of applications run with librdmascope_preload.so (opt-in)", true,
      &MakeOccupancy},

@@ -15,6 +15,7 @@ void Put32(std::vector<uint8_t>& out, uint32_t value) {
 // Sets a big-endian bit field like MLX5_SET in a word-aligned buffer.
 void Set(std::vector<uint8_t>& bytes, size_t base, uint32_t bit, uint32_t size, uint32_t value) {
   const size_t at = base + bit / 32 * 4;
+  if (at + 4 > bytes.size()) return;  // a deliberately short segment: the field is cut off
   uint32_t word = (uint32_t{bytes[at]} << 24) | (uint32_t{bytes[at + 1]} << 16) |
                   (uint32_t{bytes[at + 2]} << 8) | bytes[at + 3];
   const uint32_t shift = 32 - bit % 32 - size;
