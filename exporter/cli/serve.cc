@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstring>
@@ -34,11 +35,26 @@ void LogHostInventory(const ServeConfig& config) {
 
 }  // namespace
 
+// The perf collector holds one descriptor per event per CPU: a 256-CPU host needs more than
+// the usual soft limit of 1024. Raise the soft limit to the hard one (as Go programs such as
+// node_exporter do at start-up).
+static void RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = limit.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
+    log::Debug("open file limit raised", {{"from", std::to_string(before)},
+                                          {"to", std::to_string(limit.rlim_cur)}});
+  }
+}
+
 int RunServe(const ServeConfig& config) {
   // Two arenas are plenty for a few HTTP threads and keep RSS small on many-core hosts.
   mallopt(M_ARENA_MAX, 2);
   log::SetLevel(config.log_level);
   log::Info("starting rdmascope", {{"version", kVersion}, {"revision", kRevision}});
+  RaiseOpenFileLimit();
 
   // Block the signals before any thread starts so that only sigwait below receives them.
   sigset_t signals;
