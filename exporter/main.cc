@@ -1,5 +1,6 @@
 // rdmascope: RDMA observability exporter and profiler.
 //   rdmascope serve   run the Prometheus exporter
+//   rdmascope check   build every collector once, report and exit
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -18,6 +19,11 @@ int main(int argc, char** argv) {
   rdmascope::ServeConfig config;
   CLI::App* serve = app.add_subcommand("serve", "Run the Prometheus exporter");
   rdmascope::AddServeFlags(*serve, config);
+  CLI::App* check = app.add_subcommand(
+      "check",
+      "Attach every probe and open every counter as `serve` would (same flags), collect once, "
+      "print each collector's state and exit (1 if one failed)");
+  rdmascope::AddServeFlags(*check, config);
 
   try {
     app.parse(argc, argv);
@@ -28,6 +34,7 @@ int main(int argc, char** argv) {
 
   try {
     if (serve->parsed()) return rdmascope::RunServe(config);
+    if (check->parsed()) return rdmascope::RunCheck(config);
   } catch (const std::exception& e) {
     rdmascope::log::Error("fatal", {{"err", e.what()}});
     return 1;

@@ -5,8 +5,10 @@
 #include <sys/resource.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 #include "collectors/registry.h"
 #include "core/collector_runner.h"
@@ -44,9 +46,27 @@ static void RaiseOpenFileLimit() {
   const rlim_t before = limit.rlim_cur;
   limit.rlim_cur = limit.rlim_max;
   if (setrlimit(RLIMIT_NOFILE, &limit) == 0) {
-    log::Debug("open file limit raised", {{"from", std::to_string(before)},
-                                          {"to", std::to_string(limit.rlim_cur)}});
+    log::Debug("open file limit raised",
+               {{"from", std::to_string(before)}, {"to", std::to_string(limit.rlim_cur)}});
   }
+}
+
+// The enabled collectors, constructed (probes attached, counters opened). With
+// --probe.strict, a probe set that could not attach is fatal.
+std::vector<NamedCollector> BuildCollectors(const ServeConfig& config) {
+  std::vector<NamedCollector> collectors;
+  for (const CollectorEntry& entry : AllCollectors()) {
+    const std::string name(entry.name);
+    const bool enabled = config.collector_enabled.at(name);
+    log::Info("collector", {{"name", name}, {"enabled", enabled ? "true" : "false"}});
+    if (!enabled) continue;
+    auto collector = entry.create(config);
+    if (const std::string error = collector->ProbeError(); config.probe_strict && !error.empty()) {
+      throw std::runtime_error("--probe.strict: the " + name + " probes did not attach: " + error);
+    }
+    collectors.push_back({name, std::move(collector)});
+  }
+  return collectors;
 }
 
 int RunServe(const ServeConfig& config) {
@@ -63,13 +83,7 @@ int RunServe(const ServeConfig& config) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  std::vector<NamedCollector> collectors;
-  for (const CollectorEntry& entry : AllCollectors()) {
-    const std::string name(entry.name);
-    const bool enabled = config.collector_enabled.at(name);
-    log::Info("collector", {{"name", name}, {"enabled", enabled ? "true" : "false"}});
-    if (enabled) collectors.push_back({name, entry.create(config)});
-  }
+  std::vector<NamedCollector> collectors = BuildCollectors(config);
   LogHostInventory(config);
   // Loading the BPF probes parses the kernel's BTF (megabytes, freed right after): hand the
   // freed memory back so the exporter's steady RSS is what it uses.
@@ -87,6 +101,31 @@ int RunServe(const ServeConfig& config) {
   }
   log::Info("shutting down", {{"signal", strsignal(received)}});
   return 0;
+}
+
+int RunCheck(const ServeConfig& config) {
+  log::SetLevel(config.log_level);
+  RaiseOpenFileLimit();
+  std::vector<std::string> probe_errors;
+  std::vector<NamedCollector> collectors;
+  for (NamedCollector& entry : BuildCollectors(config)) {
+    if (const std::string error = entry.collector->ProbeError(); !error.empty()) {
+      probe_errors.push_back(entry.name + ": " + error);
+    }
+    collectors.push_back(std::move(entry));
+  }
+  CollectorRunner runner(std::move(collectors), BuildInfo{kVersion, kRevision}, config.procfs);
+  runner.Collect();
+  bool failed = false;
+  std::printf("%-10s %-8s %7s  %s\n", "COLLECTOR", "STATE", "SERIES", "DETAIL");
+  for (const CollectorState& state : runner.States()) {
+    failed |= state.health == CollectorHealth::kFailed;
+    std::printf("%-10s %-8s %7zu  %s\n", state.name.c_str(), HealthName(state.health), state.series,
+                state.detail.c_str());
+  }
+  for (const std::string& error : probe_errors)
+    std::printf("probe not attached: %s\n", error.c_str());
+  return failed ? 1 : 0;
 }
 
 }  // namespace rdmascope

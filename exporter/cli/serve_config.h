@@ -34,6 +34,7 @@ struct ServeConfig {
   std::map<std::string, bool> collector_enabled;
   std::map<std::string, bool> collector_explicit;  // --collector.NAME / --no-collector.NAME
   bool disable_default_collectors = false;
+  bool probe_strict = false;  // an eBPF probe set that cannot attach is fatal
   EthtoolOptions ethtool;
   RdmaOptions rdma;
   ResourcesOptions resources;

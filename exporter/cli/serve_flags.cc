@@ -130,6 +130,11 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(0U, 100000U))
       ->group("Collector resources");
 
+  serve
+      .add_flag("--probe.strict", config.probe_strict,
+                "Exit at start-up when an enabled eBPF probe set (mr, verbs) cannot attach, "
+                "instead of serving without it")
+      ->group("eBPF probes (collectors mr, verbs)");
   // One set of targets for both probe sets; --mr.* are the names of the first release.
   serve
       .add_option("--probe.library,--mr.library", config.mr.libraries,

@@ -28,6 +28,7 @@ class MrCollector : public Collector {
   MrCollector(const MrProbeOptions& options, std::filesystem::path procfs);
   CollectResult Collect(MetricSet& out) const override;
   void AddDebugRoutes(DebugRoutes& routes) override;
+  std::string ProbeError() const override { return attach_error_; }
 
   // JSON for /debug/mr/stacks; query: pid=N, top=N (default 5).
   std::string StacksJson(std::string_view query) const;

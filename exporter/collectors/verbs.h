@@ -30,6 +30,7 @@ class VerbsCollector : public Collector {
  public:
   VerbsCollector(const VerbsOptions& options, std::filesystem::path procfs);
   CollectResult Collect(MetricSet& out) const override;
+  std::string ProbeError() const override { return attach_error_; }
 
  private:
   std::unique_ptr<VerbsProbe> probe_;

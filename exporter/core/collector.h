@@ -31,6 +31,9 @@ class Collector {
   virtual ~Collector() = default;
   virtual CollectResult Collect(MetricSet& out) const = 0;
   virtual void AddDebugRoutes(DebugRoutes& /*routes*/) {}
+  // Why an eBPF probe set did not attach (the collector then serves a degraded view); empty
+  // for collectors without probes. --probe.strict turns this into a start-up failure.
+  virtual std::string ProbeError() const { return ""; }
 };
 
 }  // namespace rdmascope

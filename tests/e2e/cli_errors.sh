@@ -23,6 +23,21 @@ expect_error "log.level" serve --log.level=loud
 expect_error "queue-stats" serve --collector.ethtool.queue-stats=maybe
 expect_error "telemetry-path" serve --web.telemetry-path=metrics
 expect_error "not a duration" serve --mr.leak-age=10x
+expect_error "configured twice" serve --perf.event=cycles --perf.event='{instructions,cycles}'
+expect_error "unclosed group" serve --perf.event='{cycles,instructions'
+# --probe.strict: a probe set that cannot attach stops the start, with the reason.
+expect_error "--probe.strict: the mr probes did not attach" check --collector.disable-defaults \
+  --collector.mr --probe.strict --probe.library=/etc/hostname
+# check: one collection, a table, exit 0 when nothing failed (no data is not a failure).
+empty=$(mktemp -d)
+out=$("$bin" check --collector.disable-defaults --collector.rdma --path.sysfs="$empty" 2>/dev/null)
+rc=$?
+rmdir "$empty"
+if [[ $rc -eq 0 ]] && grep -qE '^rdma +no data +0 ' <<<"$out"; then
+  echo "ok: check -> $(tail -1 <<<"$out")"
+else
+  echo "FAIL: check -> rc=$rc: $out"; fail=1
+fi
 # A port already taken: a one-line fatal error, exit 1.
 python3 - "$bin" <<'PY' || fail=1
 import socket, subprocess, sys
