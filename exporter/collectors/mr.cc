@@ -114,6 +114,15 @@ constexpr MetricDesc kPinned{"rdma_process_pinned_bytes",
                              "pinned by its registrations (works without eBPF).",
                              MetricType::Gauge};
 
+constexpr MetricDesc kLockedLimit{
+    "rdma_process_locked_memory_limit_bytes",
+    "The process's RLIMIT_MEMLOCK (soft): registrations fail once its pinned memory reaches it "
+    "(absent when unlimited).",
+    MetricType::Gauge};
+constexpr MetricDesc kHostMemory{"rdma_host_memory_bytes",
+                                 "MemTotal of the host: what pinned memory can grow to at most.",
+                                 MetricType::Gauge};
+
 }  // namespace
 
 void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool by_comm) {
@@ -126,9 +135,17 @@ void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool
     return;
   }
   for (const PinnedProcess& proc : processes) {
-    out.Add(kPinned, {{"pid", std::to_string(proc.pid)}, {"comm", proc.comm}},
-            static_cast<double>(proc.pinned_bytes));
+    const std::string pid = std::to_string(proc.pid);
+    out.Add(kPinned, {{"pid", pid}, {"comm", proc.comm}}, static_cast<double>(proc.pinned_bytes));
+    if (proc.locked_limit_bytes) {
+      out.Add(kLockedLimit, {{"pid", pid}, {"comm", proc.comm}},
+              static_cast<double>(*proc.locked_limit_bytes));
+    }
   }
+}
+
+void MapHostMemory(std::optional<uint64_t> total_bytes, MetricSet& out) {
+  if (total_bytes) out.Add(kHostMemory, {}, static_cast<double>(*total_bytes));
 }
 
 std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
@@ -203,6 +220,7 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
 MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs)
     : pinned_(std::make_unique<UverbsHolders>(procfs,
                                               std::chrono::seconds(options.pinned_rescan_seconds))),
+      procfs_(procfs),
       by_comm_(options.aggregate_by_comm) {
   auto probe = MrProbe::Attach(options, std::move(procfs));
   if (probe) {
@@ -214,10 +232,16 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
   }
 }
 
+std::optional<uint64_t> MrCollector::ReadHostMemory() const {
+  const auto meminfo = sysfs::ReadFile(procfs_ / "meminfo", 4096);
+  return meminfo ? ParseMemTotalBytes(*meminfo) : std::nullopt;
+}
+
 CollectResult MrCollector::Collect(MetricSet& out) const {
   out.Add(kAttached, {{"probe", "mr"}}, probe_ ? 1 : 0);
   if (!probe_) {
     MapPinned(pinned_->Read(), out, by_comm_);
+    MapHostMemory(ReadHostMemory(), out);
     return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
   }
   out.Add(kLinks, {{"probe", "mr"}}, static_cast<double>(probe_->link_count()));
@@ -227,6 +251,7 @@ CollectResult MrCollector::Collect(MetricSet& out) const {
   for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
   symbolizer_->Retain(registrants);
   MapPinned(pinned_->Read(registrants), out, by_comm_);
+  MapHostMemory(ReadHostMemory(), out);
   return {.detail = std::to_string(snapshot.processes.size()) + " processes with registrations"};
 }
 

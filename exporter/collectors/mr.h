@@ -17,6 +17,7 @@ namespace rdmascope {
 
 void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm = false);
 void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool by_comm = false);
+void MapHostMemory(std::optional<uint64_t> total_bytes, MetricSet& out);
 
 // Sums processes that share a comm (pid 0 in the result), plus the counters of exited
 // processes of that comm so that the aggregated counters never go down.
@@ -34,10 +35,13 @@ class MrCollector : public Collector {
   std::string StacksJson(std::string_view query) const;
 
  private:
+  std::optional<uint64_t> ReadHostMemory() const;
+
   std::unique_ptr<MrProbe> probe_;
   std::unique_ptr<UverbsHolders> pinned_;
   std::unique_ptr<sys::Symbolizer> symbolizer_ = std::make_unique<sys::Symbolizer>();
   std::string attach_error_;
+  std::filesystem::path procfs_;
   bool by_comm_ = false;
 };
 

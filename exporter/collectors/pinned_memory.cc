@@ -20,6 +20,27 @@ std::optional<uint64_t> ParseVmPinBytes(std::string_view status) {
   return *kib * 1024;
 }
 
+std::optional<uint64_t> ParseLockedMemoryLimit(std::string_view limits) {
+  // "Max locked memory         8388608              8388608              bytes"
+  const auto at = limits.find("Max locked memory");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view line = limits.substr(at + 17);
+  line = line.substr(0, line.find('\n'));
+  line = sysfs::Trim(line);
+  const std::string_view soft = line.substr(0, line.find_first_of(" \t"));
+  return sysfs::ParseUnsigned(soft);  // "unlimited" does not parse: no limit to reach
+}
+
+std::optional<uint64_t> ParseMemTotalBytes(std::string_view meminfo) {
+  if (!meminfo.starts_with("MemTotal:")) return std::nullopt;
+  std::string_view line = meminfo.substr(9, meminfo.find('\n') - 9);
+  line = sysfs::Trim(line);
+  if (!line.ends_with(" kB")) return std::nullopt;
+  const auto kib = sysfs::ParseUnsigned(line.substr(0, line.size() - 3));
+  if (!kib || *kib > UINT64_MAX / 1024) return std::nullopt;
+  return *kib * 1024;
+}
+
 std::vector<uint32_t> UverbsHolders::ScanHolders() const {
   std::vector<uint32_t> holders;
   for (const std::string& entry : sysfs::ListDirectory(procfs_)) {
@@ -61,9 +82,11 @@ std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& know
     alive.push_back(pid);
     const auto pinned = ParseVmPinBytes(*status);
     if (!pinned) continue;
+    const auto limits = sysfs::ReadFile(dir / "limits", 16 << 10);
     out.push_back({.pid = pid,
                    .comm = sysfs::ReadAttribute(dir / "comm").value_or(""),
-                   .pinned_bytes = *pinned});
+                   .pinned_bytes = *pinned,
+                   .locked_limit_bytes = limits ? ParseLockedMemoryLimit(*limits) : std::nullopt});
   }
   holders_ = std::move(alive);
   return out;

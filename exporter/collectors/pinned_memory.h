@@ -18,10 +18,19 @@ struct PinnedProcess {
   uint32_t pid = 0;
   std::string comm;
   uint64_t pinned_bytes = 0;
+  // RLIMIT_MEMLOCK soft limit ("Max locked memory" in /proc/PID/limits); nullopt: unlimited or
+  // unreadable. Registrations fail once pinned memory reaches it.
+  std::optional<uint64_t> locked_limit_bytes;
 };
 
 // "VmPin:\t   30720 kB" in a status file -> bytes.
 std::optional<uint64_t> ParseVmPinBytes(std::string_view status);
+
+// The soft "Max locked memory" of a /proc/PID/limits file, in bytes; nullopt if unlimited.
+std::optional<uint64_t> ParseLockedMemoryLimit(std::string_view limits);
+
+// MemTotal of /proc/meminfo, in bytes.
+std::optional<uint64_t> ParseMemTotalBytes(std::string_view meminfo);
 
 class UverbsHolders {
  public:

@@ -56,5 +56,19 @@ TEST(PinnedMemory, VanishedProcessIsDropped) {
   EXPECT_TRUE(holders.Read().empty()) << "gone between scans: a missing series, no error";
 }
 
+TEST(PinnedMemory, LockedMemoryLimitAndHostMemory) {
+  const std::string limits =
+      "Limit                     Soft Limit           Hard Limit           Units     \n"
+      "Max open files            1024                 1048576              files     \n"
+      "Max locked memory         8388608              16777216             bytes     \n";
+  EXPECT_EQ(ParseLockedMemoryLimit(limits), 8388608U) << "the soft limit";
+  EXPECT_FALSE(ParseLockedMemoryLimit(
+      "Max locked memory         unlimited            unlimited            bytes\n"));
+  EXPECT_FALSE(ParseLockedMemoryLimit("garbage"));
+  EXPECT_EQ(ParseMemTotalBytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n"),
+            24576000ULL * 1024);
+  EXPECT_FALSE(ParseMemTotalBytes("MemFree: 1 kB\n"));
+}
+
 }  // namespace
 }  // namespace rdmascope

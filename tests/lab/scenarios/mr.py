@@ -61,6 +61,14 @@ def check(lab):
            value(leak, "rdma_process_pinned_bytes", pid=leaker, comm="mr_leaker"),
            float(LEAKED_REGIONS * LEAKED_SIZE))
 
+    # What pinned memory can grow to: the process's RLIMIT_MEMLOCK and the host's memory.
+    limit = value(leak, "rdma_process_locked_memory_limit_bytes", pid=leaker)
+    if limit is None or limit < LEAKED_REGIONS * LEAKED_SIZE:
+        failures.append(f"leaker locked-memory limit {limit}")
+    host_memory = value(leak, "rdma_host_memory_bytes")
+    if not host_memory or host_memory < 64 << 20:
+        failures.append(f"host memory {host_memory}")
+
     stacks = json.loads("\n".join(lab.blocks["stacks"]))["processes"]
     sites = stacks[0]["stacks"] if stacks else []
     expect("leak call site",
