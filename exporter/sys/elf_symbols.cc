@@ -127,7 +127,9 @@ std::expected<std::vector<FunctionSymbol>, std::string> ReadFunctionSymbols(
   if (elf_version(EV_CURRENT) == EV_NONE) return std::unexpected("libelf initialisation failed");
   FdCloser fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (fd.fd < 0) return std::unexpected(path + ": " + std::strerror(errno));
-  std::unique_ptr<Elf, ElfCloser> elf(elf_begin(fd.fd, ELF_C_READ, nullptr));
+  // Mapped, not read: the whole file is needed for the forwarders (elf_rawfile), and reading
+  // it into libelf's buffers leaks them when sections were loaded first.
+  std::unique_ptr<Elf, ElfCloser> elf(elf_begin(fd.fd, ELF_C_READ_MMAP, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return std::unexpected(path + ": not an ELF file");
 
   Elf_Scn* dynsym = nullptr;

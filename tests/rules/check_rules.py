@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Checks the shipped Prometheus rules:
+1. `promtool check rules` (syntax, templates);
+2. every alert has a severity, a summary, a description and a runbook_url whose anchor exists
+   in docs/runbook.md;
+3. every alert has a firing and a not-firing case in rules/tests/rdmascope.rules.test.yml;
+4. `promtool test rules` on a copy of the rules without annotations (the cases check when
+   alerts fire and with which labels; the annotations are checked by 1 and 2).
+
+Usage: check_rules.py RULES_DIR RUNBOOK"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+
+def anchors(runbook):
+    # GitHub-style anchors of "## Heading" lines.
+    with open(runbook) as f:
+        return {re.sub(r"[^a-z0-9 -]", "", line[3:].strip().lower()).replace(" ", "-")
+                for line in f if line.startswith("## ")}
+
+
+def main(rules_dir, runbook):
+    failures = []
+    rules_file = os.path.join(rules_dir, "rdmascope.rules.yml")
+    tests_file = os.path.join(rules_dir, "tests", "rdmascope.rules.test.yml")
+    check = subprocess.run(["promtool", "check", "rules", rules_file], capture_output=True,
+                           text=True)
+    print(check.stdout.strip(), check.stderr.strip())
+    if check.returncode != 0:
+        failures.append("promtool check rules")
+
+    with open(rules_file) as f:
+        rules = yaml.safe_load(f)
+    known_anchors = anchors(runbook)
+    alerts = []
+    for group in rules["groups"]:
+        for rule in group["rules"]:
+            if "alert" not in rule:
+                continue
+            name = rule["alert"]
+            alerts.append(name)
+            annotations = rule.get("annotations", {})
+            if rule.get("labels", {}).get("severity") not in ("critical", "warning", "info"):
+                failures.append(f"{name}: severity")
+            for key in ("summary", "description", "runbook_url"):
+                if not annotations.get(key):
+                    failures.append(f"{name}: no {key}")
+            anchor = annotations.get("runbook_url", "").partition("#")[2]
+            if anchor not in known_anchors:
+                failures.append(f"{name}: runbook anchor #{anchor} not in {runbook}")
+
+    with open(tests_file) as f:
+        tests = yaml.safe_load(f)
+    firing, quiet = set(), set()
+    for case in tests["tests"]:
+        for test in case.get("alert_rule_test", []):
+            (firing if test.get("exp_alerts") else quiet).add(test["alertname"])
+    for name in alerts:
+        if name not in firing:
+            failures.append(f"{name}: no firing test case")
+        if name not in quiet:
+            failures.append(f"{name}: no not-firing test case")
+    print(f"{len(alerts)} alerts, {len(firing)} with firing cases, {len(quiet)} with quiet cases")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for group in rules["groups"]:
+            for rule in group["rules"]:
+                rule.pop("annotations", None)
+        with open(os.path.join(tmp, "rdmascope.rules.yml"), "w") as f:
+            yaml.safe_dump(rules, f)
+        os.mkdir(os.path.join(tmp, "tests"))
+        shutil.copy(tests_file, os.path.join(tmp, "tests"))
+        test = subprocess.run(["promtool", "test", "rules", "tests/rdmascope.rules.test.yml"],
+                              cwd=tmp, capture_output=True, text=True)
+        print(test.stdout.strip(), test.stderr.strip())
+        if test.returncode != 0:
+            failures.append("promtool test rules")
+    for failure in failures:
+        print("FAIL:", failure)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
