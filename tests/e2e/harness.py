@@ -11,6 +11,18 @@ import urllib.request
 SKIP = 77  # ctest SKIP_RETURN_CODE
 
 
+def keep_scrape(body):
+    """Keeps a real scrape in $RDMASCOPE_SCRAPE_DIR (set by ctest) for the check that every
+    metric a rule or dashboard uses is one the exporter really serves."""
+    directory = os.environ.get("RDMASCOPE_SCRAPE_DIR")
+    if not directory or not body:
+        return
+    os.makedirs(directory, exist_ok=True)
+    handle, _ = tempfile.mkstemp(prefix=f"{os.getpid()}-", suffix=".prom", dir=directory)
+    with os.fdopen(handle, "w") as f:
+        f.write(body)
+
+
 class Exporter:
     """`rdmascope serve` on 127.0.0.1:<free port>, optionally inside a network namespace."""
 
@@ -61,6 +73,7 @@ class Exporter:
         status, body = self.get()
         if status != 200:
             raise RuntimeError(f"scrape returned HTTP {status}")
+        keep_scrape(body)
         return body
 
     def stop(self):

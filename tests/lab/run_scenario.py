@@ -18,6 +18,9 @@ import sys
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+import harness  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 GUEST_EXPORTER_PORT = 9879
 
@@ -135,6 +138,11 @@ def main():
     except Exception as err:  # noqa: BLE001 - a broken check is a failure with the console
         failures = [f"check raised {err!r}"]
     elapsed = time.monotonic() - start
+    # The guest's scrapes are real expositions of the real stack: keep them for the check of
+    # the metric names rules and dashboards use.
+    for name, lines in lab.blocks.items():
+        if name.startswith("scrape"):
+            harness.keep_scrape("\n".join(lines) + "\n")
     if failures:
         print("===== guest console =====")
         print("\n".join(lab.console))

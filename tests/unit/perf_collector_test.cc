@@ -92,7 +92,10 @@ std::vector<PerfEventState> States() {
           {.name = "stalled-cycles-frontend", .supported = false, .reason = "no PMU"},
           {.name = "uncore_imc_0/cas_count_read/",
            .supported = true,
-           .traffic = {MemoryTraffic::Direction::kRead, 64}}};
+           .traffic = {MemoryTraffic::Direction::kRead, 64}},
+          {.name = "uncore_imc_0/cas_count_write/",
+           .supported = true,
+           .traffic = {MemoryTraffic::Direction::kWrite, 64}}};
 }
 
 sys::CpuTopology Topology() {
@@ -110,7 +113,8 @@ std::vector<PerfSample> Samples(uint64_t scale) {
           {0, 3, {0, 100, 0}},             // never ran: no estimate from this CPU
           {1, 0, {10 * scale, 100, 100}},
           {3, 0, {1000 * scale, 100, 100}},
-          {3, 2, {3000 * scale, 100, 100}}};
+          {3, 2, {3000 * scale, 100, 100}},
+          {4, 0, {400 * scale, 100, 100}}};
 }
 
 TEST(PerfCollector, GoldenExposition) {

@@ -28,8 +28,12 @@ std::vector<RdmaDeviceResources> Host() {
   mlx.entries.push_back(Object(RdmaResourceKind::kPd, 100));
   auto cq = Object(RdmaResourceKind::kCq, 100);
   cq.cq_entries = 4095;
+  cq.id = 1;  // with its raw mlx5 state: 700 completions waiting
+  cq.raw = testing::Build({.log_size = 12, .producer = 5700, .consumer = 5000});
   mlx.entries.push_back(cq);
   cq.cq_entries = 255;
+  cq.id = 2;
+  cq.raw.clear();
   mlx.entries.push_back(cq);
   auto qp = Object(RdmaResourceKind::kQp, 100);
   qp.qp_type = 2;   // RC
