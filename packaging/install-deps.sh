@@ -20,8 +20,9 @@ build_pkgs=(
 test_pkgs=(
   libgtest-dev libgmock-dev              # unit tests
   prometheus                             # promtool check metrics / test rules
+  prometheus-alertmanager                # lab: alerts delivered end to end
   ethtool iproute2                       # host tier: veth in netns, compare with ethtool -S
-  curl procps python3
+  curl procps python3 python3-yaml       # python3-yaml: rule checks, alerting lab
   prometheus-node-exporter hyperfine wrk # benchmarks side by side
   qemu-system-x86 busybox-static cpio    # soft-RoCE lab tier
   ibverbs-utils perftest rdma-core

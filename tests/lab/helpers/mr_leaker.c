@@ -2,7 +2,9 @@
  * SIZE bytes and never deregisters them (a leak), creates the file READY_FILE, then sleeps
  * until killed. Used to prove MR-leak tracking against a real RDMA stack (soft-RoCE).
  *
- * usage: mr_leaker DEVICE REGIONS SIZE READY_FILE */
+ * usage: mr_leaker DEVICE REGIONS SIZE READY_FILE [INTERVAL_MS]
+ * With INTERVAL_MS, READY_FILE is created after the first region and the others follow one
+ * every INTERVAL_MS: a leak that grows steadily, as the alert rules expect to see one. */
 #include <infiniband/verbs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +23,8 @@ __attribute__((noinline)) static struct ibv_mr* leak_one_region(struct ibv_pd* p
 }
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
-    fprintf(stderr, "usage: %s DEVICE REGIONS SIZE READY_FILE\n", argv[0]);
+  if (argc != 5 && argc != 6) {
+    fprintf(stderr, "usage: %s DEVICE REGIONS SIZE READY_FILE [INTERVAL_MS]\n", argv[0]);
     return 2;
   }
   const long regions = atol(argv[2]);
@@ -39,10 +41,18 @@ int main(int argc, char** argv) {
   }
   struct ibv_pd* pd = ibv_alloc_pd(context);
   if (!pd) return 1;
+  const long interval_ms = argc == 6 ? atol(argv[5]) : 0;
   for (long i = 0; i < regions; i++) {
     if (!leak_one_region(pd, size)) {
       perror("ibv_reg_mr");
       return 1;
+    }
+    if (interval_ms > 0) {
+      if (i == 0) {
+        FILE* ready = fopen(argv[4], "w");
+        if (ready) fclose(ready);
+      }
+      usleep((useconds_t)interval_ms * 1000);
     }
   }
   FILE* ready = fopen(argv[4], "w");
