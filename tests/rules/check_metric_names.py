@@ -21,7 +21,7 @@ import yaml
 KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
             "group_right", "bool", "offset", "inf", "nan", "atan2"}
 # Metrics of other exporters or of Prometheus itself that rules may use on purpose.
-EXTERNAL = {"up"}
+EXTERNAL = {"up", "ALERTS"}
 
 
 def exposition_names(path):
@@ -60,22 +60,36 @@ def metric_names(expr):
     return names
 
 
+def grafana_to_promql(expr):
+    """Grafana's variables are not PromQL: $__rate_interval becomes a duration, $instance a
+    value."""
+    expr = re.sub(r"\$\{?__\w+\}?", "5m", expr)
+    return re.sub(r"\$\{?(\w+)(:\w+)?\}?", "x", expr)
+
+
 def dashboard_exprs(path):
+    """Panel target expressions, and the selectors of label_values() variables."""
+    with open(path) as f:
+        board = json.load(f)
     exprs = []
 
     def walk(node):
         if isinstance(node, dict):
-            for key, value in node.items():
-                if key in ("expr", "query") and isinstance(value, str) and value.strip():
-                    exprs.append(value)
-                else:
-                    walk(value)
+            if isinstance(node.get("expr"), str) and node["expr"].strip():
+                exprs.append(grafana_to_promql(node["expr"]))
+            for value in node.values():
+                walk(value)
         elif isinstance(node, list):
             for item in node:
                 walk(item)
 
-    with open(path) as f:
-        walk(json.load(f))
+    walk(board.get("panels", []))
+    for variable in board.get("templating", {}).get("list", []):
+        query = variable.get("query")
+        query = query.get("query") if isinstance(query, dict) else query
+        match = re.fullmatch(r"\s*label_values\((.*),\s*\w+\s*\)\s*", query or "")
+        if match:
+            exprs.append(grafana_to_promql(match.group(1)))
     return exprs
 
 
@@ -101,9 +115,7 @@ def main(rules_dir, dashboards_dir, golden_dir, scrape_dir):
                     exprs.append((where, rule["expr"]))
     for path in sorted(glob.glob(os.path.join(dashboards_dir, "*.json"))):
         for expr in dashboard_exprs(path):
-            # Grafana variables ($instance, $__rate_interval) are not PromQL: give them values.
-            exprs.append((os.path.basename(path),
-                          re.sub(r"\$\{?__\w+\}?", "5m", re.sub(r"\$\{?(\w+)(:\w+)?\}?", "x", expr))))
+            exprs.append((os.path.basename(path), expr))
     for where, expr in exprs:
         for name in metric_names(expr):
             uses.setdefault(name, set()).add(where)

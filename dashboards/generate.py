@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""Generates the Grafana dashboards (dashboards/*.json) from the definitions below, so that
+every dashboard shares its variables, units and conventions. Run it after editing; the test
+tier checks that the JSON files are what this script produces (tests/rules/check_dashboards.py)
+and that every query uses metrics the exporter serves.
+
+Usage: generate.py [OUTPUT_DIR]   (default: the directory of this script)"""
+
+import json
+import os
+import sys
+
+DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
+SEL = 'instance=~"$instance"'
+
+
+def variables(*extra):
+    base = [
+        {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
+        {"name": "instance", "type": "query", "label": "Host", "datasource": DATASOURCE,
+         "query": {"query": "label_values(rdmascope_build_info, instance)", "refId": "instance"},
+         "definition": "label_values(rdmascope_build_info, instance)",
+         "multi": True, "includeAll": True, "refresh": 2, "sort": 1},
+    ]
+    for name, label, query in extra:
+        base.append({"name": name, "type": "query", "label": label, "datasource": DATASOURCE,
+                     "query": {"query": query, "refId": name}, "definition": query,
+                     "multi": True, "includeAll": True, "refresh": 2, "sort": 1})
+    return {"list": base}
+
+
+def panel(kind, title, description, targets, unit="short", width=12, height=8, **extra):
+    body = {
+        "type": kind, "title": title, "description": description, "datasource": DATASOURCE,
+        "gridPos": {"w": width, "h": height},
+        "targets": [{"refId": chr(ord("A") + i), "expr": expr, "legendFormat": legend,
+                     "datasource": DATASOURCE, **({"format": "table", "instant": True}
+                                                   if kind == "table" else {})}
+                    for i, (expr, legend) in enumerate(targets)],
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {},
+    }
+    body.update(extra)
+    return body
+
+
+def timeseries(title, description, targets, unit="short", **extra):
+    return panel("timeseries", title, description, targets, unit, **extra)
+
+
+def stat(title, description, expr, unit="short", width=6):
+    return panel("stat", title, description, [(expr, "")], unit, width=width, height=4)
+
+
+def table(title, description, targets, unit="short", width=24):
+    return panel("table", title, description, targets, unit, width=width)
+
+
+def layout(panels):
+    x = y = row_height = 0
+    for i, p in enumerate(panels):
+        w, h = p["gridPos"]["w"], p["gridPos"]["h"]
+        if x + w > 24:
+            x, y, row_height = 0, y + row_height, 0
+        p["gridPos"].update({"x": x, "y": y})
+        p["id"] = i + 1
+        x, row_height = x + w, max(row_height, h)
+    return panels
+
+
+def dashboard(uid, title, description, panels, extra_variables=()):
+    return {
+        "uid": uid, "title": title, "description": description,
+        "tags": ["rdma", "rdmascope"], "timezone": "browser", "schemaVersion": 37,
+        "editable": True, "refresh": "30s", "time": {"from": "now-6h", "to": "now"},
+        "templating": variables(*extra_variables), "panels": layout(panels),
+        "annotations": {"list": []},
+        "links": [{"title": "rdmascope dashboards", "type": "dashboards", "tags": ["rdmascope"],
+                   "asDropdown": True}],
+    }
+
+
+def host_overview():
+    return dashboard("rdmascope-host", "RDMA host overview",
+                     "One screen per host: ports, traffic, pinned memory, queues at risk, "
+                     "firing alerts and the exporter's own health.", [
+        stat("Active ports", "RDMA ports in state ACTIVE.",
+             f"count(rdma_port_state{{{SEL}}} == 4)"),
+        stat("Ports not active", "RDMA ports not in state ACTIVE (RdmaPortDown).",
+             f"count(rdma_port_state{{{SEL}}} != 4) or vector(0)"),
+        stat("Pinned memory", "Memory pinned by RDMA processes (VmPin).",
+             f"sum(rdma_process_pinned_bytes{{{SEL}}})", "bytes"),
+        stat("Firing RDMA alerts", "Alerts of rules/rdmascope.rules.yml firing for these hosts.",
+             f'count(ALERTS{{alertstate="firing",alertname=~"Rdma.*",{SEL}}}) or vector(0)'),
+        timeseries("Port receive throughput", "Data received per port (IBA port counters).",
+                   [(f"rate(rdma_port_data_received_bytes_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} {{device}}/{{port}}")], "Bps"),
+        timeseries("Port transmit throughput", "Data transmitted per port.",
+                   [(f"rate(rdma_port_data_transmitted_bytes_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} {{device}}/{{port}}")], "Bps"),
+        timeseries("Outstanding memory registrations by command",
+                   "Bytes registered and not deregistered (eBPF); steady growth is a leak.",
+                   [(f"sum by (instance, comm) (rdma_mr_outstanding_bytes{{{SEL}}})",
+                     "{{instance}} {{comm}}")], "bytes"),
+        timeseries("CQ capacity over feeding depth (lowest)",
+                   "For each host, the CQ with the least headroom: below 1.5 risks overflow "
+                   "(RdmaCqUndersized).",
+                   [(f"min by (instance) (rdma_cq_capacity_entries{{{SEL}}} / "
+                     f"(rdma_cq_feeding_wrs{{{SEL}}} > 0))", "{{instance}}")], "short"),
+        table("Collectors", "Each rdmascope collector: 1 succeeded at the last scrape.",
+              [(f"rdmascope_collector_success{{{SEL}}}", ""),
+               (f"rdmascope_collector_no_data{{{SEL}}}", ""),
+               (f"rdmascope_probe_attached{{{SEL}}}", "")]),
+    ])
+
+
+def nic_roce():
+    dev = 'device=~"$netdev"'
+    return dashboard("rdmascope-nic", "RDMA NIC and RoCE health",
+                     "Link errors, PFC pause, ECN/CNP congestion, retransmissions, receive "
+                     "starvation and the NIC configuration behind RoCE.", [
+        timeseries("CRC/FCS errors", "Frames received with a bad checksum (RdmaCrcErrors).",
+                   [(f"rate(rdma_netdev_crc_errors_total{{{SEL},{dev}}}[$__rate_interval])",
+                     "{{instance}} {{device}}")], "pps"),
+        timeseries("Symbol errors", "Physical-layer errors, netdev and IB port (RdmaSymbolErrors).",
+                   [(f"rate(rdma_netdev_symbol_errors_total{{{SEL},{dev}}}[$__rate_interval])",
+                     "{{instance}} {{device}}"),
+                    (f"rate(rdma_port_symbol_errors_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} {{device}}/{{port}}")], "pps"),
+        timeseries("PFC pause frames per priority", "Pause frames by direction and priority; "
+                   "RoCE usually runs on priority 3 (RdmaHeavyPauseOnRocePriority).",
+                   [(f"rate(rdma_netdev_pause_frames_total{{{SEL},{dev}}}[$__rate_interval])",
+                     "{{instance}} {{device}} {{direction}} prio {{priority}}")], "pps"),
+        timeseries("Pause storms", "Pause-storm events reported by the NIC (RdmaPauseStorm).",
+                   [(f"increase(rdma_netdev_pause_storm_events_total{{{SEL},{dev}}}[$__rate_interval])",
+                     "{{instance}} {{device}} {{level}}")], "short"),
+        timeseries("ECN / CNP", "Congestion notifications per port (RdmaCongestionNotifications).",
+                   [(f"rdma:port_congestion_notifications:rate5m{{{SEL}}}",
+                     "{{instance}} {{device}}/{{port}}")], "ops"),
+        timeseries("Retransmissions", "ACK timeouts and sequence errors (RdmaRetransmissions).",
+                   [(f"rdma:port_retransmissions:rate5m{{{SEL}}}",
+                     "{{instance}} {{device}}/{{port}}")], "ops"),
+        timeseries("Receive starvation", "Out-of-buffer drops and RNR NAKs "
+                   "(RdmaReceiveStarvation).",
+                   [(f"rdma:port_receive_starvation:rate5m{{{SEL}}}",
+                     "{{instance}} {{device}}/{{port}}")], "ops"),
+        timeseries("Port state", "1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE (RdmaPortDown, "
+                   "RdmaLinkFlapping).",
+                   [(f"rdma_port_state{{{SEL}}}", "{{instance}} {{device}}/{{port}}")], "short"),
+        table("MTU", "Netdev MTU (RoCE needs about 4200) and the RDMA port's active and maximum "
+              "MTU (RdmaNetdevMtuTooSmallForRoce, RdmaActiveMtuBelowMax).",
+              [(f"rdma_netdev_mtu_bytes{{{SEL},{dev}}}", ""),
+               (f"rdma_port_active_mtu_bytes{{{SEL}}}", ""),
+               (f"rdma_port_max_mtu_bytes{{{SEL}}}", "")], "bytes", width=12),
+        table("PFC and interrupt coalescing", "PFC per priority (RdmaPfcNotOnRocePriority) and "
+              "rx/tx coalescing (RdmaInterruptCoalescingDisabled).",
+              [(f"rdma_netdev_pfc_enabled{{{SEL},{dev}}}", ""),
+               (f"rdma_netdev_coalesce_usecs{{{SEL},{dev}}}", ""),
+               (f"rdma_netdev_coalesce_adaptive{{{SEL},{dev}}}", "")], "short", width=12),
+    ], [("netdev", "Netdev", 'label_values(rdma_netdev_info{instance=~"$instance"}, device)')])
+
+
+def memory_registrations():
+    c = 'comm=~"$comm"'
+    return dashboard("rdmascope-mr", "RDMA memory registrations",
+                     "Registrations per process from eBPF uprobes on libibverbs: leaks, leak "
+                     "suspects, pinned memory against its limits, churn and alignment.", [
+        timeseries("Outstanding bytes", "Registered and not deregistered (RdmaMrLeak).",
+                   [(f"rdma_mr_outstanding_bytes{{{SEL},{c}}}", "{{instance}} {{comm}} {{pid}}")],
+                   "bytes"),
+        timeseries("Leak suspects", "Bytes of regions older than --mr.leak-age; the call sites "
+                   "are at /debug/mr/stacks on the exporter.",
+                   [(f"rdma_mr_leak_suspect_bytes{{{SEL},{c}}}", "{{instance}} {{comm}} {{pid}}")],
+                   "bytes"),
+        timeseries("Pinned memory and its limit", "VmPin against RLIMIT_MEMLOCK "
+                   "(RdmaPinnedMemoryHitsLockedLimitIn48h).",
+                   [(f"rdma_process_pinned_bytes{{{SEL},{c}}}", "{{comm}} {{pid}} pinned"),
+                    (f"rdma_process_locked_memory_limit_bytes{{{SEL},{c}}}", "{{comm}} {{pid}} limit")],
+                   "bytes"),
+        timeseries("Pinned memory in 48 hours", "Linear prediction from the last 6 hours, "
+                   "against 90% of the host's memory (RdmaPinnedMemoryExhaustsHostIn48h).",
+                   [(f"sum by (instance) (rdma:process_pinned_bytes:predict48h{{{SEL}}})",
+                     "{{instance}} predicted"),
+                    (f"0.9 * rdma_host_memory_bytes{{{SEL}}}", "{{instance}} 90% of memory")],
+                   "bytes"),
+        timeseries("Registrations and deregistrations", "Per second; both high is churn "
+                   "(RdmaMrRegistrationChurn).",
+                   [(f"rate(rdma_mr_registrations_total{{{SEL},{c}}}[$__rate_interval])",
+                     "{{comm}} {{pid}} reg"),
+                    (f"rate(rdma_mr_deregistrations_total{{{SEL},{c}}}[$__rate_interval])",
+                     "{{comm}} {{pid}} dereg"),
+                    (f"rate(rdma_mr_registration_failures_total{{{SEL},{c}}}[$__rate_interval])",
+                     "{{comm}} {{pid}} failed")], "ops"),
+        timeseries("Registration latency (p50, p99)", "Time inside ibv_reg_mr.",
+                   [(f"histogram_quantile(0.5, sum by (le, comm) (rate(rdma_mr_registration_duration_seconds_bucket{{{SEL},{c}}}[$__rate_interval])))",
+                     "{{comm}} p50"),
+                    (f"histogram_quantile(0.99, sum by (le, comm) (rate(rdma_mr_registration_duration_seconds_bucket{{{SEL},{c}}}[$__rate_interval])))",
+                     "{{comm}} p99")], "s"),
+        timeseries("Registration sizes (p50, p99)", "Lengths registered.",
+                   [(f"histogram_quantile(0.5, sum by (le, comm) (rate(rdma_mr_registration_size_bytes_bucket{{{SEL},{c}}}[$__rate_interval])))",
+                     "{{comm}} p50"),
+                    (f"histogram_quantile(0.99, sum by (le, comm) (rate(rdma_mr_registration_size_bytes_bucket{{{SEL},{c}}}[$__rate_interval])))",
+                     "{{comm}} p99")], "bytes"),
+        timeseries("Not on 2 MiB pages", "Share of registered bytes not 2 MiB-aligned "
+                   "(RdmaMrNotOnHugePages).",
+                   [(f"sum by (comm) (rate(rdma_mr_not_hugepage_aligned_bytes_total{{{SEL},{c}}}[1h])) / "
+                     f"sum by (comm) (rate(rdma_mr_registration_size_bytes_sum{{{SEL},{c}}}[1h]))",
+                     "{{comm}}")], "percentunit"),
+        timeseries("Released at exit", "Regions still registered when their process exited.",
+                   [(f"increase(rdma_mr_exit_released_bytes_total{{{SEL},{c}}}[$__rate_interval])",
+                     "{{comm}}")], "bytes"),
+        timeseries("Events lost", "Not tracked because a BPF map was full (RdmascopeEventsLost).",
+                   [(f"increase(rdma_mr_lost_total{{{SEL}}}[$__rate_interval])", "{{instance}} {{reason}}")],
+                   "short"),
+    ], [("comm", "Command", 'label_values(rdma_process_pinned_bytes{instance=~"$instance"}, comm)')])
+
+
+def queues():
+    return dashboard("rdmascope-queues", "RDMA queues: CQ, SRQ, QP",
+                     "Completion and shared receive queues: sizing against the work feeding "
+                     "them, occupancy (preload library, mlx5 hardware state), async events, and "
+                     "the objects each process holds.", [
+        table("CQ sizing", "Capacity, feeding depth and their ratio per CQ: below 1.5 risks "
+              "overflow (RdmaCqUndersized).",
+              [(f"rdma_cq_capacity_entries{{{SEL}}}", ""),
+               (f"rdma_cq_feeding_wrs{{{SEL}}}", ""),
+               (f"rdma_cq_capacity_entries{{{SEL}}} / (rdma_cq_feeding_wrs{{{SEL}}} > 0)", "")]),
+        timeseries("CQ fill (preload library)", "Completions expected and not yet polled, over "
+                   "capacity (RdmaCqNearFull).",
+                   [(f"rdma_cq_outstanding_entries{{{SEL}}} / rdma_cq_capacity_entries{{{SEL}}}",
+                     "{{comm}} {{pid}} cq {{cq}}")], "percentunit"),
+        timeseries("CQ fill (mlx5 hardware)", "The device's producer minus consumer counter, "
+                   "over capacity.",
+                   [(f"rdma_cq_hardware_occupancy_entries{{{SEL}}} / rdma_cq_hardware_capacity_entries{{{SEL}}}",
+                     "{{comm}} {{pid}} cqn {{cqn}}")], "percentunit"),
+        timeseries("Poll batch fullness", "Completions returned over entries asked: near 1 the "
+                   "poller falls behind.",
+                   [(f"rate(rdma_cq_polled_completions_total{{{SEL}}}[$__rate_interval]) / "
+                     f"rate(rdma_cq_poll_requested_entries_total{{{SEL}}}[$__rate_interval])",
+                     "{{comm}} {{pid}} cq {{cq}}")], "percentunit"),
+        timeseries("SRQ fill against its limit", "Receives posted and not consumed (preload "
+                   "library), and the armed limit (RdmaSrqBelowLimit).",
+                   [(f"rdma_srq_posted_wrs{{{SEL}}}", "{{comm}} {{pid}} srq {{srq}} posted"),
+                    (f"rdma_srq_limit_wrs{{{SEL}}}", "{{comm}} {{pid}} srq {{srq}} limit")], "short"),
+        timeseries("Asynchronous events", "Events applications receive (CQ_ERR, "
+                   "SRQ_LIMIT_REACHED, QP_FATAL, PORT_ERR...).",
+                   [(f"increase(rdma_async_events_total{{{SEL}}}[$__rate_interval]) > 0",
+                     "{{comm}} {{pid}} {{event}}")], "short"),
+        timeseries("QPs by type and state", "From the kernel's resource tracking.",
+                   [(f"sum by (instance, type, state) (rdma_process_qps{{{SEL}}})",
+                     "{{instance}} {{type}} {{state}}")], "short"),
+        table("Objects per process", "PD, CQ, QP, MR, SRQ, context and CM ids each process "
+              "holds (RDMA netlink).",
+              [(f"rdma_process_resources{{{SEL}}}", "")]),
+    ])
+
+
+def cpu_memory():
+    return dashboard("rdmascope-cpu", "CPU and memory controllers",
+                     "Is it the NIC or the host? Instructions per cycle, front-end stalls, LLC "
+                     "misses per NUMA node, and DRAM traffic per socket.", [
+        timeseries("Instructions per cycle", "instructions / cycles per NUMA node.",
+                   [(f'sum by (instance, node) (rate(rdma_perf_events_total{{event="instructions",{SEL}}}[$__rate_interval])) / '
+                     f'sum by (instance, node) (rate(rdma_perf_events_total{{event="cycles",{SEL}}}[$__rate_interval]))',
+                     "{{instance}} node {{node}}")], "short"),
+        timeseries("Front-end stalls", "Share of cycles the front end stalled.",
+                   [(f'sum by (instance, node) (rate(rdma_perf_events_total{{event="stalled-cycles-frontend",{SEL}}}[$__rate_interval])) / '
+                     f'sum by (instance, node) (rate(rdma_perf_events_total{{event="cycles",{SEL}}}[$__rate_interval]))',
+                     "{{instance}} node {{node}}")], "percentunit"),
+        timeseries("LLC load miss ratio", "LLC-load-misses / LLC-loads per node.",
+                   [(f'sum by (instance, node) (rate(rdma_perf_events_total{{event="LLC-load-misses",{SEL}}}[$__rate_interval])) / '
+                     f'sum by (instance, node) (rate(rdma_perf_events_total{{event="LLC-loads",{SEL}}}[$__rate_interval]))',
+                     "{{instance}} node {{node}}")], "percentunit"),
+        timeseries("Memory controller traffic", "DRAM reads and writes per socket "
+                   "(RdmaMemoryControllerSaturated).",
+                   [(f"rate(rdma_memory_controller_read_bytes_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} socket {{socket}} read"),
+                    (f"rate(rdma_memory_controller_write_bytes_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} socket {{socket}} write")], "Bps"),
+        timeseries("Multiplexing", "Share of time each event was on a counter; below 1 the "
+                   "counts are estimates.",
+                   [(f"rdma_perf_event_running_ratio{{{SEL}}}", "{{instance}} {{event}} node {{node}}")],
+                   "percentunit"),
+        table("Events", "Configured perf events and whether this host can count them.",
+              [(f"rdma_perf_event_supported{{{SEL}}}", "")], width=12),
+    ])
+
+
+DASHBOARDS = {
+    "host-overview.json": host_overview,
+    "nic-roce-health.json": nic_roce,
+    "memory-registrations.json": memory_registrations,
+    "queues.json": queues,
+    "cpu-memory-controller.json": cpu_memory,
+}
+
+
+def render():
+    return {name: json.dumps(build(), indent=2, sort_keys=True) + "\n"
+            for name, build in DASHBOARDS.items()}
+
+
+def main(outdir=os.path.dirname(os.path.abspath(__file__))):
+    for name, text in render().items():
+        with open(os.path.join(outdir, name), "w") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:2]))
