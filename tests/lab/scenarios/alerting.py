@@ -1,9 +1,10 @@
-"""Alerting end to end: the shipped rules, with every duration divided by 60 for the test (30m
+"""Alerting end to end (and every dashboard query against the same live Prometheus): the shipped rules, with every duration divided by 60 for the test (30m
 becomes 30s; the shipped file is untouched), loaded in Debian's Prometheus; Debian's
 Alertmanager routes to a webhook this test serves. The MR leak in the guest must reach the
 webhook as RdmaMrLeak, and the guest's MTU configuration as RdmaNetdevMtuTooSmallForRoce and
 RdmaActiveMtuBelowMax."""
 
+import glob
 import http.server
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 import yaml
@@ -73,6 +75,29 @@ def delivered():
     return alerts
 
 
+def query_dashboards(port):
+    """Runs every dashboard query against the live Prometheus (variables: all values).
+    Returns (queries, errors, queries with data)."""
+    queries, errors, with_data = 0, [], 0
+    for path in sorted(glob.glob(os.path.join(REPO, "dashboards", "*.json"))):
+        with open(path) as f:
+            board = json.load(f)
+        for panel in board["panels"]:
+            for target in panel.get("targets", []):
+                expr = re.sub(r"\$\{?__rate_interval\}?", "1m", target["expr"])
+                expr = re.sub(r"\$\{?\w+\}?", ".*", expr)
+                queries += 1
+                url = (f"http://127.0.0.1:{port}/api/v1/query?" +
+                       urllib.parse.urlencode({"query": expr}))
+                try:
+                    with urllib.request.urlopen(url, timeout=5) as resp:
+                        if json.load(resp)["data"]["result"]:
+                            with_data += 1
+                except (OSError, ValueError) as err:
+                    errors.append(f"{os.path.basename(path)} {panel['title']!r}: {err}")
+    return queries, errors, with_data
+
+
 def on_wait(tag, lab):
     if tag != "alerting":
         return
@@ -118,6 +143,7 @@ def on_wait(tag, lab):
                     break
                 time.sleep(1)
             lab.result["delivered"] = delivered()
+            lab.result["dashboards"] = query_dashboards(prom_port)
             lab.result["seconds"] = time.monotonic() - start
             try:
                 with urllib.request.urlopen(
@@ -146,6 +172,12 @@ def check(lab):
             failures.append(f"{name} with {labels} not delivered by Alertmanager "
                             f"(delivered: {sorted(got)}; firing in Prometheus: "
                             f"{result.get('firing_in_prometheus')})")
+    queries, errors, with_data = result["dashboards"]
+    failures += [f"dashboard query failed: {e}" for e in errors]
+    if queries == 0:
+        failures.append("no dashboard query ran")
+    lab.notes.append(f"host: {queries} dashboard queries ran against the live Prometheus, "
+                     f"{with_data} returned data, {len(errors)} failed")
     lab.notes.append(f"host: Alertmanager delivered {sorted(got)} within "
                      f"{result['seconds']:.0f} s; firing in Prometheus: "
                      f"{result.get('firing_in_prometheus')}")
