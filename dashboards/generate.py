@@ -107,6 +107,10 @@ def host_overview():
                    "(RdmaCqUndersized).",
                    [(f"min by (instance) (rdma_cq_capacity_entries{{{SEL}}} / "
                      f"(rdma_cq_feeding_wrs{{{SEL}}} > 0))", "{{instance}}")], "short"),
+        timeseries("Threads off their NIC's NUMA node", "Share of each RDMA process's threads "
+                   "that last ran on another node than its device (RdmaProcessOffNicNumaNode).",
+                   [(f"rdma_process_remote_numa_thread_ratio{{{SEL}}}",
+                     "{{instance}} {{comm}} {{pid}} {{device}}")], "percentunit"),
         table("Collectors", "Each rdmascope collector: 1 succeeded at the last scrape.",
               [(f"rdmascope_collector_success{{{SEL}}}", ""),
                (f"rdmascope_collector_no_data{{{SEL}}}", ""),

@@ -119,6 +119,11 @@ constexpr MetricDesc kLockedLimit{
     "The process's RLIMIT_MEMLOCK (soft): registrations fail once its pinned memory reaches it "
     "(absent when unlimited).",
     MetricType::Gauge};
+constexpr MetricDesc kRemoteNuma{
+    "rdma_process_remote_numa_thread_ratio",
+    "Share of the process's threads that last ran on another NUMA node than the RDMA device it "
+    "has open (absent for devices without a NUMA node).",
+    MetricType::Gauge};
 constexpr MetricDesc kHostMemory{"rdma_host_memory_bytes",
                                  "MemTotal of the host: what pinned memory can grow to at most.",
                                  MetricType::Gauge};
@@ -137,6 +142,9 @@ void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool
   for (const PinnedProcess& proc : processes) {
     const std::string pid = std::to_string(proc.pid);
     out.Add(kPinned, {{"pid", pid}, {"comm", proc.comm}}, static_cast<double>(proc.pinned_bytes));
+    for (const auto& [device, ratio] : proc.remote_numa_thread_ratio) {
+      out.Add(kRemoteNuma, {{"pid", pid}, {"comm", proc.comm}, {"device", device}}, ratio);
+    }
     if (proc.locked_limit_bytes) {
       out.Add(kLockedLimit, {{"pid", pid}, {"comm", proc.comm}},
               static_cast<double>(*proc.locked_limit_bytes));
@@ -217,8 +225,9 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
   out.Add(kLost, {{"reason", "exit_events"}}, static_cast<double>(snapshot.lost_exits));
 }
 
-MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs)
-    : pinned_(std::make_unique<UverbsHolders>(procfs,
+MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
+                         const std::filesystem::path& sysfs)
+    : pinned_(std::make_unique<UverbsHolders>(procfs, sysfs,
                                               std::chrono::seconds(options.pinned_rescan_seconds))),
       procfs_(procfs),
       by_comm_(options.aggregate_by_comm) {

@@ -26,7 +26,8 @@ std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
 
 class MrCollector : public Collector {
  public:
-  MrCollector(const MrProbeOptions& options, std::filesystem::path procfs);
+  MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
+              const std::filesystem::path& sysfs);
   CollectResult Collect(MetricSet& out) const override;
   void AddDebugRoutes(DebugRoutes& routes) override;
   std::string ProbeError() const override { return attach_error_; }

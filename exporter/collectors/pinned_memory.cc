@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/process_metrics.h"
 #include "core/sysfs.h"
 
 namespace rdmascope {
@@ -41,8 +42,16 @@ std::optional<uint64_t> ParseMemTotalBytes(std::string_view meminfo) {
   return *kib * 1024;
 }
 
-std::vector<uint32_t> UverbsHolders::ScanHolders() const {
-  std::vector<uint32_t> holders;
+UverbsHolders::UverbsHolders(std::filesystem::path procfs, std::filesystem::path sysfs,
+                             std::chrono::seconds rescan)
+    : procfs_(std::move(procfs)),
+      sysfs_(std::move(sysfs)),
+      topology_(sys::ReadCpuTopology(sysfs_)),
+      rescan_(rescan) {}
+
+std::map<uint32_t, std::set<std::string>> UverbsHolders::ScanHolders() const {
+  std::map<uint32_t, std::set<std::string>> holders;
+  constexpr std::string_view kPrefix = "/dev/infiniband/";
   for (const std::string& entry : sysfs::ListDirectory(procfs_)) {
     const auto pid = sysfs::ParseUnsigned(entry);
     if (!pid || *pid > UINT32_MAX) continue;
@@ -51,15 +60,41 @@ std::vector<uint32_t> UverbsHolders::ScanHolders() const {
       char target[256];
       const ssize_t n = ::readlink((fd_dir / fd).c_str(), target, sizeof target - 1);
       if (n <= 0) continue;
-      if (std::string_view(target, static_cast<size_t>(n)).starts_with("/dev/infiniband/uverbs")) {
-        holders.push_back(static_cast<uint32_t>(*pid));
-        break;
+      const std::string_view path(target, static_cast<size_t>(n));
+      if (path.starts_with("/dev/infiniband/uverbs")) {
+        holders[static_cast<uint32_t>(*pid)].insert(std::string(path.substr(kPrefix.size())));
       }
     }
   }
   return holders;
 }
 
+std::map<std::string, double> UverbsHolders::RemoteThreadRatios(
+    uint32_t pid, const std::set<std::string>& uverbs) const {
+  std::map<std::string, double> ratios;
+  if (uverbs.empty() || topology_.node_of_cpu.empty()) return ratios;
+  // The CPU each thread last ran on (field 39 of its stat), as NUMA nodes.
+  std::vector<int> thread_nodes;
+  const auto tasks = procfs_ / std::to_string(pid) / "task";
+  for (const std::string& tid : sysfs::ListDirectory(tasks)) {
+    const auto stat = sysfs::ReadFile(tasks / tid / "stat", 4096);
+    const auto cpu = stat ? ParseStatField(*stat, 39) : std::nullopt;
+    if (cpu) thread_nodes.push_back(topology_.NodeOf(static_cast<int>(*cpu)));
+  }
+  if (thread_nodes.empty()) return ratios;
+  for (const std::string& name : uverbs) {
+    const auto device =
+        sysfs::ReadAttribute(sysfs_ / "class" / "infiniband_verbs" / name / "ibdev");
+    if (!device) continue;
+    const auto node =
+        sysfs::ReadSigned(sysfs_ / "class" / "infiniband" / *device / "device" / "numa_node");
+    if (!node || *node < 0) continue;  // a virtual device, or a platform without NUMA
+    const auto remote =
+        std::count_if(thread_nodes.begin(), thread_nodes.end(), [&](int n) { return n != *node; });
+    ratios[*device] = static_cast<double>(remote) / static_cast<double>(thread_nodes.size());
+  }
+  return ratios;
+}
 std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& known) {
   std::lock_guard lock(mutex_);
   const auto now = std::chrono::steady_clock::now();
@@ -67,26 +102,22 @@ std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& know
     holders_ = ScanHolders();
     last_scan_ = now;
   }
-  for (const uint32_t pid : known) {
-    if (std::find(holders_.begin(), holders_.end(), pid) == holders_.end()) {
-      holders_.push_back(pid);
-    }
-  }
-  std::sort(holders_.begin(), holders_.end());
+  for (const uint32_t pid : known) holders_.try_emplace(pid);
   std::vector<PinnedProcess> out;
-  std::vector<uint32_t> alive;
-  for (const uint32_t pid : holders_) {
+  std::map<uint32_t, std::set<std::string>> alive;
+  for (const auto& [pid, uverbs] : holders_) {
     const auto dir = procfs_ / std::to_string(pid);
     const auto status = sysfs::ReadFile(dir / "status", 64 << 10);
     if (!status) continue;  // exited since the scan
-    alive.push_back(pid);
+    alive.emplace(pid, uverbs);
     const auto pinned = ParseVmPinBytes(*status);
     if (!pinned) continue;
     const auto limits = sysfs::ReadFile(dir / "limits", 16 << 10);
     out.push_back({.pid = pid,
                    .comm = sysfs::ReadAttribute(dir / "comm").value_or(""),
                    .pinned_bytes = *pinned,
-                   .locked_limit_bytes = limits ? ParseLockedMemoryLimit(*limits) : std::nullopt});
+                   .locked_limit_bytes = limits ? ParseLockedMemoryLimit(*limits) : std::nullopt,
+                   .remote_numa_thread_ratio = RemoteThreadRatios(pid, uverbs)});
   }
   holders_ = std::move(alive);
   return out;

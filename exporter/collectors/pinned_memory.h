@@ -6,11 +6,15 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "sys/cpu_topology.h"
 
 namespace rdmascope {
 
@@ -21,6 +25,10 @@ struct PinnedProcess {
   // RLIMIT_MEMLOCK soft limit ("Max locked memory" in /proc/PID/limits); nullopt: unlimited or
   // unreadable. Registrations fail once pinned memory reaches it.
   std::optional<uint64_t> locked_limit_bytes;
+  // Per RDMA device the process has open (/dev/infiniband/uverbsN), the share of its threads
+  // that last ran on a CPU of another NUMA node than the device's (devices without a NUMA
+  // node, such as rxe, are left out).
+  std::map<std::string, double> remote_numa_thread_ratio;
 };
 
 // "VmPin:\t   30720 kB" in a status file -> bytes.
@@ -36,20 +44,25 @@ class UverbsHolders {
  public:
   // Holders are found by reading every process's fd table, which is costly on big hosts, so
   // that scan runs at most once per `rescan`; VmPin of known holders is read on every call.
-  UverbsHolders(std::filesystem::path procfs, std::chrono::seconds rescan)
-      : procfs_(std::move(procfs)), rescan_(rescan) {}
+  UverbsHolders(std::filesystem::path procfs, std::filesystem::path sysfs,
+                std::chrono::seconds rescan);
 
   // `known`: pids already known to use RDMA (the MR probes saw them register), read at once
   // rather than after the next fd-table scan.
   std::vector<PinnedProcess> Read(const std::vector<uint32_t>& known = {});
 
  private:
-  std::vector<uint32_t> ScanHolders() const;
+  // pid -> the uverbs character devices it holds open ("uverbs0").
+  std::map<uint32_t, std::set<std::string>> ScanHolders() const;
+  std::map<std::string, double> RemoteThreadRatios(uint32_t pid,
+                                                   const std::set<std::string>& uverbs) const;
 
   std::filesystem::path procfs_;
+  std::filesystem::path sysfs_;
+  sys::CpuTopology topology_;
   std::chrono::seconds rescan_;
   std::mutex mutex_;
-  std::vector<uint32_t> holders_;
+  std::map<uint32_t, std::set<std::string>> holders_;
   std::optional<std::chrono::steady_clock::time_point> last_scan_;
 };
 

@@ -45,7 +45,7 @@ std::unique_ptr<Collector> MakePerf(const ServeConfig& config) {
 }
 
 std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
-  return std::make_unique<MrCollector>(config.mr, config.procfs);
+  return std::make_unique<MrCollector>(config.mr, config.procfs, config.sysfs);
 }
 
 constexpr std::array<CollectorEntry, 7> kCollectors{{

@@ -77,11 +77,13 @@ std::vector<std::string_view> FieldsAfterComm(std::string_view stat) {
 
 }  // namespace
 
-std::optional<uint64_t> ParseStartTicks(std::string_view stat) {
+std::optional<uint64_t> ParseStatField(std::string_view stat, size_t field) {
   const auto fields = FieldsAfterComm(stat);
-  if (fields.size() <= 22 - 3) return std::nullopt;
-  return sysfs::ParseUnsigned(fields[22 - 3]);
+  if (field < 3 || fields.size() <= field - 3) return std::nullopt;
+  return sysfs::ParseUnsigned(fields[field - 3]);
 }
+
+std::optional<uint64_t> ParseStartTicks(std::string_view stat) { return ParseStatField(stat, 22); }
 
 std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_time_seconds,
                                             long ticks_per_second, long page_size) {

@@ -27,6 +27,10 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_t
 // start_boottime / (1e9 / USER_HZ)), which tells a reused pid apart.
 std::optional<uint64_t> ParseStartTicks(std::string_view stat);
 
+// Field `field` (numbered as in proc(5), from 3) of /proc/PID/stat; e.g. 39: the CPU the task
+// last ran on.
+std::optional<uint64_t> ParseStatField(std::string_view stat, size_t field);
+
 void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out);
 
 }  // namespace rdmascope

@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "collectors/mr.h"
 #include "unit/fixture_tree.h"
 
 namespace rdmascope {
@@ -39,7 +40,7 @@ TEST(PinnedMemory, OnlyUverbsHolders) {
   MakeProcess(procfs.path(), 200, "bash", "VmPin:\t       0 kB\n", {"/dev/pts/0"});
   MakeProcess(procfs.path(), 300, "kthread", "", {"/dev/infiniband/uverbs1"});
   fs::create_directories(procfs.path() / "self");  // not a pid
-  UverbsHolders holders(procfs.path(), std::chrono::seconds(0));
+  UverbsHolders holders(procfs.path(), "/nonexistent", std::chrono::seconds(0));
   const auto pinned = holders.Read();
   ASSERT_EQ(pinned.size(), 1U);
   EXPECT_EQ(pinned[0].pid, 100U);
@@ -50,7 +51,7 @@ TEST(PinnedMemory, OnlyUverbsHolders) {
 TEST(PinnedMemory, VanishedProcessIsDropped) {
   testing::TempDir procfs;
   MakeProcess(procfs.path(), 100, "trainer", "VmPin:\t   4 kB\n", {"/dev/infiniband/uverbs0"});
-  UverbsHolders holders(procfs.path(), std::chrono::seconds(3600));
+  UverbsHolders holders(procfs.path(), "/nonexistent", std::chrono::seconds(3600));
   EXPECT_EQ(holders.Read().size(), 1U);
   fs::remove_all(procfs.path() / "100");
   EXPECT_TRUE(holders.Read().empty()) << "gone between scans: a missing series, no error";
@@ -68,6 +69,40 @@ TEST(PinnedMemory, LockedMemoryLimitAndHostMemory) {
   EXPECT_EQ(ParseMemTotalBytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n"),
             24576000ULL * 1024);
   EXPECT_FALSE(ParseMemTotalBytes("MemFree: 1 kB\n"));
+}
+
+// A process with mlx5_1 (NUMA node 1) open: three threads last ran on node 0, one on node 1.
+TEST(PinnedMemory, ThreadsOffTheDeviceNumaNode) {
+  testing::TempDir procfs;
+  testing::TempDir sysfs;
+  MakeProcess(procfs.path(), 100, "trainer", "VmPin:\t   4 kB\n", {"/dev/infiniband/uverbs1"});
+  const std::vector<int> last_cpu = {0, 1, 2, 5};
+  for (size_t i = 0; i < last_cpu.size(); ++i) {
+    const fs::path task = procfs.path() / "100" / "task" / std::to_string(100 + i);
+    fs::create_directories(task);
+    std::ofstream stat(task / "stat");
+    stat << (100 + i) << " (tr ainer) S";  // a comm with a space: fields count after ')'
+    for (int field = 4; field <= 52; ++field) stat << " " << (field == 39 ? last_cpu[i] : 0);
+    stat << "\n";
+  }
+  const auto write = [&](const fs::path& relative, const std::string& text) {
+    fs::create_directories((sysfs.path() / relative).parent_path());
+    std::ofstream(sysfs.path() / relative) << text << "\n";
+  };
+  write("devices/system/cpu/online", "0-7");
+  write("devices/system/node/node0/cpulist", "0-3");
+  write("devices/system/node/node1/cpulist", "4-7");
+  write("class/infiniband_verbs/uverbs1/ibdev", "mlx5_1");
+  write("class/infiniband/mlx5_1/device/numa_node", "1");
+  UverbsHolders holders(procfs.path(), sysfs.path(), std::chrono::seconds(0));
+  const auto pinned = holders.Read();
+  ASSERT_EQ(pinned.size(), 1U);
+  ASSERT_EQ(pinned[0].remote_numa_thread_ratio.size(), 1U);
+  EXPECT_DOUBLE_EQ(pinned[0].remote_numa_thread_ratio.at("mlx5_1"), 0.75);
+
+  MetricSet out;
+  MapPinned(pinned, out);
+  EXPECT_TRUE(testing::MatchesGolden(testing::Serialise(out.Take()), "pinned.prom"));
 }
 
 }  // namespace
