@@ -6,6 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "collectors/probe_metrics.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 
@@ -14,12 +15,6 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDesc kAttached{"rdmascope_probe_attached",
-                               "1 if the eBPF probe set is loaded and attached.",
-                               MetricType::Gauge};
-constexpr MetricDesc kLinks{"rdmascope_probe_links",
-                            "Number of uprobes/tracepoints the probe set has attached.",
-                            MetricType::Gauge};
 constexpr MetricDesc kRegions{"rdma_mr_outstanding_regions",
                               "Memory regions registered and not yet deregistered.",
                               MetricType::Gauge};
@@ -247,13 +242,13 @@ std::optional<uint64_t> MrCollector::ReadHostMemory() const {
 }
 
 CollectResult MrCollector::Collect(MetricSet& out) const {
-  out.Add(kAttached, {{"probe", "mr"}}, probe_ ? 1 : 0);
+  out.Add(kProbeAttached, {{"probe", "mr"}}, probe_ ? 1 : 0);
   if (!probe_) {
     MapPinned(pinned_->Read(), out, by_comm_);
     MapHostMemory(ReadHostMemory(), out);
     return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
   }
-  out.Add(kLinks, {{"probe", "mr"}}, static_cast<double>(probe_->link_count()));
+  out.Add(kProbeLinks, {{"probe", "mr"}}, static_cast<double>(probe_->link_count()));
   const MrSnapshot snapshot = probe_->Snapshot();
   MapMrSnapshot(snapshot, out, by_comm_);
   std::vector<uint32_t> registrants;

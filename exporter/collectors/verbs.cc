@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "collectors/probe_metrics.h"
 #include "core/log.h"
 
 namespace rdmascope {
@@ -10,12 +11,6 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDesc kAttached{"rdmascope_probe_attached",
-                               "1 if the eBPF probe set is loaded and attached.",
-                               MetricType::Gauge};
-constexpr MetricDesc kLinks{"rdmascope_probe_links",
-                            "Number of uprobes/tracepoints the probe set has attached.",
-                            MetricType::Gauge};
 constexpr MetricDesc kCqCapacity{"rdma_cq_capacity_entries",
                                  "Completion queue capacity (actual cqe, after rounding by the "
                                  "provider and ibv_resize_cq).",
@@ -157,9 +152,9 @@ VerbsCollector::VerbsCollector(const VerbsOptions& options, std::filesystem::pat
 }
 
 CollectResult VerbsCollector::Collect(MetricSet& out) const {
-  out.Add(kAttached, {{"probe", "verbs"}}, probe_ ? 1 : 0);
+  out.Add(kProbeAttached, {{"probe", "verbs"}}, probe_ ? 1 : 0);
   if (!probe_) return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
-  out.Add(kLinks, {{"probe", "verbs"}}, static_cast<double>(probe_->link_count()));
+  out.Add(kProbeLinks, {{"probe", "verbs"}}, static_cast<double>(probe_->link_count()));
   const VerbsSnapshot snapshot = probe_->Snapshot();
   MapVerbsSnapshot(snapshot, max_queue_series_, out);
   return {.detail = std::to_string(snapshot.processes.size()) + " processes, " +

@@ -5,12 +5,13 @@
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
 #include <utility>
+
+#include "sys/netlink_socket.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -94,17 +95,9 @@ std::expected<PfcConfig, int> ParseIeeeGetReply(const void* data, size_t len) {
 }
 
 std::expected<DcbNetlink, int> DcbNetlink::Open() {
-  mnl_socket* socket = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-  if (socket == nullptr) return std::unexpected(errno);
-  if (mnl_socket_bind(socket, 0, MNL_SOCKET_AUTOPID) < 0) {
-    const int err = errno;
-    mnl_socket_close(socket);
-    return std::unexpected(err);
-  }
-  // A scrape must never hang on a netlink reply that does not come.
-  const timeval timeout{.tv_sec = 1, .tv_usec = 0};
-  setsockopt(mnl_socket_get_fd(socket), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  return DcbNetlink(socket);
+  const auto socket = OpenNetlinkSocket(NETLINK_ROUTE);
+  if (!socket) return std::unexpected(socket.error());
+  return DcbNetlink(*socket);
 }
 
 DcbNetlink::DcbNetlink(DcbNetlink&& other) noexcept

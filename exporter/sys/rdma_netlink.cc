@@ -3,12 +3,13 @@
 #include <libmnl/libmnl.h>
 #include <rdma/rdma_netlink.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <utility>
+
+#include "sys/netlink_socket.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -327,17 +328,9 @@ int ParseResourceReply(const void* data, size_t len, uint32_t seq, RdmaResourceK
 }
 
 std::expected<RdmaNetlink, int> RdmaNetlink::Open() {
-  mnl_socket* socket = mnl_socket_open2(NETLINK_RDMA, SOCK_CLOEXEC);
-  if (socket == nullptr) return std::unexpected(errno);
-  if (mnl_socket_bind(socket, 0, MNL_SOCKET_AUTOPID) < 0) {
-    const int err = errno;
-    mnl_socket_close(socket);
-    return std::unexpected(err);
-  }
-  // A scrape must never hang on a reply that does not come.
-  const timeval timeout{.tv_sec = 1, .tv_usec = 0};
-  setsockopt(mnl_socket_get_fd(socket), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  return RdmaNetlink(socket);
+  const auto socket = OpenNetlinkSocket(NETLINK_RDMA);
+  if (!socket) return std::unexpected(socket.error());
+  return RdmaNetlink(*socket);
 }
 
 RdmaNetlink::RdmaNetlink(RdmaNetlink&& other) noexcept
