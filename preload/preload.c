@@ -75,13 +75,12 @@ static void* real(const char* name) {
 }
 /* The next definition of `name` (libibverbs'), resolved on first use; racing first calls all
  * store the same pointer. */
-#define REAL(name)                                                        \
-  static __typeof__(&name) real_##name##_cache;                           \
-  __typeof__(&name) real_##name =                                         \
-      __atomic_load_n(&real_##name##_cache, __ATOMIC_RELAXED);            \
-  if (!real_##name) {                                                     \
-    real_##name = (__typeof__(&name))real(#name);                         \
-    __atomic_store_n(&real_##name##_cache, real_##name, __ATOMIC_RELAXED); \
+#define REAL(name)                                                                         \
+  static __typeof__(&name) real_##name##_cache;                                            \
+  __typeof__(&name) real_##name = __atomic_load_n(&real_##name##_cache, __ATOMIC_RELAXED); \
+  if (!real_##name) {                                                                      \
+    real_##name = (__typeof__(&name))real(#name);                                          \
+    __atomic_store_n(&real_##name##_cache, real_##name, __ATOMIC_RELAXED);                 \
   }
 
 /* --- Data path wrappers ------------------------------------------------------------------- */

@@ -61,7 +61,7 @@ struct occ_srq {
   uint32_t limit;
   char device[OCC_DEVICE_LEN];
   uint8_t pad0[48];
-  uint64_t posted;   /* receive WRs posted with ibv_post_srq_recv */
+  uint64_t posted; /* receive WRs posted with ibv_post_srq_recv */
   uint8_t pad1[56];
   uint64_t consumed; /* receive completions polled for QPs on this SRQ */
   uint8_t pad2[56];

@@ -97,7 +97,8 @@ static void open_once(void) {
   f->header.max_srqs = OCC_MAX_SRQS;
   FILE* comm = fopen("/proc/self/comm", "re");
   if (comm) {
-    if (fgets(f->header.comm, OCC_COMM_LEN, comm)) f->header.comm[strcspn(f->header.comm, "\n")] = 0;
+    if (fgets(f->header.comm, OCC_COMM_LEN, comm))
+      f->header.comm[strcspn(f->header.comm, "\n")] = 0;
     fclose(comm);
   }
   /* The magic last: a reader never takes a half-written header for a valid one. */

@@ -7,9 +7,9 @@
 
 #include "bpf/mr_probe.h"
 #include "collectors/ethtool.h"
-#include "collectors/rdma.h"
 #include "collectors/occupancy.h"
 #include "collectors/perf.h"
+#include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
 #include "core/log.h"

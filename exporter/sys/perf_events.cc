@@ -99,7 +99,8 @@ std::expected<std::vector<std::vector<std::string>>, std::string> ParseEventGrou
   std::set<std::string> seen;
   for (const auto& group : groups) {
     for (const std::string& member : group) {
-      if (!seen.insert(member).second) return std::unexpected("\"" + member + "\" configured twice");
+      if (!seen.insert(member).second)
+        return std::unexpected("\"" + member + "\" configured twice");
     }
   }
   return groups;
