@@ -60,10 +60,6 @@ static_assert(kVerbsAsyncEventTypes == VERBS_ASYNC_EVENT_TYPES);
 
 namespace {
 
-std::string Text(const char* chars, size_t size) {
-  return std::string(chars, strnlen(chars, size));
-}
-
 // Calls visit(key, value) for every entry of a hash map; deletes the entries it returns true for.
 template <typename Key, typename Value, typename Visitor>
 void ForEach(int fd, Visitor visit) {
@@ -180,7 +176,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
     live_start[pid] = proc.proc_start;
     VerbsProcess& out = processes[pid];
     out.pid = pid;
-    out.comm = Text(proc.comm, sizeof proc.comm);
+    out.comm = sysfs::FixedString(proc.comm, sizeof proc.comm);
     std::copy(std::begin(proc.async_events), std::end(proc.async_events), out.async_events.begin());
     return false;
   });
@@ -203,7 +199,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
         srq_depths[key.tgid][key.object] = srq.max_wr;
         snapshot.srqs.push_back({.pid = key.tgid,
                                  .comm = processes[key.tgid].comm,
-                                 .device = Text(srq.device, sizeof srq.device),
+                                 .device = sysfs::FixedString(srq.device, sizeof srq.device),
                                  .handle = srq.handle,
                                  .max_wr = srq.max_wr,
                                  .limit = srq.limit,
@@ -225,7 +221,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
     const CqFeeding fed = feeding[key.first][key.second];
     snapshot.cqs.push_back({.pid = key.first,
                             .comm = processes[key.first].comm,
-                            .device = Text(cq.device, sizeof cq.device),
+                            .device = sysfs::FixedString(cq.device, sizeof cq.device),
                             .handle = cq.handle,
                             .requested_entries = cq.requested_entries,
                             .entries = cq.entries,

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "collectors/probe_metrics.h"
+#include "collectors/shared_metrics.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "collectors/shared_metrics.h"
 #include "core/log.h"
 #include "core/process_metrics.h"
 #include "core/sysfs.h"
@@ -17,10 +18,6 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDesc kCqCapacity{"rdma_cq_capacity_entries",
-                                 "Completion queue capacity (actual cqe, after rounding by the "
-                                 "provider and ibv_resize_cq).",
-                                 MetricType::Gauge};
 constexpr MetricDesc kCqOutstanding{
     "rdma_cq_outstanding_entries",
     "Completions expected on the CQ and not yet polled (signalled sends and receives posted): "
@@ -44,19 +41,10 @@ constexpr MetricDesc kSrqPosted{"rdma_srq_posted_wrs",
                                 "Receive WRs posted to the SRQ and not yet consumed: its fill "
                                 "level (preload library).",
                                 MetricType::Gauge};
-constexpr MetricDesc kSrqMax{"rdma_srq_max_wrs", "Shared receive queue depth.", MetricType::Gauge};
-constexpr MetricDesc kSrqLimit{"rdma_srq_limit_wrs",
-                               "SRQ limit armed with ibv_modify_srq (0: not armed; the device "
-                               "disarms it when SRQ_LIMIT_REACHED fires).",
-                               MetricType::Gauge};
 constexpr MetricDesc kUntracked{"rdma_preload_untracked_queues_total",
                                 "CQs or SRQs the preload library could not track (its stats "
                                 "file was full), by kind.",
                                 MetricType::Counter};
-
-std::string Text(const char* chars, size_t size) {
-  return std::string(chars, strnlen(chars, size));
-}
 
 // A mapped file, unmapped on scope exit.
 struct Mapping {
@@ -82,7 +70,7 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
   }
   OccupancyProcess process{.pid = file->header.pid,
                            .start_ticks = file->header.start_ticks,
-                           .comm = Text(file->header.comm, sizeof file->header.comm),
+                           .comm = sysfs::FixedString(file->header.comm, sizeof file->header.comm),
                            .lost_cqs = file->header.lost_cqs,
                            .lost_srqs = file->header.lost_srqs};
   for (const occ_cq& cq : file->cqs) {
@@ -90,7 +78,7 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
     // Counters are read without synchronisation: completed may run ahead of a stale expected.
     const uint64_t expected = cq.expected;
     const uint64_t completed = cq.completed;
-    process.cqs.push_back({.device = Text(cq.device, sizeof cq.device),
+    process.cqs.push_back({.device = sysfs::FixedString(cq.device, sizeof cq.device),
                            .handle = cq.handle,
                            .entries = cq.entries,
                            .outstanding = expected > completed ? expected - completed : 0,
@@ -104,7 +92,7 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
     if (!srq.in_use) continue;
     const uint64_t posted = srq.posted;
     const uint64_t consumed = srq.consumed;
-    process.srqs.push_back({.device = Text(srq.device, sizeof srq.device),
+    process.srqs.push_back({.device = sysfs::FixedString(srq.device, sizeof srq.device),
                             .handle = srq.handle,
                             .max_wr = srq.max_wr,
                             .limit = srq.limit,

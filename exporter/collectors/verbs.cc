@@ -3,18 +3,15 @@
 #include <algorithm>
 #include <array>
 
-#include "collectors/probe_metrics.h"
+#include "collectors/shared_metrics.h"
 #include "core/log.h"
+#include "core/sysfs.h"
 
 namespace rdmascope {
 namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDesc kCqCapacity{"rdma_cq_capacity_entries",
-                                 "Completion queue capacity (actual cqe, after rounding by the "
-                                 "provider and ibv_resize_cq).",
-                                 MetricType::Gauge};
 constexpr MetricDesc kCqRequested{"rdma_cq_requested_entries",
                                   "Entries the application asked for in ibv_create_cq.",
                                   MetricType::Gauge};
@@ -23,11 +20,6 @@ constexpr MetricDesc kCqFeeding{"rdma_cq_feeding_wrs",
                                 "of QPs using it as send CQ, max receive WRs of QPs using it as "
                                 "receive CQ (an SRQ's depth once instead, for QPs on an SRQ).",
                                 MetricType::Gauge};
-constexpr MetricDesc kSrqMax{"rdma_srq_max_wrs", "Shared receive queue depth.", MetricType::Gauge};
-constexpr MetricDesc kSrqLimit{"rdma_srq_limit_wrs",
-                               "SRQ limit armed with ibv_modify_srq (0: not armed; the device "
-                               "disarms it when SRQ_LIMIT_REACHED fires).",
-                               MetricType::Gauge};
 constexpr MetricDesc kSrqLimitReached{
     "rdma_srq_limit_reached_total", "SRQ_LIMIT_REACHED events for this SRQ.", MetricType::Counter};
 constexpr MetricDesc kAsyncEvents{"rdma_async_events_total",

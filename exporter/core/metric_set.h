@@ -24,6 +24,10 @@ struct MetricDesc {
   prometheus::MetricType type;
 };
 
+// Views, not copies: a scrape adds thousands of samples and copying every label would double
+// its allocations. The viewed strings must outlive the Add() call: build labels from members or
+// named locals, never from temporaries kept in a named vector
+// (`std::vector<Label> l{{"pid", std::to_string(pid)}}` dangles).
 using Label = std::pair<std::string_view, std::string_view>;
 
 class MetricSet {

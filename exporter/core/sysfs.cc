@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 
 namespace rdmascope::sysfs {
 namespace {
@@ -114,6 +115,10 @@ std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path) {
   const std::string_view target(buf, static_cast<size_t>(n));
   const auto slash = target.rfind('/');
   return std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));
+}
+
+std::string FixedString(const char* chars, size_t size) {
+  return std::string(chars, strnlen(chars, size));
 }
 
 }  // namespace rdmascope::sysfs

@@ -35,4 +35,8 @@ std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path);
 
 std::string_view Trim(std::string_view text);
 
+// A NUL-padded fixed-size field (a comm or device name from a BPF map or a shared file) as a
+// string, never reading past `size` when the field is full.
+std::string FixedString(const char* chars, size_t size);
+
 }  // namespace rdmascope::sysfs
