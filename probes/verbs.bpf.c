@@ -87,7 +87,8 @@ static __always_inline __u32 user_u32(__u64 base, __u32 offset) {
 static __always_inline void device_name(__u64 object, char* name) {
   __u64 context = user_u64(object, 0);
   __u64 device = user_u64(context, VERBS_CONTEXT_DEVICE);
-  if (device) bpf_probe_read_user_str(name, VERBS_DEVICE_NAME_LEN, (void*)(device + VERBS_DEVICE_NAME));
+  if (device)
+    bpf_probe_read_user_str(name, VERBS_DEVICE_NAME_LEN, (void*)(device + VERBS_DEVICE_NAME));
 }
 
 static const struct verbs_proc zero_proc;
@@ -306,7 +307,8 @@ int BPF_KRETPROBE(modify_srq_return, int rc) {
   struct verbs_srq* value = bpf_map_lookup_elem(&srqs, &key);
   if (!value) return 0;
   if (call.value & VERBS_SRQ_LIMIT_MASK) value->limit = user_u32(call.attr, VERBS_SRQ_ATTR_LIMIT);
-  if (call.value & VERBS_SRQ_MAX_WR_MASK) value->max_wr = user_u32(call.attr, VERBS_SRQ_ATTR_MAX_WR);
+  if (call.value & VERBS_SRQ_MAX_WR_MASK)
+    value->max_wr = user_u32(call.attr, VERBS_SRQ_ATTR_MAX_WR);
   return 0;
 }
 

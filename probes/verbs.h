@@ -10,7 +10,7 @@
 #endif
 
 #define VERBS_COMM_LEN 16
-#define VERBS_DEVICE_NAME_LEN 64 /* IBV_SYSFS_NAME_MAX */
+#define VERBS_DEVICE_NAME_LEN 64   /* IBV_SYSFS_NAME_MAX */
 #define VERBS_ASYNC_EVENT_TYPES 32 /* enum ibv_event_type has 20 today */
 
 /* Offsets of the fields read from libibverbs' structs in the application's memory, from

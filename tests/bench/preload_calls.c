@@ -19,8 +19,8 @@ int main(int argc, char** argv) {
   struct ibv_context* context = ibv_open_device(&device);
   struct ibv_pd pd = {.context = context};
   struct ibv_cq* cq = ibv_create_cq(context, 255, NULL, NULL, 0);
-  struct ibv_qp_init_attr attr = {.send_cq = cq, .recv_cq = cq, .cap = {64, 64, 1, 1, 0},
-                                  .qp_type = IBV_QPT_RC};
+  struct ibv_qp_init_attr attr = {
+      .send_cq = cq, .recv_cq = cq, .cap = {64, 64, 1, 1, 0}, .qp_type = IBV_QPT_RC};
   struct ibv_qp* qp = ibv_create_qp(&pd, &attr);
   if (!context || !cq || !qp) return 1;
   struct ibv_wc wc[16];
@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
   for (long i = 0; i < n; i++) reaped += ibv_poll_cq(cq, 16, wc);
   double empty = (now_ns() - start) / (double)n;
   struct ibv_sge sge = {.length = 8};
-  struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
-                           .send_flags = IBV_SEND_SIGNALED};
+  struct ibv_send_wr wr = {
+      .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
   struct ibv_send_wr* bad;
   start = now_ns();
   for (long i = 0; i < n; i++) {

@@ -22,8 +22,10 @@ static void* work(void* arg) {
   double end = now() + seconds;
   volatile unsigned long spins = 0;
   while (now() < end) {
-    if (sleeping) usleep(10000);
-    else spins++;
+    if (sleeping)
+      usleep(10000);
+    else
+      spins++;
   }
   return NULL;
 }

@@ -66,8 +66,7 @@ TEST(PinnedMemory, LockedMemoryLimitAndHostMemory) {
   EXPECT_FALSE(ParseLockedMemoryLimit(
       "Max locked memory         unlimited            unlimited            bytes\n"));
   EXPECT_FALSE(ParseLockedMemoryLimit("garbage"));
-  EXPECT_EQ(ParseMemTotalBytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n"),
-            24576000ULL * 1024);
+  EXPECT_EQ(ParseMemTotalBytes("MemTotal:       24576000 kB\nMemFree: 1 kB\n"), 24576000ULL * 1024);
   EXPECT_FALSE(ParseMemTotalBytes("MemFree: 1 kB\n"));
 }
 

@@ -66,8 +66,8 @@ static int fake_post_srq_recv(struct ibv_srq* srq, struct ibv_recv_wr* wr,
 EXPORT int fakeverbs_deliver(struct ibv_qp* qp, int n) {
   int delivered = 0;
   for (; delivered < n; delivered++) {
-    int* available = qp->srq ? &((struct fake_srq*)qp->srq)->posted
-                             : &((struct fake_qp*)qp)->recvs_posted;
+    int* available =
+        qp->srq ? &((struct fake_srq*)qp->srq)->posted : &((struct fake_qp*)qp)->recvs_posted;
     if (*available == 0) break;
     (*available)--;
     complete(qp->recv_cq, IBV_WC_RECV, qp->qp_num, 0);

@@ -16,12 +16,12 @@
 
 int fakeverbs_deliver(struct ibv_qp* qp, int n);
 
-#define CHECK(cond)                                                      \
-  do {                                                                   \
-    if (!(cond)) {                                                       \
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
       fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                           \
-    }                                                                    \
+      abort();                                                          \
+    }                                                                   \
   } while (0)
 
 static struct ibv_sge sge = {.length = 64};
@@ -71,10 +71,10 @@ int main(void) {
   CHECK(srq);
   struct ibv_srq_attr limit = {.srq_limit = 16};
   CHECK(ibv_modify_srq(srq, &limit, IBV_SRQ_LIMIT) == 0);
-  struct ibv_qp_init_attr attr1 = {.send_cq = a, .recv_cq = a, .cap = {64, 64, 1, 1, 0},
-                                   .qp_type = IBV_QPT_RC};
-  struct ibv_qp_init_attr attr2 = {.send_cq = b, .recv_cq = b, .srq = srq,
-                                   .cap = {16, 0, 1, 1, 0}, .qp_type = IBV_QPT_RC};
+  struct ibv_qp_init_attr attr1 = {
+      .send_cq = a, .recv_cq = a, .cap = {64, 64, 1, 1, 0}, .qp_type = IBV_QPT_RC};
+  struct ibv_qp_init_attr attr2 = {
+      .send_cq = b, .recv_cq = b, .srq = srq, .cap = {16, 0, 1, 1, 0}, .qp_type = IBV_QPT_RC};
   struct ibv_qp* qp1 = ibv_create_qp(&pd, &attr1);
   struct ibv_qp* qp2 = ibv_create_qp(&pd, &attr2);
   CHECK(qp1 && qp2);

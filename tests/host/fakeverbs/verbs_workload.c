@@ -21,12 +21,12 @@
 
 void fakeverbs_inject_async_event(enum ibv_event_type type, void* element);
 
-#define CHECK(cond)                                              \
-  do {                                                           \
-    if (!(cond)) {                                               \
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
       fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                   \
-    }                                                            \
+      abort();                                                          \
+    }                                                                   \
   } while (0)
 
 static struct ibv_qp* create_qp(struct ibv_pd* pd, struct ibv_cq* send_cq, struct ibv_cq* recv_cq,
@@ -57,8 +57,10 @@ int main(void) {
   CHECK(a && b && a->cqe == 127 && b->cqe == 63);
   typedef void* (*create_cq_1_0_fn)(struct ibv_context*, int, void*, void*, int);
   typedef int (*destroy_cq_1_0_fn)(void*);
-  create_cq_1_0_fn create_cq_1_0 = (create_cq_1_0_fn)dlvsym(RTLD_DEFAULT, "ibv_create_cq", "IBVERBS_1.0");
-  destroy_cq_1_0_fn destroy_cq_1_0 = (destroy_cq_1_0_fn)dlvsym(RTLD_DEFAULT, "ibv_destroy_cq", "IBVERBS_1.0");
+  create_cq_1_0_fn create_cq_1_0 =
+      (create_cq_1_0_fn)dlvsym(RTLD_DEFAULT, "ibv_create_cq", "IBVERBS_1.0");
+  destroy_cq_1_0_fn destroy_cq_1_0 =
+      (destroy_cq_1_0_fn)dlvsym(RTLD_DEFAULT, "ibv_destroy_cq", "IBVERBS_1.0");
   CHECK(create_cq_1_0 && destroy_cq_1_0);
   void* c = create_cq_1_0(&context, 10, NULL, NULL, 0);
   CHECK(c);
