@@ -1,17 +1,21 @@
 /* librdmascope_preload.so: exact CQ and SRQ occupancy of one application, opt-in with
- * LD_PRELOAD. It interposes the libibverbs control path (ibv_open_device, create/destroy of
- * CQs, QPs and SRQs) and, in each device context the application opens, replaces the data
- * path operations (poll_cq, post_send, post_recv, post_srq_recv: <infiniband/verbs.h> calls
- * them through context->ops) with wrappers that count into a shared stats file (stats_file.h).
+ * LD_PRELOAD. It interposes the libibverbs control path (ibv_open_device, ibv_close_device,
+ * create/destroy of CQs, QPs and SRQs) and, in each device context the application opens,
+ * replaces the data path operations (poll_cq, post_send, post_recv, post_srq_recv:
+ * <infiniband/verbs.h> calls them through context->ops) with wrappers that count into a
+ * shared stats file (stats_file.h).
  *
- * Hot path: a pointer compare to find the context's original operations, one probe of an
- * open-addressing table to find the CQ's slot, plain loads and stores; no locks, no atomic
- * read-modify-write. Counts are exact when each queue is posted and polled by one thread at a
- * time (what the verbs API requires of applications that do not lock); concurrent posters to
- * one QP may lose increments, never corrupt memory. See docs/preload.md for coverage. */
+ * Hot path: a pointer compare to find the context's original operations, one bounded probe of
+ * an open-addressing table to find the CQ's slot, then the counters: exact when several
+ * threads post to QPs sharing a CQ or poll one CQ (which the verbs API allows), with plain
+ * stores by each counter group's owner thread and atomic adds by the others (stats_file.h);
+ * no locks, no allocation. The control path takes one mutex, never across a call into
+ * libibverbs. See docs/preload.md for coverage. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <infiniband/verbs.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +29,23 @@
 
 /* The data path operations of one opened context, as the provider set them. */
 struct context_ops {
-  struct ibv_context* context;
+  struct ibv_context* context; /* NULL: free entry (closed context); published last */
   int (*poll_cq)(struct ibv_cq*, int, struct ibv_wc*);
   int (*post_send)(struct ibv_qp*, struct ibv_send_wr*, struct ibv_send_wr**);
   int (*post_recv)(struct ibv_qp*, struct ibv_recv_wr*, struct ibv_recv_wr**);
   int (*post_srq_recv)(struct ibv_srq*, struct ibv_recv_wr*, struct ibv_recv_wr**);
 };
 
-#define MAX_CONTEXTS 64
+/* Entries of closed contexts are reused; the data path scans [0, context_high). Contexts
+ * beyond MAX_CONTEXTS open at once are not tracked, and their queues are counted in the
+ * stats file's lost_* counters (rdma_preload_untracked_queues_total). */
+#define MAX_CONTEXTS 256
 static struct context_ops contexts[MAX_CONTEXTS];
-static int context_count; /* published after the entry is filled */
+static int context_high;
 static pthread_mutex_t control_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* What the data path needs to know about a QP. */
+/* What the data path needs to know about a QP. Never freed: a poller may still hold one after
+ * its QP is destroyed (a few bytes per destroyed QP). */
 struct qp_info {
   struct occ_cq* send_cq;
   struct occ_cq* recv_cq; /* NULL-safe: receives from an SRQ are counted on the SRQ */
@@ -45,22 +53,29 @@ struct qp_info {
   int sq_sig_all;
 };
 
-static struct occ_table cq_slots;  /* ibv_cq* -> struct occ_cq* */
-static struct occ_table srq_slots; /* ibv_srq* -> struct occ_srq* */
-static struct occ_table qps;       /* ibv_qp* -> struct qp_info* */
-static struct occ_table qp_nums;   /* (context, qp_num) -> struct qp_info* */
+/* ibv_cq* -> struct occ_cq*: at most OCC_MAX_CQS live, a quarter of the table. */
+OCC_TABLE_DEFINE(cq_slots, 12);
+/* ibv_srq* -> struct occ_srq* */
+OCC_TABLE_DEFINE(srq_slots, 10);
+/* ibv_qp* -> struct qp_info*, and (context, qp_num) -> struct qp_info*: 65,536 entries each
+ * (1 MiB, touched only as used); beyond what fits, QPs are counted in lost_qps. */
+OCC_TABLE_DEFINE(qps, 16);
+OCC_TABLE_DEFINE(qp_nums, 16);
 
 static __attribute__((always_inline)) inline const struct context_ops* ops_of(
     struct ibv_context* context) {
-  int n = __atomic_load_n(&context_count, __ATOMIC_ACQUIRE);
+  int n = __atomic_load_n(&context_high, __ATOMIC_ACQUIRE);
+  if (!context) return NULL; /* a free entry's context is NULL */
   for (int i = 0; i < n; i++) {
-    if (contexts[i].context == context) return &contexts[i];
+    if (__atomic_load_n(&contexts[i].context, __ATOMIC_ACQUIRE) == context) return &contexts[i];
   }
   return NULL;
 }
 
-static uint64_t qp_num_key(struct ibv_context* context, uint32_t qp_num) {
-  return (uint64_t)(uintptr_t)context ^ ((uint64_t)qp_num << 1) ^ 1;
+/* Both fields, without collisions: the context's entry index (unique among open contexts) in
+ * the high half, the QP number (24 bits) in the low half. Never 0 nor UINT64_MAX. */
+static uint64_t qp_num_key(const struct context_ops* ops, uint32_t qp_num) {
+  return ((uint64_t)(ops - contexts + 1) << 32) | qp_num;
 }
 
 static void device_name(struct ibv_context* context, char* out) {
@@ -69,64 +84,205 @@ static void device_name(struct ibv_context* context, char* out) {
   }
 }
 
-static void* real(const char* name) {
-  void* fn = dlvsym(RTLD_NEXT, name, VERSION);
-  return fn ? fn : dlsym(RTLD_NEXT, name);
+/* Counts an object the library could not track in the stats file header, if there is one. */
+#define COUNT_LOST(field)                                  \
+  do {                                                     \
+    struct occ_file* lost_file_ = occ_file_current();      \
+    if (lost_file_) occ_add(&lost_file_->header.field, 1); \
+  } while (0)
+
+/* --- Finding the real libibverbs ------------------------------------------------------------
+ * RTLD_NEXT finds libibverbs when it is in the global scope (linked by the program, or
+ * dlopen'ed RTLD_GLOBAL). A plugin that links libibverbs and is loaded RTLD_LOCAL still binds
+ * its ibv_* references to us (we are global), but its libibverbs is invisible to RTLD_NEXT:
+ * then every loaded object's own scope is searched (dlopen RTLD_NOLOAD of it, which also keeps
+ * the library loaded while we hold its functions). If nothing defines the function, the
+ * wrapper fails the call cleanly instead of calling NULL. */
+
+#define MAX_OBJECTS 256
+#define OBJECT_NAME 512
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static char object_names[MAX_OBJECTS][OBJECT_NAME]; /* under resolve_lock */
+
+static int collect_object_name(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  int* count = data;
+  if (info->dlpi_name && info->dlpi_name[0] && *count < MAX_OBJECTS) {
+    snprintf(object_names[(*count)++], OBJECT_NAME, "%s", info->dlpi_name);
+  }
+  return 0;
 }
-/* The next definition of `name` (libibverbs'), resolved on first use; racing first calls all
- * store the same pointer. */
-#define REAL(name)                                                                         \
+
+static void* in_loaded_objects(const char* name, void* self) {
+  /* dl_iterate_phdr holds the loader's lock: collect the names, dlopen them afterwards. */
+  int count = 0;
+  dl_iterate_phdr(collect_object_name, &count);
+  for (int i = 0; i < count; i++) {
+    void* handle = dlopen(object_names[i], RTLD_NOLOAD | RTLD_LAZY);
+    if (!handle) continue;
+    void* fn = dlvsym(handle, name, VERSION);
+    if (fn && fn != self) return fn; /* handle kept: the library must stay loaded */
+    dlclose(handle);
+  }
+  return NULL;
+}
+
+static void* real(const char* name, void* self) {
+  void* fn = dlvsym(RTLD_NEXT, name, VERSION);
+  if (!fn) fn = dlsym(RTLD_NEXT, name); /* a libibverbs built without symbol versions */
+  if (fn && fn != self) return fn;
+  pthread_mutex_lock(&resolve_lock);
+  fn = in_loaded_objects(name, self);
+  pthread_mutex_unlock(&resolve_lock);
+  if (!fn) {
+    static int warned;
+    if (!__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) {
+      fprintf(stderr,
+              "librdmascope_preload: no libibverbs defines %s@%s; failing the call (ENOSYS)\n",
+              name, VERSION);
+    }
+  }
+  return fn;
+}
+
+/* The real definition of `name`, resolved on first use (racing first calls all store the
+ * same pointer); a missing one is looked up again next time (a library may be loaded later).
+ * Returns `fail` with errno ENOSYS if there is none. */
+#define REAL_OR(name, fail)                                                                \
   static __typeof__(&name) real_##name##_cache;                                            \
   __typeof__(&name) real_##name = __atomic_load_n(&real_##name##_cache, __ATOMIC_RELAXED); \
   if (!real_##name) {                                                                      \
-    real_##name = (__typeof__(&name))real(#name);                                          \
+    real_##name = (__typeof__(&name))real(#name, (void*)&name);                            \
+    if (!real_##name) {                                                                    \
+      errno = ENOSYS;                                                                      \
+      return fail;                                                                         \
+    }                                                                                      \
     __atomic_store_n(&real_##name##_cache, real_##name, __ATOMIC_RELAXED);                 \
   }
 
 /* --- Data path wrappers ------------------------------------------------------------------- */
 
-static void note_posted(struct occ_cq* cq, uint64_t count) {
-  if (!cq || count == 0) return;
-  uint64_t expected = cq->expected + count;
-  cq->expected = expected;
-  uint64_t outstanding = expected - cq->completed;
-  if (outstanding > cq->peak && outstanding <= expected) cq->peak = outstanding;
+/* Only installed in contexts we track, so the operations are found unless the application
+ * uses a context it closed: then fail the call rather than guess. */
+static int no_operations(void) {
+  errno = ENOSYS;
+  return ENOSYS;
 }
 
-static int wrap_poll_cq(struct ibv_cq* cq, int num_entries, struct ibv_wc* wc) {
-  const struct context_ops* ops = ops_of(cq->context);
-  int n = ops->poll_cq(cq, num_entries, wc);
-  struct occ_cq* slot = occ_table_find(&cq_slots, (uintptr_t)cq);
-  if (!slot) return n;
-  slot->polls++;
-  slot->requested_entries += (uint64_t)(num_entries > 0 ? num_entries : 0);
-  if (n <= 0) {
-    slot->empty_polls++;
-    return n;
+/* This thread's number for the owner scheme of stats_file.h: 1, 2, ... in order of first
+ * use, never reused (a 32-bit count of threads that ever updated a counter). Initial-exec
+ * TLS: the library is preloaded, so its TLS is in the static block; one %fs-relative load. */
+static __thread uint32_t thread_number __attribute__((tls_model("initial-exec")));
+static uint32_t threads_numbered;
+
+static __attribute__((noinline)) uint32_t number_this_thread(void) {
+  thread_number = __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_RELAXED);
+  return thread_number;
+}
+
+/* 1 if this thread owns the group whose owner word is `owner` (claiming it if unowned). */
+static inline __attribute__((always_inline)) int owns(uint32_t* owner) {
+  uint32_t me = thread_number;
+  if (__builtin_expect(me == 0, 0)) me = number_this_thread();
+  uint32_t current = __atomic_load_n(owner, __ATOMIC_RELAXED);
+  if (__builtin_expect(current == me, 1)) return 1;
+  return current == 0 &&
+         __atomic_compare_exchange_n(owner, &current, me, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t load(const uint64_t* word) {
+  return __atomic_load_n(word, __ATOMIC_RELAXED);
+}
+
+static void note_posted(struct occ_cq* cq, uint64_t count) {
+  if (!cq || count == 0) return;
+  if (owns(&cq->post_owner)) {
+    occ_add_own(&cq->expected, count);
+  } else {
+    occ_add(&cq->expected_shared, count);
   }
-  slot->polled_entries += (uint64_t)n;
-  if (!slot->srq_fed) {
-    slot->completed += (uint64_t)n;
-    return n;
+  uint64_t expected = load(&cq->expected) + load(&cq->expected_shared);
+  uint64_t completed = load(&cq->polled.completed) + load(&cq->polled_shared.completed);
+  uint64_t outstanding = expected - completed;
+  if (outstanding > expected) return; /* completed read ahead of expected: no peak */
+  uint64_t peak = load(&cq->peak);
+  while (outstanding > peak && !__atomic_compare_exchange_n(&cq->peak, &peak, outstanding, 1,
+                                                            __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
-  /* Receives of QPs on an SRQ were posted to the SRQ, not to this CQ: count them there. */
+}
+
+/* Receives of QPs on an SRQ were posted to the SRQ, not to this CQ: count them there. An
+ * error completion's opcode is undefined (only wr_id, status, qp_num and vendor_err are
+ * valid): it is counted on the SRQ only when its QP receives from an SRQ into this CQ and
+ * sends elsewhere, so that it cannot be a send; otherwise on the CQ. */
+static __attribute__((noinline)) uint64_t count_srq_receives(struct ibv_cq* cq,
+                                                             const struct context_ops* ops,
+                                                             const struct ibv_wc* wc, int n) {
   uint64_t direct = 0;
   for (int i = 0; i < n; i++) {
-    if (wc[i].opcode & IBV_WC_RECV) {
-      struct qp_info* qp = occ_table_find(&qp_nums, qp_num_key(cq->context, wc[i].qp_num));
-      if (qp && qp->srq) {
-        qp->srq->consumed++;
+    struct qp_info* qp = occ_table_find(&qp_nums, qp_num_key(ops, wc[i].qp_num));
+    if (qp && qp->srq) {
+      int receive = wc[i].status == IBV_WC_SUCCESS
+                        ? (wc[i].opcode & IBV_WC_RECV) != 0
+                        : qp->send_cq != qp->recv_cq && qp->recv_cq &&
+                              qp->recv_cq == occ_table_find(&cq_slots, (uintptr_t)cq);
+      if (receive) {
+        if (owns(&qp->srq->consume_owner)) {
+          occ_add_own(&qp->srq->consumed, 1);
+        } else {
+          occ_add(&qp->srq->consumed_shared, 1);
+        }
         continue;
       }
     }
     direct++;
   }
-  slot->completed += direct;
+  return direct;
+}
+
+#define COUNT_POLL(add, c)                                                       \
+  do {                                                                           \
+    add(&(c)->polls, 1);                                                         \
+    add(&(c)->requested_entries, (uint64_t)(num_entries > 0 ? num_entries : 0)); \
+    if (n <= 0) {                                                                \
+      add(&(c)->empty_polls, 1);                                                 \
+    } else {                                                                     \
+      add(&(c)->polled_entries, (uint64_t)n);                                    \
+      add(&(c)->completed, direct);                                              \
+    }                                                                            \
+  } while (0)
+
+/* Another thread than the owner: atomic adds, out of the owner's fast path. */
+static __attribute__((noinline)) void count_poll_shared(struct occ_cq* slot, int num_entries, int n,
+                                                        uint64_t direct) {
+  COUNT_POLL(occ_add, &slot->polled_shared);
+}
+
+static int wrap_poll_cq(struct ibv_cq* cq, int num_entries, struct ibv_wc* wc) {
+  const struct context_ops* ops = ops_of(cq->context);
+  if (!ops) return -no_operations();
+  int n = ops->poll_cq(cq, num_entries, wc);
+  struct occ_cq* slot = occ_table_find(&cq_slots, (uintptr_t)cq);
+  if (!slot) return n;
+  uint64_t direct = 0;
+  if (n > 0) {
+    direct = __atomic_load_n(&slot->srq_fed, __ATOMIC_RELAXED) ? count_srq_receives(cq, ops, wc, n)
+                                                               : (uint64_t)n;
+  }
+  if (__builtin_expect(owns(&slot->poll_owner), 1)) {
+    COUNT_POLL(occ_add_own, &slot->polled);
+  } else {
+    count_poll_shared(slot, num_entries, n, direct);
+  }
   return n;
 }
 
 static int wrap_post_send(struct ibv_qp* qp, struct ibv_send_wr* wr, struct ibv_send_wr** bad) {
   const struct context_ops* ops = ops_of(qp->context);
+  if (!ops) {
+    *bad = wr;
+    return no_operations();
+  }
   int rc = ops->post_send(qp, wr, bad);
   struct qp_info* info = occ_table_find(&qps, (uintptr_t)qp);
   if (!info) return rc;
@@ -140,6 +296,10 @@ static int wrap_post_send(struct ibv_qp* qp, struct ibv_send_wr* wr, struct ibv_
 
 static int wrap_post_recv(struct ibv_qp* qp, struct ibv_recv_wr* wr, struct ibv_recv_wr** bad) {
   const struct context_ops* ops = ops_of(qp->context);
+  if (!ops) {
+    *bad = wr;
+    return no_operations();
+  }
   int rc = ops->post_recv(qp, wr, bad);
   struct qp_info* info = occ_table_find(&qps, (uintptr_t)qp);
   if (!info) return rc;
@@ -152,128 +312,248 @@ static int wrap_post_recv(struct ibv_qp* qp, struct ibv_recv_wr* wr, struct ibv_
 static int wrap_post_srq_recv(struct ibv_srq* srq, struct ibv_recv_wr* wr,
                               struct ibv_recv_wr** bad) {
   const struct context_ops* ops = ops_of(srq->context);
+  if (!ops) {
+    *bad = wr;
+    return no_operations();
+  }
   int rc = ops->post_srq_recv(srq, wr, bad);
   struct occ_srq* slot = occ_table_find(&srq_slots, (uintptr_t)srq);
   if (!slot) return rc;
   uint64_t posted = 0;
   for (struct ibv_recv_wr* w = wr; w && !(rc && w == *bad); w = w->next) posted++;
-  slot->posted += posted;
+  if (owns(&slot->post_owner)) {
+    occ_add_own(&slot->posted, posted);
+  } else {
+    occ_add(&slot->posted_shared, posted);
+  }
   return rc;
 }
 
 /* --- Control path interposers ------------------------------------------------------------- */
 
-EXPORT struct ibv_context* ibv_open_device(struct ibv_device* device) {
-  REAL(ibv_open_device);
-  struct ibv_context* context = real_ibv_open_device(device);
-  if (!context || !occ_file_open()) return context;
+/* fork() while another thread holds one of the library's locks would leave the child's copy
+ * locked for good: fork waits until none is held. */
+static void lock_for_fork(void) {
+  pthread_mutex_lock(&resolve_lock);
   pthread_mutex_lock(&control_lock);
-  if (context_count < MAX_CONTEXTS) {
-    struct context_ops* ops = &contexts[context_count];
-    ops->context = context;
-    ops->poll_cq = context->ops.poll_cq;
-    ops->post_send = context->ops.post_send;
-    ops->post_recv = context->ops.post_recv;
-    ops->post_srq_recv = context->ops.post_srq_recv;
-    __atomic_store_n(&context_count, context_count + 1, __ATOMIC_RELEASE);
-    if (ops->poll_cq) context->ops.poll_cq = wrap_poll_cq;
-    if (ops->post_send) context->ops.post_send = wrap_post_send;
-    if (ops->post_recv) context->ops.post_recv = wrap_post_recv;
-    if (ops->post_srq_recv) context->ops.post_srq_recv = wrap_post_srq_recv;
+}
+static void unlock_after_fork(void) {
+  pthread_mutex_unlock(&control_lock);
+  pthread_mutex_unlock(&resolve_lock);
+}
+__attribute__((constructor)) static void register_fork_handlers(void) {
+  pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+}
+
+EXPORT struct ibv_context* ibv_open_device(struct ibv_device* device) {
+  REAL_OR(ibv_open_device, NULL);
+  struct ibv_context* context = real_ibv_open_device(device);
+  if (!context) return context;
+  pthread_mutex_lock(&control_lock);
+  if (!occ_file_open()) goto out;
+  struct context_ops* ops = NULL;
+  for (int i = 0; i < context_high && !ops; i++) {
+    if (!contexts[i].context) ops = &contexts[i];
   }
+  if (!ops && context_high < MAX_CONTEXTS) ops = &contexts[context_high];
+  if (!ops) goto out; /* not tracked: its queues are counted as lost when created */
+  ops->poll_cq = context->ops.poll_cq;
+  ops->post_send = context->ops.post_send;
+  ops->post_recv = context->ops.post_recv;
+  ops->post_srq_recv = context->ops.post_srq_recv;
+  __atomic_store_n(&ops->context, context, __ATOMIC_RELEASE);
+  if (ops == &contexts[context_high]) {
+    __atomic_store_n(&context_high, context_high + 1, __ATOMIC_RELEASE);
+  }
+  if (ops->poll_cq) context->ops.poll_cq = wrap_poll_cq;
+  if (ops->post_send) context->ops.post_send = wrap_post_send;
+  if (ops->post_recv) context->ops.post_recv = wrap_post_recv;
+  if (ops->post_srq_recv) context->ops.post_srq_recv = wrap_post_srq_recv;
+out:
   pthread_mutex_unlock(&control_lock);
   return context;
 }
 
+/* Forgets a context's (context, qp_num) keys, whose index a later context may reuse: QPs an
+ * application did not destroy before closing their context. */
+static void forget_qp_nums(const struct context_ops* ops) {
+  const uint64_t high = (uint64_t)(ops - contexts + 1) << 32;
+  for (uint32_t i = 0; i < (1u << qp_nums.bits); i++) {
+    uint64_t key = qp_nums.entries[i].key;
+    if (key != OCC_KEY_REMOVED && (key & ~0xffffffffull) == high) {
+      occ_table_remove(&qp_nums, key);
+    }
+  }
+}
+
+/* The context's entry goes before the provider frees it: a context opened later at the same
+ * address gets its own provider's operations, never these. */
+EXPORT int ibv_close_device(struct ibv_context* context) {
+  REAL_OR(ibv_close_device, -1);
+  struct context_ops saved = {0};
+  pthread_mutex_lock(&control_lock);
+  struct context_ops* ops = (struct context_ops*)ops_of(context);
+  if (ops) {
+    saved = *ops;
+    /* Calls racing with the close go straight to the provider. */
+    if (saved.poll_cq) context->ops.poll_cq = saved.poll_cq;
+    if (saved.post_send) context->ops.post_send = saved.post_send;
+    if (saved.post_recv) context->ops.post_recv = saved.post_recv;
+    if (saved.post_srq_recv) context->ops.post_srq_recv = saved.post_srq_recv;
+    __atomic_store_n(&ops->context, NULL, __ATOMIC_RELEASE);
+    forget_qp_nums(ops);
+  }
+  pthread_mutex_unlock(&control_lock);
+  int rc = real_ibv_close_device(context);
+  if (rc != 0 && ops) { /* still open: track it again, in the same entry */
+    pthread_mutex_lock(&control_lock);
+    if (!ops->context) {
+      __atomic_store_n(&ops->context, context, __ATOMIC_RELEASE);
+      if (saved.poll_cq) context->ops.poll_cq = wrap_poll_cq;
+      if (saved.post_send) context->ops.post_send = wrap_post_send;
+      if (saved.post_recv) context->ops.post_recv = wrap_post_recv;
+      if (saved.post_srq_recv) context->ops.post_srq_recv = wrap_post_srq_recv;
+    }
+    pthread_mutex_unlock(&control_lock);
+  }
+  return rc;
+}
+
 EXPORT struct ibv_cq* ibv_create_cq(struct ibv_context* context, int cqe, void* cq_context,
                                     struct ibv_comp_channel* channel, int comp_vector) {
-  REAL(ibv_create_cq);
+  REAL_OR(ibv_create_cq, NULL);
   struct ibv_cq* cq = real_ibv_create_cq(context, cqe, cq_context, channel, comp_vector);
-  if (!cq || !ops_of(context)) return cq;
+  if (!cq) return cq;
   pthread_mutex_lock(&control_lock);
-  struct occ_cq* slot = occ_cq_alloc();
-  if (slot) {
-    slot->handle = cq->handle;
-    slot->entries = (uint32_t)cq->cqe;
-    device_name(context, slot->device);
-    __atomic_store_n(&slot->in_use, 1, __ATOMIC_RELEASE);
-    occ_table_insert(&cq_slots, (uintptr_t)cq, slot);
+  if (!ops_of(context)) {
+    COUNT_LOST(lost_cqs);
+  } else {
+    struct occ_cq* slot = occ_cq_alloc();
+    if (slot) {
+      slot->handle = cq->handle;
+      slot->entries = (uint32_t)cq->cqe;
+      device_name(context, slot->device);
+      __atomic_store_n(&slot->in_use, 1, __ATOMIC_RELEASE);
+      if (!occ_table_insert(&cq_slots, (uintptr_t)cq, slot)) { /* cannot happen: 4x room */
+        occ_cq_free(slot);
+        COUNT_LOST(lost_cqs);
+      }
+    }
   }
   pthread_mutex_unlock(&control_lock);
   return cq;
 }
 
 EXPORT int ibv_resize_cq(struct ibv_cq* cq, int cqe) {
-  REAL(ibv_resize_cq);
+  REAL_OR(ibv_resize_cq, ENOSYS);
   int rc = real_ibv_resize_cq(cq, cqe);
   struct occ_cq* slot = occ_table_find(&cq_slots, (uintptr_t)cq);
   if (rc == 0 && slot) slot->entries = (uint32_t)cq->cqe;
   return rc;
 }
 
+/* Destroy: the entry is removed before the real destroy (under the lock), so that an object
+ * created at the same address as soon as the provider frees this one keeps its own entry; it
+ * is put back if the destroy fails. */
 EXPORT int ibv_destroy_cq(struct ibv_cq* cq) {
-  REAL(ibv_destroy_cq);
-  int rc = real_ibv_destroy_cq(cq);
-  if (rc != 0) return rc;
+  REAL_OR(ibv_destroy_cq, ENOSYS);
   pthread_mutex_lock(&control_lock);
   struct occ_cq* slot = occ_table_remove(&cq_slots, (uintptr_t)cq);
-  if (slot) occ_cq_free(slot);
+  pthread_mutex_unlock(&control_lock);
+  int rc = real_ibv_destroy_cq(cq);
+  if (!slot) return rc;
+  pthread_mutex_lock(&control_lock);
+  if (rc == 0) {
+    occ_cq_free(slot);
+  } else if (!occ_table_insert(&cq_slots, (uintptr_t)cq, slot)) {
+    occ_cq_free(slot);
+  }
   pthread_mutex_unlock(&control_lock);
   return rc;
 }
 
+static int track_qp(struct ibv_qp* qp, const struct context_ops* ops, struct qp_info* info) {
+  if (!occ_table_insert(&qps, (uintptr_t)qp, info)) return 0;
+  if (occ_table_insert(&qp_nums, qp_num_key(ops, qp->qp_num), info)) return 1;
+  occ_table_remove(&qps, (uintptr_t)qp);
+  return 0;
+}
+
 EXPORT struct ibv_qp* ibv_create_qp(struct ibv_pd* pd, struct ibv_qp_init_attr* attr) {
-  REAL(ibv_create_qp);
+  REAL_OR(ibv_create_qp, NULL);
   struct ibv_qp* qp = real_ibv_create_qp(pd, attr);
   if (!qp) return qp;
   struct qp_info* info = calloc(1, sizeof(*info));
-  if (!info) return qp;
   pthread_mutex_lock(&control_lock);
-  info->send_cq = occ_table_find(&cq_slots, (uintptr_t)attr->send_cq);
-  info->recv_cq = occ_table_find(&cq_slots, (uintptr_t)attr->recv_cq);
-  info->srq = attr->srq ? occ_table_find(&srq_slots, (uintptr_t)attr->srq) : NULL;
-  info->sq_sig_all = attr->sq_sig_all;
-  if (info->srq && info->recv_cq) info->recv_cq->srq_fed = 1;
-  occ_table_insert(&qps, (uintptr_t)qp, info);
-  occ_table_insert(&qp_nums, qp_num_key(qp->context, qp->qp_num), info);
+  const struct context_ops* ops = ops_of(qp->context);
+  struct occ_file* file = occ_file_current();
+  if (!file) {
+    free(info);
+  } else if (!ops || !info) { /* an untracked context (see MAX_CONTEXTS), or no memory */
+    free(info);
+    COUNT_LOST(lost_qps);
+  } else {
+    info->send_cq = occ_table_find(&cq_slots, (uintptr_t)attr->send_cq);
+    info->recv_cq = occ_table_find(&cq_slots, (uintptr_t)attr->recv_cq);
+    info->srq = attr->srq ? occ_table_find(&srq_slots, (uintptr_t)attr->srq) : NULL;
+    info->sq_sig_all = attr->sq_sig_all;
+    if (track_qp(qp, ops, info)) {
+      if (info->srq && info->recv_cq)
+        __atomic_store_n(&info->recv_cq->srq_fed, 1, __ATOMIC_RELAXED);
+    } else {
+      free(info); /* never published */
+      COUNT_LOST(lost_qps);
+    }
+  }
   pthread_mutex_unlock(&control_lock);
   return qp;
 }
 
 EXPORT int ibv_destroy_qp(struct ibv_qp* qp) {
-  REAL(ibv_destroy_qp);
-  struct ibv_context* context = qp->context;
-  uint32_t qp_num = qp->qp_num;
-  int rc = real_ibv_destroy_qp(qp);
-  if (rc != 0) return rc;
+  REAL_OR(ibv_destroy_qp, ENOSYS);
   pthread_mutex_lock(&control_lock);
-  /* Kept allocated: a poller may still hold it; a few bytes per destroyed QP. */
-  occ_table_remove(&qps, (uintptr_t)qp);
-  occ_table_remove(&qp_nums, qp_num_key(context, qp_num));
+  const struct context_ops* ops = ops_of(qp->context);
+  uint64_t num_key = ops ? qp_num_key(ops, qp->qp_num) : 0;
+  /* Kept allocated: a poller may still hold it. */
+  struct qp_info* info = occ_table_remove(&qps, (uintptr_t)qp);
+  if (info && num_key) occ_table_remove(&qp_nums, num_key);
   pthread_mutex_unlock(&control_lock);
+  int rc = real_ibv_destroy_qp(qp);
+  if (rc != 0 && info && ops) {
+    pthread_mutex_lock(&control_lock);
+    if (!track_qp(qp, ops, info)) COUNT_LOST(lost_qps);
+    pthread_mutex_unlock(&control_lock);
+  }
   return rc;
 }
 
 EXPORT struct ibv_srq* ibv_create_srq(struct ibv_pd* pd, struct ibv_srq_init_attr* attr) {
-  REAL(ibv_create_srq);
+  REAL_OR(ibv_create_srq, NULL);
   struct ibv_srq* srq = real_ibv_create_srq(pd, attr);
-  if (!srq || !ops_of(pd->context)) return srq;
+  if (!srq) return srq;
   pthread_mutex_lock(&control_lock);
-  struct occ_srq* slot = occ_srq_alloc();
-  if (slot) {
-    slot->handle = srq->handle;
-    slot->max_wr = attr->attr.max_wr;
-    slot->limit = 0; /* ibv_create_srq ignores the limit: armed by ibv_modify_srq */
-    device_name(pd->context, slot->device);
-    __atomic_store_n(&slot->in_use, 1, __ATOMIC_RELEASE);
-    occ_table_insert(&srq_slots, (uintptr_t)srq, slot);
+  if (!ops_of(pd->context)) {
+    COUNT_LOST(lost_srqs);
+  } else {
+    struct occ_srq* slot = occ_srq_alloc();
+    if (slot) {
+      slot->handle = srq->handle;
+      slot->max_wr = attr->attr.max_wr;
+      slot->limit = 0; /* ibv_create_srq ignores the limit: armed by ibv_modify_srq */
+      device_name(pd->context, slot->device);
+      __atomic_store_n(&slot->in_use, 1, __ATOMIC_RELEASE);
+      if (!occ_table_insert(&srq_slots, (uintptr_t)srq, slot)) {
+        occ_srq_free(slot);
+        COUNT_LOST(lost_srqs);
+      }
+    }
   }
   pthread_mutex_unlock(&control_lock);
   return srq;
 }
 
 EXPORT int ibv_modify_srq(struct ibv_srq* srq, struct ibv_srq_attr* attr, int mask) {
-  REAL(ibv_modify_srq);
+  REAL_OR(ibv_modify_srq, ENOSYS);
   int rc = real_ibv_modify_srq(srq, attr, mask);
   struct occ_srq* slot = occ_table_find(&srq_slots, (uintptr_t)srq);
   if (rc == 0 && slot) {
@@ -284,19 +564,25 @@ EXPORT int ibv_modify_srq(struct ibv_srq* srq, struct ibv_srq_attr* attr, int ma
 }
 
 EXPORT int ibv_destroy_srq(struct ibv_srq* srq) {
-  REAL(ibv_destroy_srq);
-  int rc = real_ibv_destroy_srq(srq);
-  if (rc != 0) return rc;
+  REAL_OR(ibv_destroy_srq, ENOSYS);
   pthread_mutex_lock(&control_lock);
   struct occ_srq* slot = occ_table_remove(&srq_slots, (uintptr_t)srq);
-  if (slot) occ_srq_free(slot);
+  pthread_mutex_unlock(&control_lock);
+  int rc = real_ibv_destroy_srq(srq);
+  if (!slot) return rc;
+  pthread_mutex_lock(&control_lock);
+  if (rc == 0) {
+    occ_srq_free(slot);
+  } else if (!occ_table_insert(&srq_slots, (uintptr_t)srq, slot)) {
+    occ_srq_free(slot);
+  }
   pthread_mutex_unlock(&control_lock);
   return rc;
 }
 
 /* The device disarms an SRQ's limit when SRQ_LIMIT_REACHED fires. */
 EXPORT int ibv_get_async_event(struct ibv_context* context, struct ibv_async_event* event) {
-  REAL(ibv_get_async_event);
+  REAL_OR(ibv_get_async_event, -1);
   int rc = real_ibv_get_async_event(context, event);
   if (rc == 0 && event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
     struct occ_srq* slot = occ_table_find(&srq_slots, (uintptr_t)event->element.srq);

@@ -1,18 +1,27 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* The stats file of librdmascope_preload.so, shared with the exporter: one file per process,
- * /run/rdmascope/<pid>.occ (or $RDMASCOPE_PRELOAD_DIR), mapped shared by the application and
- * read by the exporter. Fixed-width types only; the layout is the ABI between them.
+/* The stats file of librdmascope_preload.so, shared with the exporter: one file per process
+ * image, mapped shared by the application and read by the exporter. Fixed-width types only;
+ * the layout is the ABI between them (the exporter reads its own OCC_VERSION only).
  *
- * Counters are written with plain stores by the application's threads (the post side by the
- * posting threads, the poll side by the polling threads) and read without synchronisation by
- * the exporter: a read may be a few operations stale, never torn (aligned 64-bit words). */
+ * Name: <dir>/<pid namespace inode>-<pid>-<start ticks>-<n>.occ in /run/rdmascope (or
+ * $RDMASCOPE_PRELOAD_DIR), created with O_EXCL: unique across pid namespaces sharing the
+ * directory; n (0, 1, ...) tells apart the images of one process across exec.
+ * Liveness: the application holds an OFD write lock (F_OFD_SETLK) on the whole file for its
+ * life, through a close-on-exec descriptor that forked children close. A file nobody holds
+ * locked is stale (its process exited, was killed or exec'd): the exporter deletes it. The
+ * lock is taken before the file is sized, so a file of the right size is always locked while
+ * its process lives.
+ *
+ * Counters are read without synchronisation by the exporter: a read may be a few operations
+ * stale, never torn (aligned 64-bit words written whole). */
 #ifndef RDMASCOPE_PRELOAD_STATS_FILE_H
 #define RDMASCOPE_PRELOAD_STATS_FILE_H
 
 #include <stdint.h>
 
 #define OCC_MAGIC 0x31434f4353414d52ULL /* "RMASCOC1" little-endian */
-#define OCC_VERSION 1
+/* 2: owner/shared counter words, pid_ns, lost_qps; file naming and OFD-lock liveness */
+#define OCC_VERSION 2
 #define OCC_MAX_CQS 1024
 #define OCC_MAX_SRQS 256
 #define OCC_DEVICE_LEN 64
@@ -21,18 +30,33 @@
 struct occ_header {
   uint64_t magic;
   uint32_t version;
-  uint32_t pid;
+  uint32_t pid;         /* in the application's pid namespace (pid_ns) */
   uint64_t start_ticks; /* field 22 of /proc/self/stat: tells a reused pid apart */
   char comm[OCC_COMM_LEN];
   uint32_t max_cqs;
   uint32_t max_srqs;
-  uint64_t lost_cqs; /* CQs created when every slot was taken: not tracked */
+  uint64_t lost_cqs; /* CQs not tracked: every slot taken, or their context untracked */
   uint64_t lost_srqs;
+  uint64_t pid_ns;   /* inode of /proc/self/ns/pid */
+  uint64_t lost_qps; /* QPs the library could not track (its QP tables were full) */
   uint64_t reserved[2];
 };
 
+/* Counters updated by several threads are exact without a lock prefix on the common path:
+ * each group has an owner, the first thread to update it (owner: a small per-thread number,
+ * never an address), which updates the `own` words with plain loads and stores (it is their
+ * only writer); any other thread adds to the `shared` words with atomic read-modify-write.
+ * A reader sums both. */
+struct occ_poll_counters {
+  uint64_t completed;         /* completions polled that were expected (post side) */
+  uint64_t polls;             /* ibv_poll_cq calls */
+  uint64_t empty_polls;       /* calls that returned nothing */
+  uint64_t polled_entries;    /* completions returned, all kinds */
+  uint64_t requested_entries; /* summed num_entries asked for: fullness = polled / requested */
+};
+
 /* One completion queue; 64-byte aligned so that two CQs never share a cache line. The post
- * side and the poll side are on separate cache lines too. */
+ * side, the owning poller and the other pollers are on separate cache lines too. */
 struct occ_cq {
   /* Control path: written by create/resize/destroy. in_use is written last on creation. */
   uint32_t in_use;
@@ -42,16 +66,17 @@ struct occ_cq {
   char device[OCC_DEVICE_LEN];
   uint8_t pad0[48];
   /* Post side: completions expected (signalled sends, receives posted to QPs without SRQ). */
-  uint64_t expected;
-  uint64_t peak; /* highest expected - completed seen by a poster */
-  uint8_t pad1[48];
+  uint64_t expected;        /* by post_owner */
+  uint64_t expected_shared; /* by other posting threads */
+  uint64_t peak;            /* highest expected - completed seen by a poster */
+  uint32_t post_owner;
+  uint8_t pad1[36];
   /* Poll side. */
-  uint64_t completed;         /* completions polled that were expected above */
-  uint64_t polls;             /* ibv_poll_cq calls */
-  uint64_t empty_polls;       /* calls that returned nothing */
-  uint64_t polled_entries;    /* completions returned, all kinds */
-  uint64_t requested_entries; /* summed num_entries asked for: fullness = polled / requested */
-  uint8_t pad2[24];
+  struct occ_poll_counters polled; /* by poll_owner */
+  uint32_t poll_owner;
+  uint8_t pad2[20];
+  struct occ_poll_counters polled_shared; /* by other polling threads */
+  uint8_t pad3[24];
 };
 
 struct occ_srq {
@@ -61,10 +86,14 @@ struct occ_srq {
   uint32_t limit;
   char device[OCC_DEVICE_LEN];
   uint8_t pad0[48];
-  uint64_t posted; /* receive WRs posted with ibv_post_srq_recv */
-  uint8_t pad1[56];
-  uint64_t consumed; /* receive completions polled for QPs on this SRQ */
-  uint8_t pad2[56];
+  uint64_t posted; /* receive WRs posted with ibv_post_srq_recv, by post_owner */
+  uint64_t posted_shared;
+  uint32_t post_owner;
+  uint8_t pad1[44];
+  uint64_t consumed; /* receive completions polled for QPs on this SRQ, by consume_owner */
+  uint64_t consumed_shared;
+  uint32_t consume_owner;
+  uint8_t pad2[44];
 };
 
 struct occ_file {
@@ -73,5 +102,13 @@ struct occ_file {
   struct occ_cq cqs[OCC_MAX_CQS];
   struct occ_srq srqs[OCC_MAX_SRQS];
 };
+
+#ifdef __cplusplus
+static_assert(sizeof(struct occ_cq) == 320, "occ_cq: 5 cache lines");
+static_assert(sizeof(struct occ_srq) == 256, "occ_srq: 4 cache lines");
+#else
+_Static_assert(sizeof(struct occ_cq) == 320, "occ_cq: 5 cache lines");
+_Static_assert(sizeof(struct occ_srq) == 256, "occ_srq: 4 cache lines");
+#endif
 
 #endif /* RDMASCOPE_PRELOAD_STATS_FILE_H */

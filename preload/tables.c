@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,33 +12,66 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Guarded by the library's control lock (preload.c), which callers hold. */
 static struct occ_file* file;
-static pthread_once_t file_once = PTHREAD_ONCE_INIT;
+static int file_tried; /* this process image (or forked child) already tried to open one */
+static int file_fd = -1;
 static char file_path[4096];
 static pid_t file_owner;
 
-int occ_table_insert(struct occ_table* table, uint64_t key, void* value) {
-  const uint32_t mask = (1u << OCC_TABLE_BITS) - 1;
-  for (uint32_t i = occ_table_slot(key), n = 0; n <= mask; i = (i + 1) & mask, n++) {
+int occ_table_insert(const struct occ_table* table, uint64_t key, void* value) {
+  const uint32_t mask = (1u << table->bits) - 1;
+  const uint32_t home = occ_table_slot(table, key);
+  struct occ_table_entry* free_entry = 0;
+  uint32_t i = home;
+  for (uint32_t n = 0; n < OCC_TABLE_MAX_PROBE; i = (i + 1) & mask, n++) {
     uint64_t k = table->entries[i].key;
-    if (k == 0 || k == UINT64_MAX || k == key) {
-      table->entries[i].value = value;
-      __atomic_store_n(&table->entries[i].key, key, __ATOMIC_RELEASE);
+    if (k == key) { /* a stale entry (destroyed through a path we do not see): replaced */
+      __atomic_store_n(&table->entries[i].value, value, __ATOMIC_RELEASE);
       return 1;
     }
+    if (k == OCC_KEY_REMOVED && !free_entry) free_entry = &table->entries[i];
+    if (k == OCC_KEY_EMPTY) {
+      if (!free_entry) {
+        if (*table->used + 1 >= (1u << table->bits)) return 0; /* keep one empty */
+        free_entry = &table->entries[i];
+        ++*table->used;
+      }
+      break;
+    }
   }
-  return 0;
+  if (!free_entry) return 0;
+  /* Every slot between home and this one is occupied (live or tombstone): a lookup of `key`
+   * reaches it. The value is published before the key. */
+  __atomic_store_n(&free_entry->value, value, __ATOMIC_RELAXED);
+  __atomic_store_n(&free_entry->key, key, __ATOMIC_RELEASE);
+  return 1;
 }
 
-void* occ_table_remove(struct occ_table* table, uint64_t key) {
-  const uint32_t mask = (1u << OCC_TABLE_BITS) - 1;
-  for (uint32_t i = occ_table_slot(key), n = 0; n <= mask; i = (i + 1) & mask, n++) {
+void* occ_table_remove(const struct occ_table* table, uint64_t key) {
+  const uint32_t mask = (1u << table->bits) - 1;
+  uint32_t i = occ_table_slot(table, key);
+  for (uint32_t n = 0; n < OCC_TABLE_MAX_PROBE; i = (i + 1) & mask, n++) {
     uint64_t k = table->entries[i].key;
-    if (k == key) {
-      __atomic_store_n(&table->entries[i].key, UINT64_MAX, __ATOMIC_RELEASE);
-      return table->entries[i].value;
+    if (k == OCC_KEY_EMPTY) return 0;
+    if (k != key) continue;
+    void* value = table->entries[i].value;
+    /* A tombstone keeps the probe runs of later keys that pass through this slot intact. If
+     * the next slot is empty no run passes through (runs are contiguous), so this slot and
+     * the tombstones just before it can become empty again: that is how tombstones are
+     * reclaimed without moving live keys under lock-free readers. */
+    if (table->entries[(i + 1) & mask].key != OCC_KEY_EMPTY) {
+      __atomic_store_n(&table->entries[i].key, OCC_KEY_REMOVED, __ATOMIC_RELEASE);
+      return value;
     }
-    if (k == 0) return 0;
+    __atomic_store_n(&table->entries[i].key, OCC_KEY_EMPTY, __ATOMIC_RELEASE);
+    --*table->used;
+    for (uint32_t j = (i - 1) & mask; j != i && table->entries[j].key == OCC_KEY_REMOVED;
+         j = (j - 1) & mask) {
+      __atomic_store_n(&table->entries[j].key, OCC_KEY_EMPTY, __ATOMIC_RELEASE);
+      --*table->used;
+    }
+    return value;
   }
   return 0;
 }
@@ -56,43 +90,82 @@ static uint64_t start_ticks(void) {
   return p ? strtoull(p + 1, NULL, 10) : 0;
 }
 
-/* A forked child must not count into its parent's file: its mapping becomes private. */
+/* The inode of this process's pid namespace: the same pid in two namespaces sharing the
+ * directory gives two names. 0 if /proc is not mounted (then pid and start time alone). */
+static uint64_t pid_namespace(void) {
+  struct stat st;
+  return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* A forked child must not count into its parent's file, nor keep its liveness lock: the
+ * mapping becomes private (pointers into it stay valid, counts go nowhere), the inherited
+ * descriptor is closed (the lock stays with the parent's), and the child opens a file of its
+ * own the next time it opens a device. Runs in the child right after fork, single-threaded. */
 static void after_fork_in_child(void) {
   if (file) {
     mmap(file, sizeof(*file), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
          0);
   }
+  if (file_fd >= 0) close(file_fd);
+  file_fd = -1;
+  file = 0;
+  file_tried = 0;
 }
 
 static void remove_at_exit(void) {
   if (file && getpid() == file_owner) unlink(file_path);
 }
 
-static void open_once(void) {
+/* Creates <dir>/<ns>-<pid>-<start>-<n>.occ exclusively, trying n = 0, 1, ...: an earlier image
+ * of this process (before an exec) may have left its file, never another live process. */
+static int create_exclusive(const char* dir, uint64_t ns, uint64_t ticks) {
+  for (int n = 0; n < 64; n++) {
+    if (snprintf(file_path, sizeof file_path, "%s/%" PRIu64 "-%d-%" PRIu64 "-%d.occ", dir, ns,
+                 (int)getpid(), ticks, n) >= (int)sizeof file_path) {
+      return -1;
+    }
+    int fd = open(file_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+static void warn(const char* what, int err) {
+  fprintf(stderr, "librdmascope_preload: %s %s: %s; queue occupancy not tracked\n", what, file_path,
+          strerror(err));
+}
+
+static void open_file(void) {
   const char* dir = getenv("RDMASCOPE_PRELOAD_DIR");
   if (!dir || !*dir) dir = "/run/rdmascope";
   mkdir(dir, 0755); /* EEXIST is fine */
-  if (snprintf(file_path, sizeof file_path, "%s/%d.occ", dir, (int)getpid()) >=
-      (int)sizeof file_path) {
-    return;
+  const uint64_t ticks = start_ticks();
+  const uint64_t ns = pid_namespace();
+  int fd = create_exclusive(dir, ns, ticks);
+  if (fd < 0) return; /* no directory or not allowed: quietly off, as before */
+  /* Locked before it is sized: a file of full size without a lock is stale. */
+  struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+  if (fcntl(fd, F_OFD_SETLK, &lock) != 0) {
+    warn("cannot lock", errno);
+    goto fail;
   }
-  int fd = open(file_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  if (ftruncate(fd, sizeof(struct occ_file)) != 0) {
-    close(fd);
-    unlink(file_path);
-    return;
+  /* Backed now, not sparse: a full filesystem fails here instead of raising SIGBUS in the
+   * application at its first store to an unbacked page. */
+  int err = posix_fallocate(fd, 0, sizeof(struct occ_file));
+  if (err != 0) {
+    warn("cannot allocate", err);
+    goto fail;
   }
   void* map = mmap(NULL, sizeof(struct occ_file), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
   if (map == MAP_FAILED) {
-    unlink(file_path);
-    return;
+    warn("cannot map", errno);
+    goto fail;
   }
   struct occ_file* f = map;
   f->header.version = OCC_VERSION;
   f->header.pid = (uint32_t)getpid();
-  f->header.start_ticks = start_ticks();
+  f->header.start_ticks = ticks;
+  f->header.pid_ns = ns;
   f->header.max_cqs = OCC_MAX_CQS;
   f->header.max_srqs = OCC_MAX_SRQS;
   FILE* comm = fopen("/proc/self/comm", "re");
@@ -103,14 +176,30 @@ static void open_once(void) {
   }
   /* The magic last: a reader never takes a half-written header for a valid one. */
   __atomic_store_n(&f->header.magic, OCC_MAGIC, __ATOMIC_RELEASE);
+  file_fd = fd; /* kept open for life: it holds the liveness lock */
   file_owner = getpid();
   file = f;
-  pthread_atfork(NULL, NULL, after_fork_in_child);
-  atexit(remove_at_exit);
+  return;
+fail:
+  unlink(file_path);
+  close(fd);
 }
 
 struct occ_file* occ_file_open(void) {
-  pthread_once(&file_once, open_once);
+  static int registered;
+  if (!file_tried) {
+    file_tried = 1;
+    if (!registered) {
+      registered = 1;
+      pthread_atfork(NULL, NULL, after_fork_in_child);
+      atexit(remove_at_exit);
+    }
+    open_file();
+  }
+  return file;
+}
+
+struct occ_file* occ_file_current(void) {
   return file;
 }
 
@@ -123,7 +212,7 @@ struct occ_cq* occ_cq_alloc(void) {
       return slot;
     }
   }
-  file->header.lost_cqs++;
+  occ_add(&file->header.lost_cqs, 1);
   return 0;
 }
 
@@ -138,7 +227,7 @@ struct occ_srq* occ_srq_alloc(void) {
       return slot;
     }
   }
-  file->header.lost_srqs++;
+  occ_add(&file->header.lost_srqs, 1);
   return 0;
 }
 

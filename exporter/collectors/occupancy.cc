@@ -5,11 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <set>
 
 #include "collectors/shared_metrics.h"
 #include "core/log.h"
-#include "core/process_metrics.h"
 #include "core/sysfs.h"
 #include "stats_file.h"
 
@@ -42,8 +45,9 @@ constexpr MetricDesc kSrqPosted{"rdma_srq_posted_wrs",
                                 "level (preload library).",
                                 MetricType::Gauge};
 constexpr MetricDesc kUntracked{"rdma_preload_untracked_queues_total",
-                                "CQs or SRQs the preload library could not track (its stats "
-                                "file was full), by kind.",
+                                "CQs, SRQs or QPs the preload library could not track (its "
+                                "stats file or tables were full, or their device context was "
+                                "not tracked), by kind.",
                                 MetricType::Counter};
 
 // A mapped file, unmapped on scope exit.
@@ -71,27 +75,32 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
   OccupancyProcess process{.pid = file->header.pid,
                            .start_ticks = file->header.start_ticks,
                            .comm = sysfs::FixedString(file->header.comm, sizeof file->header.comm),
+                           .pid_ns = file->header.pid_ns,
                            .lost_cqs = file->header.lost_cqs,
-                           .lost_srqs = file->header.lost_srqs};
+                           .lost_srqs = file->header.lost_srqs,
+                           .lost_qps = file->header.lost_qps};
   for (const occ_cq& cq : file->cqs) {
     if (!cq.in_use) continue;
-    // Counters are read without synchronisation: completed may run ahead of a stale expected.
-    const uint64_t expected = cq.expected;
-    const uint64_t completed = cq.completed;
+    // Each counter is the owner thread's word plus the other threads' (stats_file.h). Read
+    // without synchronisation: completed may run ahead of a stale expected.
+    const occ_poll_counters& own = cq.polled;
+    const occ_poll_counters& shared = cq.polled_shared;
+    const uint64_t expected = cq.expected + cq.expected_shared;
+    const uint64_t completed = own.completed + shared.completed;
     process.cqs.push_back({.device = sysfs::FixedString(cq.device, sizeof cq.device),
                            .handle = cq.handle,
                            .entries = cq.entries,
                            .outstanding = expected > completed ? expected - completed : 0,
                            .peak = cq.peak,
-                           .polls = cq.polls,
-                           .empty_polls = cq.empty_polls,
-                           .polled_entries = cq.polled_entries,
-                           .requested_entries = cq.requested_entries});
+                           .polls = own.polls + shared.polls,
+                           .empty_polls = own.empty_polls + shared.empty_polls,
+                           .polled_entries = own.polled_entries + shared.polled_entries,
+                           .requested_entries = own.requested_entries + shared.requested_entries});
   }
   for (const occ_srq& srq : file->srqs) {
     if (!srq.in_use) continue;
-    const uint64_t posted = srq.posted;
-    const uint64_t consumed = srq.consumed;
+    const uint64_t posted = srq.posted + srq.posted_shared;
+    const uint64_t consumed = srq.consumed + srq.consumed_shared;
     process.srqs.push_back({.device = sysfs::FixedString(srq.device, sizeof srq.device),
                             .handle = srq.handle,
                             .max_wr = srq.max_wr,
@@ -127,12 +136,93 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
     }
     out.Add(kUntracked, {pid, comm, {"kind", "cq"}}, static_cast<double>(process.lost_cqs));
     out.Add(kUntracked, {pid, comm, {"kind", "srq"}}, static_cast<double>(process.lost_srqs));
+    out.Add(kUntracked, {pid, comm, {"kind", "qp"}}, static_cast<double>(process.lost_qps));
   }
 }
 
 OccupancyCollector::OccupancyCollector(const OccupancyOptions& options,
                                        std::filesystem::path procfs)
     : dir_(options.dir), procfs_(std::move(procfs)) {}
+
+namespace {
+
+// The inode of a pid namespace link ("pid:[4026531836]"), nullopt if unreadable.
+std::optional<uint64_t> PidNamespaceOf(const std::filesystem::path& link) {
+  std::error_code ec;
+  const std::string text = std::filesystem::read_symlink(link, ec).native();
+  if (ec || !text.starts_with("pid:[") || !text.ends_with("]")) return std::nullopt;
+  uint64_t inode = 0;
+  const char* first = text.data() + 5;
+  const char* last = text.data() + text.size() - 1;
+  if (std::from_chars(first, last, inode).ptr != last) return std::nullopt;
+  return inode;
+}
+
+// The last NSpid field of a /proc/<pid>/status: the pid in the process's own namespace.
+std::optional<uint32_t> InnermostPid(const std::string& status) {
+  const size_t at = status.find("\nNSpid:");
+  if (at == std::string::npos) return std::nullopt;
+  const size_t end = status.find('\n', at + 1);
+  const std::string line = status.substr(at + 7, end == std::string::npos ? end : end - at - 7);
+  const size_t start = line.find_last_of(" \t");
+  const std::string last = start == std::string::npos ? line : line.substr(start + 1);
+  uint32_t pid = 0;
+  if (std::from_chars(last.data(), last.data() + last.size(), pid).ec != std::errc{}) {
+    return std::nullopt;
+  }
+  return pid;
+}
+
+// A stats file names its process by its pid in its own pid namespace (two containers' apps
+// may both be pid 1): the pid label is translated to the exporter's numbering, found in its
+// /proc by namespace inode and NSpid, when the exporter sees that namespace (hostPID). A
+// process it cannot see keeps its namespace's pid, and a debug line says so.
+void TranslatePids(std::vector<OccupancyProcess>& processes, const std::filesystem::path& procfs) {
+  const auto own = PidNamespaceOf(procfs / "self/ns/pid");
+  std::set<uint64_t> foreign;
+  for (const OccupancyProcess& p : processes) {
+    if (own && p.pid_ns != 0 && p.pid_ns != *own) foreign.insert(p.pid_ns);
+  }
+  if (foreign.empty()) return;
+  std::map<std::pair<uint64_t, uint32_t>, uint32_t> exporter_pid;
+  for (const std::string& name : sysfs::ListDirectory(procfs)) {
+    uint32_t pid = 0;
+    if (std::from_chars(name.data(), name.data() + name.size(), pid).ptr !=
+        name.data() + name.size()) {
+      continue;
+    }
+    const auto ns = PidNamespaceOf(procfs / name / "ns/pid");
+    if (!ns || !foreign.contains(*ns)) continue;
+    const auto status = sysfs::ReadFile(procfs / name / "status", 16384);
+    const auto inner = status ? InnermostPid(*status) : std::nullopt;
+    if (inner) exporter_pid[{*ns, *inner}] = pid;
+  }
+  for (OccupancyProcess& p : processes) {
+    if (!foreign.contains(p.pid_ns)) continue;
+    const auto it = exporter_pid.find({p.pid_ns, p.pid});
+    if (it != exporter_pid.end()) {
+      p.pid = it->second;
+    } else {
+      log::Debug(
+          "preload stats file of a pid namespace the exporter does not see: pid label "
+          "is the namespace's",
+          {{"pid", std::to_string(p.pid)}, {"pid_ns", std::to_string(p.pid_ns)}});
+    }
+  }
+}
+
+}  // namespace
+
+// Whether a process holds the file's liveness lock (stats_file.h): an OFD write lock taken by
+// the preload library for its process's life. F_OFD_GETLK takes no lock itself, so a scrape
+// never disturbs an application. nullopt if the kernel cannot tell.
+static std::optional<bool> HeldByItsProcess(int fd) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  if (fcntl(fd, F_OFD_GETLK, &lock) != 0) return std::nullopt;
+  return lock.l_type != F_UNLCK;
+}
 
 CollectResult OccupancyCollector::Collect(MetricSet& out) const {
   std::vector<OccupancyProcess> processes;
@@ -149,23 +239,31 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
       map.size = sizeof(occ_file);
       map.data = mmap(nullptr, map.size, PROT_READ, MAP_SHARED, fd, 0);
     }
+    const auto held = map.data == MAP_FAILED ? std::nullopt : HeldByItsProcess(fd);
     ::close(fd);
-    if (map.data == MAP_FAILED) {
+    // A file being created (not yet sized), a foreign file or an unreadable one: skipped,
+    // never deleted.
+    if (map.data == MAP_FAILED || !held) {
       ++rejected;
       continue;
     }
     auto process = ParseOccupancyFile({static_cast<const uint8_t*>(map.data), map.size});
+    // Nobody holds its lock: its process exited, was killed or exec'd (or died before
+    // writing the header: magic still 0). The liveness test needs no /proc, so it holds for
+    // processes of other pid namespaces too. Deleted only if the name still is the inode
+    // tested (an application may have created a new file there).
+    const auto* header = static_cast<const occ_header*>(map.data);
+    if (!*held && (process || header->magic == 0)) {
+      struct stat now {};
+      if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+      }
+      continue;
+    }
     if (!process) {
       ++rejected;
       log::Debug("preload stats file skipped", {{"path", path.string()}, {"err", process.error()}});
-      continue;
-    }
-    // Its process is gone (or the pid now belongs to another): forget the file.
-    const auto stat_text = sysfs::ReadFile(procfs_ / std::to_string(process->pid) / "stat", 4096);
-    const auto ticks = stat_text ? ParseStartTicks(*stat_text) : std::nullopt;
-    if (!ticks || *ticks != process->start_ticks) {
-      std::error_code ec;
-      std::filesystem::remove(path, ec);
       continue;
     }
     processes.push_back(std::move(*process));
@@ -176,6 +274,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
                       dir_.string() + ")" +
                       (rejected ? "; " + std::to_string(rejected) + " unreadable files" : "")};
   }
+  TranslatePids(processes, procfs_);
   MapOccupancy(processes, out);
   return {.detail = std::to_string(processes.size()) + " processes with the preload library"};
 }

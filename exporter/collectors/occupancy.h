@@ -1,7 +1,7 @@
 // The occupancy collector: exact CQ and SRQ fill levels of the applications that run with the
 // opt-in preload library (preload/, LD_PRELOAD=librdmascope_preload.so), read from their
-// stats files in --occupancy.dir (one per process, preload/stats_file.h). A file whose process
-// is gone (or whose pid was reused) is deleted.
+// stats files in --occupancy.dir (one per process image, preload/stats_file.h). A file no
+// process holds locked (its process exited, was killed or exec'd) is deleted.
 #pragma once
 
 #include <cstdint>
@@ -40,11 +40,13 @@ struct OccupancySrq {
 };
 
 struct OccupancyProcess {
-  uint32_t pid = 0;
+  uint32_t pid = 0;  // in its own pid namespace
   uint64_t start_ticks = 0;
   std::string comm;
+  uint64_t pid_ns = 0;  // inode of that pid namespace
   uint64_t lost_cqs = 0;
   uint64_t lost_srqs = 0;
+  uint64_t lost_qps = 0;
   std::vector<OccupancyCq> cqs;
   std::vector<OccupancySrq> srqs;
 };

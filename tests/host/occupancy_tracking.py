@@ -3,10 +3,11 @@
 drives the libibverbs stand-in's data path (its operations table, as a provider's), and the
 exporter serves it from the stats file: outstanding completions and their peak, poll batch
 fullness, the SRQ fill level against its limit; queues disappear when destroyed; the file is
-removed at exit, and deleted by the exporter when its process was killed.
+removed at exit, and deleted by the exporter when its process was killed (nobody holds its lock).
 The figures are derived in tests/host/fakeverbs/occupancy_workload.c. No root needed."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,7 +37,9 @@ def main(binary, workload, library, preload):
             proc = subprocess.Popen([workload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                     env=env, text=True)
             pid = proc.stdout.readline().split()[1]
-            expect("stats file created", os.listdir(stats_dir), [f"{pid}.occ"])
+            # <pid namespace inode>-<pid>-<start ticks>-<image>.occ (preload/stats_file.h)
+            expect("stats file created", [re.fullmatch(r"\d+-(\d+)-\d+-0\.occ", n).group(1)
+                                          for n in os.listdir(stats_dir)], [pid])
             samples = harness.parse(exporter.metrics())
 
             def by_capacity(name):
@@ -79,7 +82,8 @@ def main(binary, workload, library, preload):
             killed_pid = killed.stdout.readline().split()[1]
             killed.send_signal(signal.SIGKILL)
             killed.wait()
-            expect("file left by a killed process", os.listdir(stats_dir), [f"{killed_pid}.occ"])
+            expect("file left by a killed process",
+                   [n.split("-")[1] for n in os.listdir(stats_dir)], [killed_pid])
             samples = harness.parse(exporter.metrics())
             expect("killed process not reported", len(harness.series(
                 samples, "rdma_cq_outstanding_entries", pid=killed_pid)), 0)

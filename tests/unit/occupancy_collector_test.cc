@@ -1,6 +1,10 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -23,23 +27,28 @@ std::unique_ptr<occ_file> File() {
   file->header.max_cqs = OCC_MAX_CQS;
   file->header.max_srqs = OCC_MAX_SRQS;
   file->header.lost_cqs = 1;
+  file->header.lost_qps = 2;
   occ_cq& cq = file->cqs[3];  // slots need not be contiguous
   cq.in_use = 1;
   cq.handle = 9;
   cq.entries = 255;
   std::strcpy(cq.device, "mlx5_0");
-  cq.expected = 100;
-  cq.completed = 60;
+  // Each counter: the owner thread's word plus the other threads' word.
+  cq.expected = 70;
+  cq.expected_shared = 30;
+  cq.polled = {.completed = 50,
+               .polls = 6,
+               .empty_polls = 3,
+               .polled_entries = 50,
+               .requested_entries = 100};
+  cq.polled_shared = {
+      .completed = 10, .polls = 4, .empty_polls = 1, .polled_entries = 10, .requested_entries = 60};
   cq.peak = 70;
-  cq.polls = 10;
-  cq.empty_polls = 4;
-  cq.polled_entries = 60;
-  cq.requested_entries = 160;
   occ_cq& stale = file->cqs[5];  // completed read ahead of a stale expected
   stale.in_use = 1;
   stale.handle = 10;
   stale.expected = 5;
-  stale.completed = 6;
+  stale.polled_shared.completed = 6;
   file->cqs[7].handle = 11;  // destroyed: not in use
   occ_srq& srq = file->srqs[0];
   srq.in_use = 1;
@@ -47,8 +56,10 @@ std::unique_ptr<occ_file> File() {
   srq.max_wr = 4096;
   srq.limit = 512;
   std::strcpy(srq.device, "mlx5_0");
-  srq.posted = 5000;
-  srq.consumed = 4000;
+  srq.posted = 4000;
+  srq.posted_shared = 1000;
+  srq.consumed = 3000;
+  srq.consumed_shared = 1000;
   return file;
 }
 
@@ -63,8 +74,13 @@ TEST(OccupancyCollector, ParsesTheStatsFile) {
   EXPECT_EQ(process->pid, 4242U);
   EXPECT_EQ(process->start_ticks, 777U);
   EXPECT_EQ(process->comm, "trainer");
+  EXPECT_EQ(process->lost_qps, 2U);
   ASSERT_EQ(process->cqs.size(), 2U);
   EXPECT_EQ(process->cqs[0].outstanding, 40U);
+  EXPECT_EQ(process->cqs[0].polls, 10U);
+  EXPECT_EQ(process->cqs[0].empty_polls, 4U);
+  EXPECT_EQ(process->cqs[0].polled_entries, 60U);
+  EXPECT_EQ(process->cqs[0].requested_entries, 160U);
   EXPECT_EQ(process->cqs[1].outstanding, 0U) << "never negative";
   ASSERT_EQ(process->srqs.size(), 1U);
   EXPECT_EQ(process->srqs[0].posted, 1000U);
@@ -88,6 +104,52 @@ TEST(OccupancyCollector, RejectsForeignFiles) {
   EXPECT_NE(newer.error().find("version"), std::string::npos);
   file->header.magic = 0;
   EXPECT_FALSE(ParseOccupancyFile(Bytes(*file))) << "half-written: magic comes last";
+}
+
+// A stats file in a directory, as the preload library leaves it.
+std::filesystem::path WriteFile(const std::filesystem::path& dir, const std::string& name,
+                                const occ_file& file, size_t size = sizeof(occ_file)) {
+  const auto path = dir / name;
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(&file), static_cast<std::streamsize>(size));
+  return path;
+}
+
+// The application's side of the liveness lock (preload/tables.c): an OFD write lock on the
+// whole file, held for its life through its own open file description.
+int HoldLock(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  EXPECT_EQ(fcntl(fd, F_OFD_SETLK, &lock), 0);
+  return fd;
+}
+
+// Liveness is the lock, not /proc: the pid in the file is one of another pid namespace (here
+// none of the exporter's), which the old /proc/<pid>/stat check took for a dead process.
+TEST(OccupancyCollector, LockedFilesAreLiveUnlockedOnesStale) {
+  testing::TempDir dir;
+  const auto live = WriteFile(dir.path(), "4026532999-1-777-0.occ", *File());
+  auto other = File();
+  other->header.pid = 4243;
+  const auto stale = WriteFile(dir.path(), "4026532999-1-777-1.occ", *other);
+  const auto creating = WriteFile(dir.path(), "4026532999-2-5-0.occ", *File(), 0);
+  const int fd = HoldLock(live);
+  OccupancyCollector collector({.dir = dir.path()}, dir.path() / "no-procfs");
+  MetricSet out;
+  const auto result = collector.Collect(out);
+  EXPECT_FALSE(result.no_data) << result.detail;
+  const auto text = testing::Serialise(out.Take());
+  EXPECT_NE(text.find("pid=\"4242\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("pid=\"4243\""), std::string::npos) << text;
+  EXPECT_TRUE(std::filesystem::exists(live)) << "held: its process lives";
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "nobody holds it: stale, deleted";
+  EXPECT_TRUE(std::filesystem::exists(creating)) << "not yet sized: being created, kept";
+  ::close(fd);
+  MetricSet after;
+  EXPECT_TRUE(collector.Collect(after).no_data);
+  EXPECT_FALSE(std::filesystem::exists(live)) << "its process closed the lock: stale";
 }
 
 }  // namespace

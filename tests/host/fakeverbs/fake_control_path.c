@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fake_internal.h"
 
@@ -16,6 +17,40 @@
 
 static atomic_uint next_handle = 1;
 static atomic_uint next_qp_num = 0x100;
+
+/* Address reuse on demand (fake_internal.h). */
+static void (*after_destroy_hook)(void);
+static int recycle_kind = -1;
+static void* recycled_object[4];
+
+EXPORT void fakeverbs_reuse_next_destroyed(int kind, void (*hook)(void)) {
+  recycle_kind = kind;
+  after_destroy_hook = hook;
+}
+
+void* fake_recycled(int kind) {
+  void* object = recycled_object[kind];
+  recycled_object[kind] = NULL;
+  return object;
+}
+
+/* 1 if the object was kept (and the hook ran), 0 if the caller frees it as usual. */
+int fake_recycle(int kind, void* object) {
+  if (recycle_kind != kind) return 0;
+  recycle_kind = -1;
+  recycled_object[kind] = object;
+  void (*hook)(void) = after_destroy_hook;
+  after_destroy_hook = NULL;
+  if (hook) hook();
+  return 1;
+}
+
+static void* fake_alloc(int kind, size_t size) {
+  void* object = fake_recycled(kind);
+  if (!object) return calloc(1, size);
+  memset(object, 0, size);
+  return object;
+}
 
 /* n rounded up to 2^k - 1 entries (mlx5's CQ sizing), or 2^k work requests. */
 static uint32_t pow2_at_least(uint32_t n) {
@@ -31,7 +66,7 @@ EXPORT struct ibv_cq* fake_create_cq(struct ibv_context* context, int cqe, void*
     errno = EINVAL;
     return NULL;
   }
-  struct fake_cq* fake = calloc(1, sizeof(*fake));
+  struct fake_cq* fake = fake_alloc(FAKE_KIND_CQ, sizeof(*fake));
   if (!fake) return NULL;
   fake->cq.context = context;
   fake->cq.channel = channel;
@@ -50,7 +85,7 @@ EXPORT int fake_resize_cq(struct ibv_cq* cq, int cqe) {
 EXPORT int fake_destroy_cq(struct ibv_cq* cq) {
   struct fake_cq* fake = (struct fake_cq*)cq;
   if (atomic_load(&fake->users) > 0) return EBUSY;
-  free(fake);
+  if (!fake_recycle(FAKE_KIND_CQ, fake)) free(fake);
   return 0;
 }
 
@@ -85,7 +120,7 @@ EXPORT struct ibv_qp* fake_create_qp(struct ibv_pd* pd, struct ibv_qp_init_attr*
     errno = EINVAL;
     return NULL;
   }
-  struct fake_qp* fake = calloc(1, sizeof(*fake));
+  struct fake_qp* fake = fake_alloc(FAKE_KIND_QP, sizeof(*fake));
   if (!fake) return NULL;
   struct ibv_qp* qp = &fake->qp;
   fake->sq_sig_all = attr->sq_sig_all;
@@ -114,12 +149,12 @@ EXPORT int fake_modify_qp(struct ibv_qp* qp, struct ibv_qp_attr* attr, int mask)
 EXPORT int fake_destroy_qp(struct ibv_qp* qp) {
   atomic_fetch_sub(&((struct fake_cq*)qp->send_cq)->users, 1);
   atomic_fetch_sub(&((struct fake_cq*)qp->recv_cq)->users, 1);
-  free(qp);
+  if (!fake_recycle(FAKE_KIND_QP, qp)) free(qp);
   return 0;
 }
 
 EXPORT struct ibv_srq* fake_create_srq(struct ibv_pd* pd, struct ibv_srq_init_attr* attr) {
-  struct fake_srq* fake = calloc(1, sizeof(*fake));
+  struct fake_srq* fake = fake_alloc(FAKE_KIND_SRQ, sizeof(*fake));
   if (!fake) return NULL;
   struct ibv_srq* srq = &fake->srq;
   attr->attr.max_wr = pow2_at_least(attr->attr.max_wr);
@@ -137,7 +172,7 @@ EXPORT int fake_modify_srq(struct ibv_srq* srq, struct ibv_srq_attr* attr, int m
 }
 
 EXPORT int fake_destroy_srq(struct ibv_srq* srq) {
-  free(srq);
+  if (!fake_recycle(FAKE_KIND_SRQ, srq)) free(srq);
   return 0;
 }
 

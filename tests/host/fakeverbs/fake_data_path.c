@@ -11,26 +11,51 @@
 
 #define EXPORT __attribute__((visibility("default"), noinline, used))
 
+void fake_ring_lock(struct fake_cq* cq) {
+  while (atomic_flag_test_and_set_explicit(&cq->ring_lock, memory_order_acquire)) {
+  }
+}
+
+void fake_ring_unlock(struct fake_cq* cq) {
+  atomic_flag_clear_explicit(&cq->ring_lock, memory_order_release);
+}
+
+/* Error completions (fakeverbs_fail_next) carry an opcode a provider leaves undefined. */
+static atomic_int failing;
+
 static void complete(struct ibv_cq* cq, enum ibv_wc_opcode opcode, uint32_t qp_num,
                      uint64_t wr_id) {
   struct fake_cq* fake = (struct fake_cq*)cq;
-  if (fake->tail - fake->head >= FAKE_CQ_RING) return; /* overrun: dropped, as hardware would */
-  struct ibv_wc* wc = &fake->ring[fake->tail % FAKE_CQ_RING];
-  memset(wc, 0, sizeof(*wc));
-  wc->wr_id = wr_id;
-  wc->status = IBV_WC_SUCCESS;
-  wc->opcode = opcode;
-  wc->qp_num = qp_num;
-  fake->tail++;
+  fake_ring_lock(fake);
+  if (fake->tail - fake->head < FAKE_CQ_RING) { /* overrun: dropped, as hardware would */
+    struct ibv_wc* wc = &fake->ring[fake->tail % FAKE_CQ_RING];
+    memset(wc, 0, sizeof(*wc));
+    wc->wr_id = wr_id;
+    wc->status = IBV_WC_SUCCESS;
+    wc->opcode = opcode;
+    wc->qp_num = qp_num;
+    if (atomic_load(&failing) > 0) {
+      atomic_fetch_sub(&failing, 1);
+      wc->status = IBV_WC_WR_FLUSH_ERR;
+      wc->opcode = opcode == IBV_WC_RECV ? IBV_WC_SEND : IBV_WC_RECV; /* garbage, on purpose */
+    }
+    fake->tail++;
+  }
+  fake_ring_unlock(fake);
 }
+
+/* Test hook: the next n completions are flush errors whose opcode is wrong. */
+EXPORT void fakeverbs_fail_next(int n) { atomic_store(&failing, n); }
 
 static int fake_poll_cq(struct ibv_cq* cq, int num_entries, struct ibv_wc* wc) {
   struct fake_cq* fake = (struct fake_cq*)cq;
   int n = 0;
+  fake_ring_lock(fake);
   while (n < num_entries && fake->head != fake->tail) {
     wc[n++] = fake->ring[fake->head % FAKE_CQ_RING];
     fake->head++;
   }
+  fake_ring_unlock(fake);
   return n;
 }
 
@@ -75,11 +100,25 @@ EXPORT int fakeverbs_deliver(struct ibv_qp* qp, int n) {
   return delivered;
 }
 
+/* A second provider, for devices named "fakealt*": its poll_cq marks every completion with
+ * vendor_err FAKE_ALT_VENDOR_ERR, so a test sees which provider served a call. */
+#define FAKE_ALT_VENDOR_ERR 0xa17
+static int fake_alt_poll_cq(struct ibv_cq* cq, int num_entries, struct ibv_wc* wc) {
+  int n = fake_poll_cq(cq, num_entries, wc);
+  for (int i = 0; i < n; i++) wc[i].vendor_err = FAKE_ALT_VENDOR_ERR;
+  return n;
+}
+
 EXPORT struct ibv_context* fake_open_device(struct ibv_device* device) {
-  struct ibv_context* context = calloc(1, sizeof(*context));
+  struct ibv_context* context = fake_recycled(FAKE_KIND_CONTEXT);
+  if (context) {
+    memset(context, 0, sizeof(*context));
+  } else {
+    context = calloc(1, sizeof(*context));
+  }
   if (!context) return NULL;
   context->device = device;
-  context->ops.poll_cq = fake_poll_cq;
+  context->ops.poll_cq = strncmp(device->name, "fakealt", 7) ? fake_poll_cq : fake_alt_poll_cq;
   context->ops.post_send = fake_post_send;
   context->ops.post_recv = fake_post_recv;
   context->ops.post_srq_recv = fake_post_srq_recv;
@@ -87,7 +126,7 @@ EXPORT struct ibv_context* fake_open_device(struct ibv_device* device) {
 }
 
 EXPORT int fake_close_device(struct ibv_context* context) {
-  free(context);
+  if (!fake_recycle(FAKE_KIND_CONTEXT, context)) free(context);
   return 0;
 }
 

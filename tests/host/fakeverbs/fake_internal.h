@@ -13,7 +13,17 @@ struct fake_cq {
   /* Completions waiting to be polled (data path of contexts from ibv_open_device). */
   struct ibv_wc ring[FAKE_CQ_RING];
   unsigned head, tail;
+  atomic_flag ring_lock; /* posters and pollers of several threads, as a provider's CQ lock */
 };
+
+void fake_ring_lock(struct fake_cq* cq);
+void fake_ring_unlock(struct fake_cq* cq);
+/* Set by fakeverbs_reuse_next_destroyed(): the next destroyed object of a kind is kept for the
+ * next create of that kind (same address), and the hook runs right after the destroy freed
+ * it, as another thread's create could. */
+void* fake_recycled(int kind);
+int fake_recycle(int kind, void* object);
+enum { FAKE_KIND_CQ, FAKE_KIND_QP, FAKE_KIND_SRQ, FAKE_KIND_CONTEXT };
 
 struct fake_qp {
   struct ibv_qp qp;
