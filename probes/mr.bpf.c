@@ -41,9 +41,18 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 16384);
-  __type(key, __u32); /* tgid */
+  __type(key, struct mr_proc_key);
   __type(value, struct mr_proc);
 } procs SEC(".maps");
+
+/* Where a new process's entry is built before it is inserted whole (struct mr_proc is too
+ * large for the 512-byte BPF stack). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct mr_proc);
+} proc_scratch SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -109,66 +118,138 @@ static __always_inline struct mr_globals* global_counters(void) {
   return bpf_map_lookup_elem(&globals, &zero);
 }
 
+/* The thread-group leader's start in the clock of /proc/PID/stat's starttime, so that user
+ * space can tell a reused pid apart (and it survives an exec by a non-leader thread, which
+ * takes over the leader's start times in de_thread()). */
 static __always_inline __u64 leader_start_ns(void) {
   struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-  return BPF_CORE_READ(task, group_leader, start_time);
+  return BPF_CORE_READ(task, group_leader, start_boottime);
 }
 
-/* A zeroed template in .rodata: struct mr_proc is too large for the 512-byte BPF stack. */
-static const struct mr_proc zero_proc;
+/* On x86-64 a call pushes the return address: at a return probe the stack pointer is one slot
+ * above the one the entry probe saw. */
+#define RETURN_ADDRESS_BYTES 8
 
-/* The process's totals, created (or reset, if the pid was reused) on first use. Threads of
- * a new process race here on their first registrations: creation is BPF_NOEXIST (one thread
- * wins, the others find its entry) and the start time is claimed with compare-and-swap, so
- * no thread ever replaces an entry another thread already counts into. */
+/* The process's totals, created on first use. Threads of a new process race here on their
+ * first registrations: the entry is built whole in per-CPU scratch and inserted with
+ * BPF_NOEXIST, so one thread's entry wins and every thread counts into it. A reused pid has
+ * another start time, hence another key: nothing is ever reset in place. */
 static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u64 start_ns) {
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &tgid);
-  if (proc && proc->start_ns == start_ns) return proc;
+  struct mr_proc_key key = {.tgid = tgid, .start_ns = start_ns};
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
+  if (proc) return proc;
+  __u32 zero = 0;
+  struct mr_proc* fresh = bpf_map_lookup_elem(&proc_scratch, &zero);
+  if (!fresh) return NULL;
+  __builtin_memset(fresh, 0, sizeof(*fresh));
+  fresh->start_ns = start_ns;
+  bpf_get_current_comm(fresh->comm, sizeof(fresh->comm));
+  bpf_map_update_elem(&procs, &key, fresh, BPF_NOEXIST); /* -EEXIST: a sibling won */
+  proc = bpf_map_lookup_elem(&procs, &key);
   if (!proc) {
-    bpf_map_update_elem(&procs, &tgid, &zero_proc, BPF_NOEXIST); /* -EEXIST: a sibling won */
-    proc = bpf_map_lookup_elem(&procs, &tgid);
-    if (!proc) {
-      struct mr_globals* g = global_counters();
-      if (g) __sync_fetch_and_add(&g->lost_procs, 1);
-      return NULL;
-    }
-    if (__sync_val_compare_and_swap(&proc->start_ns, 0, start_ns) == 0) {
-      bpf_get_current_comm(proc->comm, sizeof(proc->comm));
-    }
-    return proc->start_ns == start_ns ? proc : NULL;
+    struct mr_globals* g = global_counters();
+    if (g) __sync_fetch_and_add(&g->lost_procs, 1);
   }
-  /* A reused pid: the thread that swaps the start time in resets the counters in place. */
-  __u64 old = proc->start_ns;
-  if (__sync_val_compare_and_swap(&proc->start_ns, old, start_ns) == old) {
-    __builtin_memset((char*)proc + sizeof(proc->start_ns), 0,
-                     sizeof(*proc) - sizeof(proc->start_ns));
-    bpf_get_current_comm(proc->comm, sizeof(proc->comm));
-  }
-  return proc->start_ns == start_ns ? proc : NULL;
+  return proc;
 }
 
-static __always_inline int enter(enum mr_call_kind kind, __u64 mr, __u32 access) {
+/* Bytes a region adds to the byte sums: none for implicit ODP (see mr.h). */
+static __always_inline __u64 region_bytes(const struct mr_region* region) {
+  return (region->flags & MR_REGION_IMPLICIT_ODP) ? 0 : region->length;
+}
+
+/* A region is gone (deregistered, unimported, or its pointer handed out again by the
+ * library): count it out of its process. */
+static __always_inline void count_release(__u32 tgid, const struct mr_region* region) {
+  struct mr_proc_key key = {.tgid = tgid, .start_ns = region->proc_start_ns};
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
+  if (!proc) return;
+  __sync_fetch_and_add(&proc->deregistrations, 1);
+  __sync_fetch_and_add(&proc->outstanding_regions, -1);
+  __sync_fetch_and_add(&proc->outstanding_bytes, -(__s64)region_bytes(region));
+  if (region->flags & MR_REGION_IMPLICIT_ODP) {
+    __sync_fetch_and_add(&proc->outstanding_implicit_odp, -1);
+  }
+}
+
+/* Removes a region from the map and counts it out; nothing if it is not tracked. */
+static __always_inline void release_region(struct mr_region_key* key) {
+  struct mr_region* found = bpf_map_lookup_elem(&regions, key);
+  if (!found) return; /* registered before we attached, or not tracked */
+  struct mr_region region = *found;
+  /* Only the caller whose delete succeeds counts: two racing releases count once. */
+  if (bpf_map_delete_elem(&regions, key) != 0) return;
+  count_release(key->tgid, &region);
+}
+
+/* A deregistration ends: on success its region (taken out at entry) is counted out, on
+ * failure, or when we never learn the outcome, it is put back. Putting back fails only if the
+ * library already handed the pointer to a new registration: then the old one is gone. */
+static __always_inline void settle_pending(__u32 tgid, struct mr_call* call, int succeeded) {
+  if (!call->pending) return;
+  struct mr_region_key key = {.tgid = tgid, .mr = call->mr};
+  struct mr_region region = call->region;
+  call->pending = 0;
+  if (!succeeded && bpf_map_update_elem(&regions, &key, &region, BPF_NOEXIST) == 0) return;
+  count_release(tgid, &region);
+}
+
+/* A call record whose return was never seen (lost uretprobe, longjmp out of the call, probes
+ * attached while the thread was inside): dropped so that the thread is counted again. */
+static __always_inline void abandon(__u64 id, struct mr_call* call) {
+  settle_pending(id >> 32, call, 0);
+  struct mr_globals* g = global_counters();
+  if (g) __sync_fetch_and_add(&g->stale_calls, 1);
+}
+
+static __always_inline int enter(struct pt_regs* ctx, enum mr_call_kind kind, __u64 mr,
+                                 __u32 access) {
   __u64 id = bpf_get_current_pid_tgid();
+  __u64 sp = PT_REGS_SP(ctx);
   struct mr_call* call = bpf_map_lookup_elem(&calls, &id);
   if (call) {
-    call->depth++; /* a wrapper calling the real entry point: counted once, outside */
-    return 0;
+    /* Deeper than the recorded call: a wrapper calling on, counted once, outside. */
+    if (sp < call->sp) return 0;
+    /* At or above the recorded frame: that call is over. (A tail call the forwarder check
+     * did not recognise also lands here; it is then counted from the inner entry point.) */
+    abandon(id, call);
   }
   struct mr_call fresh = {
-      .start_ns = bpf_ktime_get_ns(), .mr = mr, .access = access, .depth = 1, .kind = kind};
-  if (bpf_map_update_elem(&calls, &id, &fresh, BPF_NOEXIST) != 0) {
+      .start_ns = bpf_ktime_get_ns(), .sp = sp, .mr = mr, .access = access, .kind = kind};
+  struct mr_region_key key = {.tgid = id >> 32, .mr = mr};
+  if (kind == MR_CALL_DEREG) {
+    struct mr_region* region = bpf_map_lookup_elem(&regions, &key);
+    if (region) {
+      fresh.region = *region;
+      fresh.pending = 1;
+    }
+  }
+  if (bpf_map_update_elem(&calls, &id, &fresh, BPF_ANY) != 0) {
     struct mr_globals* g = global_counters();
     if (g) __sync_fetch_and_add(&g->lost_calls, 1);
+    return 0;
+  }
+  /* The region leaves the map now, before ibv_dereg_mr frees the struct: a registration on
+   * another thread that gets the same pointer back can then never be taken for it. */
+  if (fresh.pending && bpf_map_delete_elem(&regions, &key) != 0) {
+    call = bpf_map_lookup_elem(&calls, &id);
+    if (call) call->pending = 0; /* released concurrently (the application raced itself) */
   }
   return 0;
 }
 
-/* Returns the outermost call when this return ends it, else NULL (and keeps counting). */
-static __always_inline struct mr_call* leave(__u64 id, enum mr_call_kind kind) {
+/* The outermost call this return ends, else NULL. The record is kept (the caller reads it,
+ * then deletes it). */
+static __always_inline struct mr_call* leave(struct pt_regs* ctx, __u64 id,
+                                             enum mr_call_kind kind) {
   struct mr_call* call = bpf_map_lookup_elem(&calls, &id);
-  if (!call || call->kind != kind) return NULL;
-  if (call->depth > 1) {
-    call->depth--;
+  if (!call) return NULL;
+  __u64 frame = PT_REGS_SP(ctx) - RETURN_ADDRESS_BYTES;
+  if (frame < call->sp) return NULL; /* a nested call returns: the outermost one counts */
+  if (frame > call->sp || call->kind != kind) {
+    /* A frame above the recorded one returns: the recorded call ended unseen. */
+    abandon(id, call);
+    bpf_map_delete_elem(&calls, &id);
     return NULL;
   }
   return call;
@@ -176,23 +257,23 @@ static __always_inline struct mr_call* leave(__u64 id, enum mr_call_kind kind) {
 
 SEC("uprobe")
 int BPF_KPROBE(reg_mr_entry, void* pd, void* addr, __u64 length, int access) {
-  return enter(MR_CALL_REG, 0, (__u32)access);
+  return enter(ctx, MR_CALL_REG, 0, (__u32)access);
 }
 
 /* ibv_reg_mr_iova and ibv_reg_mr_iova2: (pd, addr, length, iova, access) */
 SEC("uprobe")
 int BPF_KPROBE(reg_mr_iova_entry, void* pd, void* addr, __u64 length, __u64 iova, int access) {
-  return enter(MR_CALL_REG, 0, (__u32)access);
+  return enter(ctx, MR_CALL_REG, 0, (__u32)access);
 }
 
 /* ibv_reg_dmabuf_mr: (pd, offset, length, iova, fd, access): access is the sixth argument. */
 SEC("uprobe")
-int BPF_KPROBE(reg_dmabuf_mr_entry) { return enter(MR_CALL_REG, 0, (__u32)ctx->r9); }
+int BPF_KPROBE(reg_dmabuf_mr_entry) { return enter(ctx, MR_CALL_REG, 0, (__u32)ctx->r9); }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(reg_mr_return, void* mr) {
   __u64 id = bpf_get_current_pid_tgid();
-  struct mr_call* call = leave(id, MR_CALL_REG);
+  struct mr_call* call = leave(ctx, id, MR_CALL_REG);
   if (!call) return 0;
   __u32 tgid = id >> 32;
   __u64 start_ns = leader_start_ns();
@@ -208,10 +289,12 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
   }
   struct user_ibv_mr user_mr = {};
   if (bpf_probe_read_user(&user_mr, sizeof(user_mr), mr) != 0) return 0;
+  /* rdma-core stores the length asked for: SIZE_MAX for an implicit ODP registration. */
+  int implicit_odp = user_mr.length == ~0ULL;
   struct mr_region_key key = {.tgid = tgid, .mr = (__u64)mr};
   struct mr_region region = {
       .addr = user_mr.addr,
-      .length = user_mr.length,
+      .length = implicit_odp ? 0 : user_mr.length,
       .registered_ns = bpf_ktime_get_ns(),
       .proc_start_ns = start_ns,
       .lkey = user_mr.lkey,
@@ -219,65 +302,57 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
       /* In the return probe the user registers are the caller's: the stack starts at the
        * function that called ibv_reg_mr (frame pointers needed beyond it). */
       .stack_id = (__s32)bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK),
+      .flags = implicit_odp ? MR_REGION_IMPLICIT_ODP : 0,
   };
   __sync_fetch_and_add(&proc->registrations, 1);
   __sync_fetch_and_or(&proc->access_seen, (__u64)access);
-  if ((user_mr.addr | user_mr.length) & (MR_HUGE_PAGE_BYTES - 1)) {
-    __sync_fetch_and_add(&proc->not_huge_aligned_bytes, user_mr.length);
-  }
-  if (user_mr.length & (MR_PAGE_BYTES - 1)) {
-    __sync_fetch_and_add(&proc->length_not_page_multiple, 1);
-  }
   __u32 bucket = bucket_of(latency_ns, MR_LATENCY_BUCKETS);
   __sync_fetch_and_add(&proc->latency[bucket & (MR_LATENCY_BUCKETS - 1)], 1);
   __sync_fetch_and_add(&proc->latency_sum_ns, latency_ns);
-  bucket = bucket_of(user_mr.length, MR_SIZE_BUCKETS);
-  if (bucket < MR_SIZE_BUCKETS) __sync_fetch_and_add(&proc->size[bucket], 1);
-  __sync_fetch_and_add(&proc->size_sum_bytes, user_mr.length);
-  if (bpf_map_update_elem(&regions, &key, &region, BPF_ANY) != 0) {
+  if (!implicit_odp) {
+    if ((user_mr.addr | user_mr.length) & (MR_HUGE_PAGE_BYTES - 1)) {
+      __sync_fetch_and_add(&proc->not_huge_aligned_bytes, user_mr.length);
+    }
+    if (user_mr.length & (MR_PAGE_BYTES - 1)) {
+      __sync_fetch_and_add(&proc->length_not_page_multiple, 1);
+    }
+    bucket = bucket_of(user_mr.length, MR_SIZE_BUCKETS);
+    if (bucket < MR_SIZE_BUCKETS) __sync_fetch_and_add(&proc->size[bucket], 1);
+    __sync_fetch_and_add(&proc->size_sum_bytes, user_mr.length);
+  }
+  /* The library hands out a pointer only once it is free: a region still recorded under it
+   * was released unseen (its deregistration's return was lost). */
+  release_region(&key);
+  if (bpf_map_update_elem(&regions, &key, &region, BPF_NOEXIST) != 0) {
     __sync_fetch_and_add(&proc->lost_regions, 1);
     return 0;
   }
   __sync_fetch_and_add(&proc->outstanding_regions, 1);
-  __sync_fetch_and_add(&proc->outstanding_bytes, (__s64)user_mr.length);
+  __sync_fetch_and_add(&proc->outstanding_bytes, (__s64)region.length);
+  if (implicit_odp) __sync_fetch_and_add(&proc->outstanding_implicit_odp, 1);
   return 0;
 }
 
-/* A region leaves: deregistered, or an imported MR unimported. */
-static __always_inline void release_region(struct mr_region_key* key) {
-  struct mr_region* region = bpf_map_lookup_elem(&regions, key);
-  if (!region) return; /* registered before we attached, or not tracked */
-  __u64 length = region->length;
-  __u64 start_ns = region->proc_start_ns;
-  bpf_map_delete_elem(&regions, key);
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key->tgid);
-  if (!proc || proc->start_ns != start_ns) return;
-  __sync_fetch_and_add(&proc->deregistrations, 1);
-  __sync_fetch_and_add(&proc->outstanding_regions, -1);
-  __sync_fetch_and_add(&proc->outstanding_bytes, -(__s64)length);
-}
-
 SEC("uprobe")
-int BPF_KPROBE(dereg_mr_entry, void* mr) { return enter(MR_CALL_DEREG, (__u64)mr, 0); }
+int BPF_KPROBE(dereg_mr_entry, void* mr) { return enter(ctx, MR_CALL_DEREG, (__u64)mr, 0); }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(dereg_mr_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
-  struct mr_call* call = leave(id, MR_CALL_DEREG);
+  struct mr_call* call = leave(ctx, id, MR_CALL_DEREG);
   if (!call) return 0;
-  struct mr_region_key key = {.tgid = id >> 32, .mr = call->mr};
+  /* rc != 0: still registered (e.g. EBUSY: memory windows bound), the region goes back. */
+  settle_pending(id >> 32, call, rc == 0);
   bpf_map_delete_elem(&calls, &id);
-  if (rc != 0) return 0; /* still registered (e.g. EBUSY: memory windows bound) */
-  release_region(&key);
   return 0;
 }
 
 /* ibv_import_mr(pd, handle) and ibv_reg_mr_ex(pd, attr) return an ibv_mr like a
  * registration: reg_mr_return records it (access flags unknown here). */
 SEC("uprobe")
-int BPF_KPROBE(import_mr_entry) { return enter(MR_CALL_REG, 0, 0); }
+int BPF_KPROBE(import_mr_entry) { return enter(ctx, MR_CALL_REG, 0, 0); }
 
-/* ibv_unimport_mr(mr) returns nothing and cannot fail. */
+/* ibv_unimport_mr(mr) returns nothing and cannot fail; removed at entry, before the free. */
 SEC("uprobe")
 int BPF_KPROBE(unimport_mr_entry, void* mr) {
   struct mr_region_key key = {.tgid = bpf_get_current_pid_tgid() >> 32, .mr = (__u64)mr};
@@ -289,29 +364,29 @@ int BPF_KPROBE(unimport_mr_entry, void* mr) {
  * moves in place; rdma-core updates mr->addr and mr->length on success. */
 SEC("uprobe")
 int BPF_KPROBE(rereg_mr_entry, void* mr, int flags) {
-  return enter(MR_CALL_REREG, (__u64)mr, (__u32)flags);
+  return enter(ctx, MR_CALL_REREG, (__u64)mr, (__u32)flags);
 }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(rereg_mr_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
-  struct mr_call* call = leave(id, MR_CALL_REREG);
+  struct mr_call* call = leave(ctx, id, MR_CALL_REREG);
   if (!call) return 0;
   struct mr_region_key key = {.tgid = id >> 32, .mr = call->mr};
   __u32 flags = call->access;
   bpf_map_delete_elem(&calls, &id);
   if (rc != 0 || !(flags & MR_REREG_CHANGE_TRANSLATION)) return 0;
   struct mr_region* region = bpf_map_lookup_elem(&regions, &key);
-  if (!region) return 0;
+  if (!region || (region->flags & MR_REGION_IMPLICIT_ODP)) return 0;
   struct user_ibv_mr user_mr = {};
   if (bpf_probe_read_user(&user_mr, sizeof(user_mr), (void*)key.mr) != 0) return 0;
+  if (user_mr.length == ~0ULL) return 0; /* not a move rdma-core accepts */
   __s64 delta = (__s64)user_mr.length - (__s64)region->length;
   region->addr = user_mr.addr;
   region->length = user_mr.length;
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key.tgid);
-  if (proc && proc->start_ns == region->proc_start_ns) {
-    __sync_fetch_and_add(&proc->outstanding_bytes, delta);
-  }
+  struct mr_proc_key proc_key = {.tgid = key.tgid, .start_ns = region->proc_start_ns};
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &proc_key);
+  if (proc) __sync_fetch_and_add(&proc->outstanding_bytes, delta);
   return 0;
 }
 
@@ -321,9 +396,21 @@ int BPF_PROG(handle_exit, struct task_struct* task) {
   __u32 pid = BPF_CORE_READ(task, pid);
   __u32 tgid = BPF_CORE_READ(task, tgid);
   __u64 id = ((__u64)tgid << 32) | pid;
-  bpf_map_delete_elem(&calls, &id); /* a thread that died inside a call */
-  if (pid != tgid) return 0;        /* only the leader's exit ends the process */
-  if (!bpf_map_lookup_elem(&procs, &tgid)) return 0;
+  struct mr_call* call = bpf_map_lookup_elem(&calls, &id);
+  if (call) {
+    /* A thread that died inside a call: a deregistration it had begun is put back. */
+    settle_pending(tgid, call, 0);
+    bpf_map_delete_elem(&calls, &id);
+  }
+  /* Only the last thread's exit ends the process: not the leader's (pthread_exit in main, or
+   * killed by an exec in another thread). do_exit() (kernel/exit.c) decrements
+   * signal->live before trace_sched_process_exit(), and the thread that takes it to 0 is the
+   * one with group_dead set. Threads exiting together may both read 0: user space drops a
+   * process once. */
+  if (BPF_CORE_READ(task, signal, live.counter) != 0) return 0;
+  struct mr_proc_key key = {.tgid = tgid,
+                            .start_ns = BPF_CORE_READ(task, group_leader, start_boottime)};
+  if (!bpf_map_lookup_elem(&procs, &key)) return 0;
   struct mr_exit_event* event = bpf_ringbuf_reserve(&exits, sizeof(*event), 0);
   if (!event) {
     struct mr_globals* g = global_counters();
@@ -332,7 +419,7 @@ int BPF_PROG(handle_exit, struct task_struct* task) {
   }
   event->tgid = tgid;
   event->pad = 0;
-  event->start_ns = BPF_CORE_READ(task, group_leader, start_time);
+  event->start_ns = key.start_ns;
   BPF_CORE_READ_STR_INTO(&event->comm, task, comm);
   bpf_ringbuf_submit(event, 0);
   return 0;

@@ -28,15 +28,41 @@ enum mr_call_kind {
 /* IBV_REREG_MR_CHANGE_TRANSLATION: ibv_rereg_mr moved the region (new address, length). */
 #define MR_REREG_CHANGE_TRANSLATION 1
 
-/* Per-thread state between entry and return; `depth` de-duplicates wrappers calling wrappers
- * (ibv_reg_mr@@IBVERBS_1.1 tail-calls ibv_reg_mr_iova2; the 1.0 ABI calls the 1.1 one). */
+/* A region as recorded at registration. */
+struct mr_region {
+  __u64 addr;
+  __u64 length;        /* 0 for an implicit ODP registration (MR_REGION_IMPLICIT_ODP) */
+  __u64 registered_ns; /* bpf_ktime_get_ns() */
+  __u64 proc_start_ns; /* start_boottime of the owning process: tells reused pids apart */
+  __u32 lkey;
+  __u32 access;
+  __s32 stack_id; /* user stack at registration in the stacks map, or < 0 */
+  __u32 flags;    /* MR_REGION_* */
+};
+
+/* ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND): the whole address space, paged in on
+ * demand (rdma-core's "implicit ODP"). Counted as a region, never added to byte sums: its
+ * length (SIZE_MAX) would wrap them and it pins nothing up front. */
+#define MR_REGION_IMPLICIT_ODP 1
+#define MR_ACCESS_ON_DEMAND (1U << 6) /* IBV_ACCESS_ON_DEMAND */
+
+/* Per-thread state between the entry and the return of the outermost call. Wrappers calling
+ * wrappers (the IBVERBS_1.0 ABI calls the 1.1 one) enter again on a deeper stack and are not
+ * recorded: the return whose frame is the recorded one ends the call. `sp` also makes a
+ * record whose return was never seen (lost uretprobe, longjmp out of the call, exporter
+ * attached mid-call) detectable: a new entry at or above that frame replaces it. */
 struct mr_call {
   __u64 start_ns;
-  __u64 mr;     /* dereg: the ibv_mr pointer passed in */
-  __u32 access; /* reg: IBV_ACCESS_* flags */
-  __u32 depth;
-  __u32 kind; /* enum mr_call_kind */
+  __u64 sp;     /* user stack pointer at the outermost entry (points at the return address) */
+  __u64 mr;     /* dereg, rereg: the ibv_mr pointer passed in */
+  __u32 access; /* reg: IBV_ACCESS_* flags; rereg: the flags argument */
+  __u32 kind;   /* enum mr_call_kind */
+  /* dereg: the region, taken out of the regions map at entry (so that a registration
+   * reusing the freed pointer before the return cannot be mistaken for it), committed or put
+   * back at the return by the return value. */
+  __u32 pending;
   __u32 pad;
+  struct mr_region region;
 };
 
 struct mr_region_key {
@@ -45,27 +71,25 @@ struct mr_region_key {
   __u64 mr; /* the struct ibv_mr * the application holds */
 };
 
-struct mr_region {
-  __u64 addr;
-  __u64 length;
-  __u64 registered_ns; /* bpf_ktime_get_ns() */
-  __u64 proc_start_ns; /* start time of the owning process: tells reused pids apart */
-  __u32 lkey;
-  __u32 access;
-  __s32 stack_id; /* user stack at registration in the stacks map, or < 0 */
+/* The key of a process's totals: a reused pid is another process, never a reset in place
+ * (a reset would race with the new process's other threads counting into the entry). */
+struct mr_proc_key {
+  __u32 tgid;
   __u32 pad;
+  __u64 start_ns; /* start_boottime of the thread-group leader (/proc/PID/stat field 22) */
 };
 
 #define MR_MAX_STACK_DEPTH 127
 
 /* Per-process totals, updated atomically by every thread of the process. */
 struct mr_proc {
-  __u64 start_ns; /* task start_time of the thread-group leader */
+  __u64 start_ns; /* as in the key */
   __u64 registrations;
   __u64 deregistrations;
   __u64 failures; /* registration calls that returned NULL */
   __s64 outstanding_regions;
   __s64 outstanding_bytes;
+  __s64 outstanding_implicit_odp; /* of outstanding_regions: implicit ODP, not in the bytes */
   __u64 lost_regions;             /* registrations not tracked: the regions map was full */
   __u64 access_seen;              /* OR of the IBV_ACCESS_* flags of all registrations */
   __u64 not_huge_aligned_bytes;   /* bytes registered with address or length not 2 MiB-aligned */
@@ -79,12 +103,13 @@ struct mr_proc {
 
 /* Global counters, one array slot. */
 struct mr_globals {
-  __u64 lost_calls; /* calls map full */
-  __u64 lost_procs; /* procs map full */
-  __u64 lost_exits; /* exit ring buffer full */
+  __u64 lost_calls;  /* calls map full */
+  __u64 lost_procs;  /* procs map full */
+  __u64 lost_exits;  /* exit ring buffer full */
+  __u64 stale_calls; /* call records whose return was never seen, replaced by a new entry */
 };
 
-/* Sent when a thread-group leader exits: user space drops the process's state. */
+/* Sent when the last thread of a process exits: user space drops the process's state. */
 struct mr_exit_event {
   __u32 tgid;
   __u32 pad;

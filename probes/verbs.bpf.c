@@ -49,9 +49,17 @@ struct {
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 4096);
-  __type(key, __u32); /* tgid */
+  __type(key, struct verbs_proc_key);
   __type(value, struct verbs_proc);
 } procs SEC(".maps");
+
+/* Where a new owner's entry is built before it is inserted whole. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct verbs_proc);
+} proc_scratch SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -91,28 +99,27 @@ static __always_inline void device_name(__u64 object, char* name) {
     bpf_probe_read_user_str(name, VERBS_DEVICE_NAME_LEN, (void*)(device + VERBS_DEVICE_NAME));
 }
 
-static const struct verbs_proc zero_proc;
-
-/* The owner's entry (comm, async events), created or reset for a reused pid on first use.
- * Creation is BPF_NOEXIST and the start is claimed with compare-and-swap, as in mr.bpf.c. */
+/* The owner's entry (comm, async events), created on first use: built whole and inserted
+ * with BPF_NOEXIST, so that one of the threads racing here wins and all count into it. A
+ * reused pid has another start, hence another key: nothing is reset in place (a reset would
+ * wipe what the new process's other threads count meanwhile), as in mr.bpf.c. */
 static __always_inline struct verbs_proc* owner(__u32 tgid, __u64 start) {
-  struct verbs_proc* proc = bpf_map_lookup_elem(&procs, &tgid);
-  if (proc && proc->proc_start == start) return proc;
+  struct verbs_proc_key key = {.tgid = tgid, .proc_start = start};
+  struct verbs_proc* proc = bpf_map_lookup_elem(&procs, &key);
+  if (proc) return proc;
+  __u32 zero = 0;
+  struct verbs_proc* fresh = bpf_map_lookup_elem(&proc_scratch, &zero);
+  if (!fresh) return NULL;
+  __builtin_memset(fresh, 0, sizeof(*fresh));
+  fresh->proc_start = start;
+  bpf_get_current_comm(fresh->comm, sizeof(fresh->comm));
+  bpf_map_update_elem(&procs, &key, fresh, BPF_NOEXIST); /* -EEXIST: a sibling won */
+  proc = bpf_map_lookup_elem(&procs, &key);
   if (!proc) {
-    bpf_map_update_elem(&procs, &tgid, &zero_proc, BPF_NOEXIST);
-    proc = bpf_map_lookup_elem(&procs, &tgid);
-    if (!proc) {
-      struct verbs_globals* g = global_counters();
-      if (g) __sync_fetch_and_add(&g->lost_procs, 1);
-      return NULL;
-    }
+    struct verbs_globals* g = global_counters();
+    if (g) __sync_fetch_and_add(&g->lost_procs, 1);
   }
-  __u64 old = proc->proc_start;
-  if (__sync_val_compare_and_swap(&proc->proc_start, old, start) == old) {
-    __builtin_memset(proc->async_events, 0, sizeof(proc->async_events));
-    bpf_get_current_comm(proc->comm, sizeof(proc->comm));
-  }
-  return proc->proc_start == start ? proc : NULL;
+  return proc;
 }
 
 static __always_inline int enter(enum verbs_call_kind kind, __u64 object, __u64 attr, __u32 value) {

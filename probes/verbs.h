@@ -104,6 +104,13 @@ struct verbs_srq {
   char device[VERBS_DEVICE_NAME_LEN];
 };
 
+/* A process: a reused pid is another key (see owner() in verbs.bpf.c). */
+struct verbs_proc_key {
+  __u32 tgid;
+  __u32 pad;
+  __u64 proc_start;
+};
+
 struct verbs_proc {
   __u64 proc_start;
   __u64 async_events[VERBS_ASYNC_EVENT_TYPES];

@@ -12,7 +12,9 @@
 #include <cstring>
 #include <ctime>
 #include <set>
+#include <tuple>
 
+#include "bpf/process_liveness.h"
 #include "bpf/uprobe_attach.h"
 #include "core/log.h"
 #include "mr.h"
@@ -73,6 +75,7 @@ void MrProcess::AddAll(const MrProcess& other) {
   AddCounters(other);
   outstanding_regions += other.outstanding_regions;
   outstanding_bytes += other.outstanding_bytes;
+  outstanding_implicit_odp += other.outstanding_implicit_odp;
   access_seen |= other.access_seen;
   leak_suspect_regions += other.leak_suspect_regions;
   leak_suspect_bytes += other.leak_suspect_bytes;
@@ -112,6 +115,7 @@ MrProcess ProcessOf(uint32_t pid, const mr_proc& proc) {
       .lost_regions = proc.lost_regions,
       .outstanding_regions = proc.outstanding_regions,
       .outstanding_bytes = proc.outstanding_bytes,
+      .outstanding_implicit_odp = proc.outstanding_implicit_odp,
       .access_seen = proc.access_seen,
       .not_huge_aligned_bytes = proc.not_huge_aligned_bytes,
       .length_not_page_multiple = proc.length_not_page_multiple,
@@ -155,6 +159,7 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   std::unique_ptr<MrProbe> probe(new MrProbe());
   probe->procfs_ = std::move(procfs);
   probe->leak_age_ns_ = options.leak_age_ns;
+  probe->ns_per_tick_ = NsPerClockTick();
   probe->skel_ = mr_bpf__open();
   if (probe->skel_ == nullptr)
     return std::unexpected("cannot open the BPF object: " + Errno(errno));
@@ -176,7 +181,8 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
                      entry.on_return ? programs.*entry.on_return : nullptr});
   }
   for (const std::string& target : targets) {
-    // Every version: the per-thread depth counts a registration once through the wrappers.
+    // Every version: the per-thread call record counts a registration once through the
+    // wrappers (only the outermost frame is recorded).
     const auto attached =
         AttachUprobes(target, table, /*default_versions_only=*/false, probe->links_);
     if (!attached) return std::unexpected(attached.error());
@@ -215,18 +221,14 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
 
 void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
-  const int regions_fd = bpf_map__fd(skel_->maps.regions);
   // (tgid, start) -> comm, for the processes that still held regions.
   std::map<std::pair<uint32_t, uint64_t>, std::string> holders;
   for (const auto& [tgid, start_ns, exit_comm] : exited) {
+    const mr_proc_key key{.tgid = tgid, .pad = 0, .start_ns = start_ns};
     mr_proc proc{};
-    if (bpf_map_lookup_elem(procs_fd, &tgid, &proc) != 0 || proc.start_ns != start_ns) {
-      // The pid was reused before we got here and the probe already reset the entry for the
-      // new process: still release the old process's regions, under the comm it exited with.
-      holders.try_emplace({tgid, start_ns}, exit_comm.empty() ? "unknown" : exit_comm);
-      continue;
-    }
-    bpf_map_delete_elem(procs_fd, &tgid);
+    // Not found: already dropped (threads exiting together can both report the end).
+    if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
+    if (bpf_map_delete_elem(procs_fd, &key) != 0) continue;
     // Histograms by comm stay monotonic: an exited process's counts move to the retired set.
     std::string comm = CommOf(proc);
     if (retired_histograms_.contains(comm) || retired_histograms_.size() < kMaxReleasedComms) {
@@ -239,23 +241,21 @@ void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
   }
   if (holders.empty()) return;
 
-  std::vector<mr_region_key> doomed;
+  std::vector<std::pair<mr_region_key, mr_region>> doomed;
+  ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
+    if (holders.contains({key.tgid, region.proc_start_ns})) doomed.emplace_back(key, region);
+    return true;
+  });
+  const int regions_fd = bpf_map__fd(skel_->maps.regions);
   std::map<std::string, MrReleasedAtExit> released;
-  mr_region_key key{};
-  mr_region_key next{};
-  const void* previous = nullptr;
-  while (bpf_map_get_next_key(regions_fd, previous, &next) == 0) {
-    key = next;
-    previous = &key;
-    mr_region region{};
-    if (bpf_map_lookup_elem(regions_fd, &key, &region) != 0) continue;
-    const auto holder = holders.find({key.tgid, region.proc_start_ns});
-    if (holder == holders.end()) continue;
-    doomed.push_back(key);
-    released[holder->second].regions += 1;
-    released[holder->second].bytes += region.length;
+  for (const auto& [key, region] : doomed) {
+    // Counted only by the delete that succeeds: a region the walk returned twice (map reads
+    // restart when entries move under them) is released once.
+    if (bpf_map_delete_elem(regions_fd, &key) != 0) continue;
+    const std::string& comm = holders.at({key.tgid, region.proc_start_ns});
+    released[comm].regions += 1;
+    released[comm].bytes += region.length;  // 0 for implicit ODP
   }
-  for (const mr_region_key& k : doomed) bpf_map_delete_elem(regions_fd, &k);
   for (const auto& [holder_comm, counts] : released) {
     std::string comm = holder_comm;
     if (!released_.contains(comm) && released_.size() >= kMaxReleasedComms) comm = "other";
@@ -265,26 +265,24 @@ void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
 }
 
 void MrProbe::CountLeakSuspects(std::vector<MrProcess>& processes,
-                                const std::map<uint32_t, uint64_t>& start_by_pid) {
+                                const std::map<std::pair<uint32_t, uint64_t>, size_t>& index) {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);  // bpf_ktime_get_ns() is CLOCK_MONOTONIC
   const uint64_t now_ns =
       static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
   if (now_ns < leak_age_ns_) return;
   const uint64_t threshold = now_ns - leak_age_ns_;
-  std::map<uint32_t, MrProcess*> by_pid;
-  for (MrProcess& proc : processes) by_pid[proc.pid] = &proc;
-
+  std::set<mr_region_key, bool (*)(const mr_region_key&, const mr_region_key&)> seen(
+      [](const mr_region_key& a, const mr_region_key& b) {
+        return std::tie(a.tgid, a.mr) < std::tie(b.tgid, b.mr);
+      });
   ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
-    if (region.registered_ns > threshold) return;
-    const auto proc = by_pid.find(key.tgid);
-    const auto start = start_by_pid.find(key.tgid);
-    if (proc == by_pid.end() || start == start_by_pid.end() ||
-        start->second != region.proc_start_ns) {
-      return;
-    }
-    proc->second->leak_suspect_regions += 1;
-    proc->second->leak_suspect_bytes += region.length;
+    if (region.registered_ns > threshold) return true;
+    const auto proc = index.find({key.tgid, region.proc_start_ns});
+    if (proc == index.end() || !seen.insert(key).second) return true;
+    processes[proc->second].leak_suspect_regions += 1;
+    processes[proc->second].leak_suspect_bytes += region.length;
+    return true;
   });
 }
 
@@ -306,52 +304,68 @@ void MrProbe::ForEachRegion(Visitor visit) {
       log::Debug("regions batch read failed", {{"err", Errno(errno)}});
       return;
     }
-    for (uint32_t i = 0; i < count; ++i) visit(keys[i], values[i]);
+    for (uint32_t i = 0; i < count; ++i) {
+      if (!visit(keys[i], values[i])) return;
+    }
     if (err != 0) return;  // ENOENT: that was the last batch
   }
 }
 
-std::vector<MrProcessStacks> MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pid) {
-  std::lock_guard lock(mutex_);
+MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pid,
+                                          const MrStacksLimits& limits) {
+  // No lock: this only reads the maps, and Snapshot() (which deletes from them) must never
+  // wait for a debug request. Entries deleted meanwhile are simply missing from the answer.
+  const auto deadline = std::chrono::steady_clock::now() + limits.budget;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   const uint64_t now_ns =
       static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
-  // Live processes and their start times.
-  std::map<uint32_t, MrProcessStacks> processes;
-  std::map<uint32_t, uint64_t> start_by_pid;
+  MrStacksReport report;
+  // Processes, by (tgid, start).
+  using ProcKey = std::pair<uint32_t, uint64_t>;
+  std::map<ProcKey, MrProcessStacks> processes;
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
-  uint32_t key = 0;
-  uint32_t next = 0;
+  mr_proc_key key{};
+  mr_proc_key next{};
   const void* previous = nullptr;
   while (bpf_map_get_next_key(procs_fd, previous, &next) == 0) {
     key = next;
     previous = &key;
     mr_proc proc{};
-    if ((pid && key != *pid) || bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
-    processes[key] = {.pid = key, .comm = CommOf(proc)};
-    start_by_pid[key] = proc.start_ns;
+    if ((pid && key.tgid != *pid) || bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
+    processes[{key.tgid, key.start_ns}] = {.pid = key.tgid, .comm = CommOf(proc)};
   }
-  std::map<std::pair<uint32_t, int32_t>, MrStack> by_site;
+  std::map<std::tuple<uint32_t, uint64_t, int32_t>, MrStack> by_site;
   ForEachRegion([&](const mr_region_key& region_key, const mr_region& region) {
-    const auto start = start_by_pid.find(region_key.tgid);
-    if (start == start_by_pid.end() || start->second != region.proc_start_ns) return;
-    MrStack& site = by_site[{region_key.tgid, region.stack_id}];
+    if (report.regions_walked >= limits.max_regions) {
+      report.truncated = true;
+      report.truncated_reason = "stopped after " + std::to_string(limits.max_regions) + " regions";
+      return false;
+    }
+    if ((++report.regions_walked & 1023) == 0 && std::chrono::steady_clock::now() > deadline) {
+      report.truncated = true;
+      report.truncated_reason = "stopped after " + std::to_string(limits.budget.count()) + " ms";
+      return false;
+    }
+    const auto proc = processes.find({region_key.tgid, region.proc_start_ns});
+    if (proc == processes.end()) return true;
+    MrStack& site = by_site[{region_key.tgid, region.proc_start_ns, region.stack_id}];
     site.stack_id = region.stack_id;
     site.regions += 1;
     site.bytes += region.length;
     if (now_ns > region.registered_ns) {
       site.oldest_age_ns = std::max<uint64_t>(site.oldest_age_ns, now_ns - region.registered_ns);
     }
-    MrProcessStacks& proc = processes[region_key.tgid];
-    proc.outstanding_regions += 1;
-    proc.outstanding_bytes += region.length;
+    proc->second.outstanding_regions += 1;
+    proc->second.outstanding_bytes += region.length;
+    return true;
   });
-  for (auto& [site_key, site] : by_site) processes[site_key.first].stacks.push_back(site);
+  for (auto& [site_key, site] : by_site) {
+    processes[{std::get<0>(site_key), std::get<1>(site_key)}].stacks.push_back(site);
+  }
 
   const int stacks_fd = bpf_map__fd(skel_->maps.stacks);
-  std::vector<MrProcessStacks> out;
-  for (auto& [tgid, proc] : processes) {
+  for (auto& [proc_key, proc] : processes) {
     if (proc.outstanding_regions == 0) continue;
     std::sort(proc.stacks.begin(), proc.stacks.end(),
               [](const MrStack& a, const MrStack& b) { return a.bytes > b.bytes; });
@@ -364,12 +378,13 @@ std::vector<MrProcessStacks> MrProbe::OutstandingStacks(size_t top, std::optiona
         site.addresses.push_back(ip);
       }
     }
-    out.push_back(std::move(proc));
+    report.processes.push_back(std::move(proc));
   }
-  std::sort(out.begin(), out.end(), [](const MrProcessStacks& a, const MrProcessStacks& b) {
-    return a.outstanding_bytes > b.outstanding_bytes;
-  });
-  return out;
+  std::sort(report.processes.begin(), report.processes.end(),
+            [](const MrProcessStacks& a, const MrProcessStacks& b) {
+              return a.outstanding_bytes > b.outstanding_bytes;
+            });
+  return report;
 }
 
 MrSnapshot MrProbe::Snapshot() {
@@ -380,33 +395,36 @@ MrSnapshot MrProbe::Snapshot() {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;
   std::map<std::string, MrHistograms> live_histograms;
-  std::map<uint32_t, uint64_t> start_by_pid;
-  uint32_t key = 0;
-  uint32_t next = 0;
+  std::map<std::pair<uint32_t, uint64_t>, size_t> index;  // (tgid, start) -> processes[i]
+  mr_proc_key key{};
+  mr_proc_key next{};
   const void* previous = nullptr;
   while (bpf_map_get_next_key(procs_fd, previous, &next) == 0) {
     key = next;
     previous = &key;
     mr_proc proc{};
     if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
-    // Safety net for a lost exit event: a process that no longer exists is dropped.
-    std::error_code ec;
     // This very process exited (its event is pending): drop it below, do not report it.
-    const bool exit_seen =
-        std::any_of(pending_exits_.begin(), pending_exits_.end(),
-                    [&](const Exited& e) { return e.tgid == key && e.start_ns == proc.start_ns; });
+    const bool exit_seen = std::any_of(
+        pending_exits_.begin(), pending_exits_.end(),
+        [&](const Exited& e) { return e.tgid == key.tgid && e.start_ns == key.start_ns; });
     if (exit_seen) continue;
-    if (!std::filesystem::exists(procfs_ / std::to_string(key), ec)) {
-      pending_exits_.push_back({key, proc.start_ns, ""});
+    // Safety net for a lost exit event: a process positively gone (no such pid, or the pid
+    // reused by another process) is dropped; one we cannot check now is kept.
+    const Liveness liveness = ProcessLiveness(procfs_, key.tgid, key.start_ns, ns_per_tick_);
+    if (liveness == Liveness::kGone) {
+      pending_exits_.push_back({key.tgid, key.start_ns, ""});
       continue;
     }
-    snapshot.processes.push_back(ProcessOf(key, proc));
+    if (!index.emplace(std::pair{key.tgid, key.start_ns}, snapshot.processes.size()).second) {
+      continue;  // the walk restarted and returned this entry again
+    }
+    snapshot.processes.push_back(ProcessOf(key.tgid, proc));
     live_histograms[CommOf(proc)].Add(HistogramsOf(proc));
-    start_by_pid[key] = proc.start_ns;
   }
   DropProcesses(pending_exits_);
   if (leak_age_ns_ > 0 && !snapshot.processes.empty()) {
-    CountLeakSuspects(snapshot.processes, start_by_pid);
+    CountLeakSuspects(snapshot.processes, index);
   }
   std::sort(snapshot.processes.begin(), snapshot.processes.end(),
             [](const MrProcess& a, const MrProcess& b) { return a.pid < b.pid; });
@@ -417,6 +435,7 @@ MrSnapshot MrProbe::Snapshot() {
     snapshot.lost_calls = globals.lost_calls;
     snapshot.lost_processes = globals.lost_procs;
     snapshot.lost_exits = globals.lost_exits;
+    snapshot.stale_calls = globals.stale_calls;
   }
   snapshot.released = released_;
   snapshot.histograms = retired_histograms_;

@@ -3,6 +3,7 @@
 // maps into a snapshot at scrape time (dropping processes that exited).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -46,6 +47,7 @@ struct MrProcess {
   uint64_t lost_regions = 0;
   int64_t outstanding_regions = 0;
   int64_t outstanding_bytes = 0;
+  int64_t outstanding_implicit_odp = 0;   // of outstanding_regions; not in outstanding_bytes
   uint64_t access_seen = 0;               // OR of IBV_ACCESS_* flags
   uint64_t not_huge_aligned_bytes = 0;    // address or length not 2 MiB-aligned
   uint64_t length_not_page_multiple = 0;  // registrations, length % 4096 != 0
@@ -98,6 +100,20 @@ struct MrSnapshot {
   uint64_t lost_calls = 0;
   uint64_t lost_processes = 0;
   uint64_t lost_exits = 0;
+  uint64_t stale_calls = 0;  // call records whose return was never seen
+};
+
+// Bounds of one /debug/mr/stacks walk: it must stay cheap whatever the host holds.
+struct MrStacksLimits {
+  uint64_t max_regions = 65536;  // regions read from the map
+  std::chrono::milliseconds budget{250};
+};
+
+struct MrStacksReport {
+  std::vector<MrProcessStacks> processes;  // by outstanding bytes, largest first
+  bool truncated = false;                  // the walk stopped at a limit: partial figures
+  std::string truncated_reason;
+  uint64_t regions_walked = 0;
 };
 
 class MrProbe {
@@ -111,18 +127,21 @@ class MrProbe {
   size_t link_count() const { return links_.size(); }
   MrSnapshot Snapshot();
   // Call sites of outstanding regions, per live process (all, or one pid), top `top` by bytes.
-  std::vector<MrProcessStacks> OutstandingStacks(size_t top, std::optional<uint32_t> pid);
+  // Reads the maps without the scrape lock (scrapes never wait for it), within `limits`.
+  MrStacksReport OutstandingStacks(size_t top, std::optional<uint32_t> pid,
+                                   const MrStacksLimits& limits = {});
 
  private:
   MrProbe() = default;
   // Removes exited processes and their regions in one pass over the regions map (only if
   // one of them still had regions: the pass costs two syscalls per tracked region).
   // Counts, per process, outstanding regions older than the leak age (batched map reads).
-  // Calls `visit(key, region)` for every region, reading the map in batches.
+  // Calls `visit(key, region)` for every region, reading the map in batches, until it
+  // returns false.
   template <typename Visitor>
   void ForEachRegion(Visitor visit);
   void CountLeakSuspects(std::vector<MrProcess>& processes,
-                         const std::map<uint32_t, uint64_t>& start_by_pid);
+                         const std::map<std::pair<uint32_t, uint64_t>, size_t>& index);
   struct Exited {
     uint32_t tgid;
     uint64_t start_ns;
@@ -135,6 +154,7 @@ class MrProbe {
   ring_buffer* exits_ = nullptr;
   std::vector<bpf_link*> links_;
   std::filesystem::path procfs_;
+  uint64_t ns_per_tick_ = 10000000;
   uint64_t leak_age_ns_ = 0;
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
   std::map<std::string, MrReleasedAtExit> released_;

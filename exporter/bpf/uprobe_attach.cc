@@ -76,6 +76,11 @@ std::expected<UprobeAttachment, std::string> AttachUprobes(const std::string& ta
     if (in_table(symbol.name)) probed_names.insert(symbol.name);
   }
   UprobeAttachment attachment;
+  struct Site {
+    const sys::FunctionSymbol* symbol;
+    const UprobeEntryPoint* entry;
+  };
+  std::vector<Site> sites;
   std::set<uint64_t> seen_offsets;  // aliases share an address: attach once
   for (const sys::FunctionSymbol& symbol : *symbols) {
     for (const UprobeEntryPoint& entry : table) {
@@ -89,20 +94,28 @@ std::expected<UprobeAttachment, std::string> AttachUprobes(const std::string& ta
         continue;
       }
       if (!seen_offsets.insert(symbol.file_offset).second) continue;
-      for (auto [program, retprobe] :
-           {std::pair{entry.on_entry, false}, std::pair{entry.on_return, true}}) {
-        if (program == nullptr) continue;
-        bpf_link* link =
-            bpf_program__attach_uprobe(program, retprobe, -1, target.c_str(), symbol.file_offset);
-        if (link == nullptr) {
-          return std::unexpected("cannot attach to " + Printable(symbol) + " in " + target + ": " +
-                                 ErrnoText(errno));
-        }
-        links.push_back(link);
-      }
-      ++attachment.entry_points;
-      log::Debug("uprobe attached", {{"target", target}, {"symbol", Printable(symbol)}});
+      sites.push_back({&symbol, &entry});
     }
+  }
+  // Every return probe before any entry probe: a thread entering while we attach then either
+  // has no record (its return finds nothing) or a record whose return will be seen. Entry
+  // probes first would leave a record for every call caught in between, never closed.
+  for (const bool retprobe : {true, false}) {
+    for (const Site& site : sites) {
+      bpf_program* program = retprobe ? site.entry->on_return : site.entry->on_entry;
+      if (program == nullptr) continue;
+      bpf_link* link = bpf_program__attach_uprobe(program, retprobe, -1, target.c_str(),
+                                                  site.symbol->file_offset);
+      if (link == nullptr) {
+        return std::unexpected("cannot attach to " + Printable(*site.symbol) + " in " + target +
+                               ": " + ErrnoText(errno));
+      }
+      links.push_back(link);
+    }
+  }
+  for (const Site& site : sites) {
+    ++attachment.entry_points;
+    log::Debug("uprobe attached", {{"target", target}, {"symbol", Printable(*site.symbol)}});
   }
   if (attachment.entry_points == 0) {
     return std::unexpected("none of " + std::string(table.front().symbol) + "... in " + target);

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <set>
 
+#include "bpf/process_liveness.h"
 #include "bpf/uprobe_attach.h"
 #include "core/log.h"
 #include "core/process_metrics.h"
@@ -60,16 +61,27 @@ static_assert(kVerbsAsyncEventTypes == VERBS_ASYNC_EVENT_TYPES);
 
 namespace {
 
-// Calls visit(key, value) for every entry of a hash map; deletes the entries it returns true for.
+// Keys as the kernel stores them (padding zeroed): byte order is a valid order.
+template <typename Key>
+struct KeyBytesLess {
+  bool operator()(const Key& a, const Key& b) const { return std::memcmp(&a, &b, sizeof a) < 0; }
+};
+
+// Calls visit(key, value) once for every entry of a hash map; deletes the entries it returns
+// true for. bpf_map_get_next_key() restarts from the first key when the current one was
+// deleted meanwhile (the probes delete on destroy): entries seen already are skipped, so that
+// nothing is counted twice.
 template <typename Key, typename Value, typename Visitor>
 void ForEach(int fd, Visitor visit) {
   std::vector<Key> doomed;
+  std::set<Key, KeyBytesLess<Key>> seen;
   Key key{};
   Key next{};
   const void* previous = nullptr;
   while (bpf_map_get_next_key(fd, previous, &next) == 0) {
     key = next;
     previous = &key;
+    if (!seen.insert(key).second) continue;
     Value value{};
     if (bpf_map_lookup_elem(fd, &key, &value) != 0) continue;
     if (visit(key, value)) doomed.push_back(key);
@@ -105,7 +117,7 @@ std::expected<std::unique_ptr<VerbsProbe>, std::string> VerbsProbe::Attach(
   RouteLibbpfLogs();
   std::unique_ptr<VerbsProbe> probe(new VerbsProbe());
   probe->procfs_ = std::move(procfs);
-  if (const long ticks = sysconf(_SC_CLK_TCK); ticks > 0) probe->ns_per_tick_ = 1000000000L / ticks;
+  probe->ns_per_tick_ = NsPerClockTick();
   probe->skel_ = verbs_bpf__open();
   if (probe->skel_ == nullptr) {
     return std::unexpected("cannot open the BPF object: " + ErrnoText(errno));
@@ -157,22 +169,23 @@ VerbsProbe::~VerbsProbe() {
   if (skel_ != nullptr) verbs_bpf__destroy(skel_);
 }
 
-bool VerbsProbe::Alive(uint32_t pid, uint64_t start_boottime_ns) const {
-  const auto stat = sysfs::ReadFile(procfs_ / std::to_string(pid) / "stat", 4096);
-  if (!stat) return false;
-  const auto ticks = ParseStartTicks(*stat);
-  return ticks && *ticks == start_boottime_ns / static_cast<uint64_t>(ns_per_tick_);
-}
-
 VerbsSnapshot VerbsProbe::Snapshot() {
   std::lock_guard lock(mutex_);
   VerbsSnapshot snapshot;
-  // Live owners: (pid -> start); the others are deleted with their objects.
+  // Owners not known to be gone: (pid -> start). Owners positively gone (no such pid, or the
+  // pid reused) are deleted with their objects; an owner whose /proc entry could not be read
+  // this time is kept and reported, and asked again at the next scrape.
   std::map<uint32_t, uint64_t> live_start;
   std::map<uint32_t, VerbsProcess> processes;
-  ForEach<uint32_t, verbs_proc>(bpf_map__fd(skel_->maps.procs), [&](uint32_t pid,
-                                                                    const verbs_proc& proc) {
-    if (!Alive(pid, proc.proc_start)) return true;
+  ForEach<verbs_proc_key, verbs_proc>(bpf_map__fd(skel_->maps.procs), [&](const verbs_proc_key& key,
+                                                                          const verbs_proc& proc) {
+    const uint32_t pid = key.tgid;
+    const Liveness liveness = ProcessLiveness(procfs_, pid, proc.proc_start, ns_per_tick_);
+    if (liveness == Liveness::kGone) return true;
+    if (liveness == Liveness::kUnknown) {
+      log::Debug("verbs: cannot tell whether a process still runs; keeping its objects",
+                 {{"pid", std::to_string(pid)}});
+    }
     live_start[pid] = proc.proc_start;
     VerbsProcess& out = processes[pid];
     out.pid = pid;

@@ -98,14 +98,11 @@ class VerbsProbe {
 
  private:
   VerbsProbe() = default;
-  // True if the process `pid` started at `start_boottime_ns` is alive.
-  bool Alive(uint32_t pid, uint64_t start_boottime_ns) const;
-
   verbs_bpf* skel_ = nullptr;
   std::vector<bpf_link*> links_;
   std::filesystem::path procfs_;
-  long ns_per_tick_ = 10000000;  // 1e9 / USER_HZ
-  std::mutex mutex_;             // map cleanup must not run twice at once
+  uint64_t ns_per_tick_ = 10000000;  // 1e9 / USER_HZ
+  std::mutex mutex_;                 // map cleanup must not run twice at once
 };
 
 }  // namespace rdmascope

@@ -3,6 +3,7 @@
 #include <infiniband/verbs.h>
 
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -36,9 +37,16 @@ constexpr MetricDesc kReleasedRegions{"rdma_mr_exit_released_regions_total",
 constexpr MetricDesc kReleasedBytes{"rdma_mr_exit_released_bytes_total",
                                     "Bytes of the regions still registered at process exit.",
                                     MetricType::Counter};
+constexpr MetricDesc kImplicitOdp{
+    "rdma_mr_outstanding_implicit_odp_regions",
+    "Outstanding implicit ODP registrations (length SIZE_MAX, whole address space on demand): "
+    "counted in rdma_mr_outstanding_regions, not in the byte figures.",
+    MetricType::Gauge};
 constexpr MetricDesc kLost{"rdma_mr_lost_total",
-                           "Events not tracked because a BPF map or buffer was full, by reason "
-                           "(regions: --mr.max-regions; processes: --mr.max-processes).",
+                           "Events not tracked, by reason (regions: --mr.max-regions full; "
+                           "processes: --mr.max-processes full; calls, exit_events: BPF map or "
+                           "buffer full; unseen_returns: a call whose return was never seen, "
+                           "e.g. a longjmp out of it).",
                            MetricType::Counter};
 
 constexpr MetricDesc kLeakRegions{"rdma_mr_leak_suspect_regions",
@@ -179,6 +187,7 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
     };
     out.Add(kRegions, labels, static_cast<double>(proc.outstanding_regions));
     out.Add(kBytes, labels, static_cast<double>(proc.outstanding_bytes));
+    out.Add(kImplicitOdp, labels, static_cast<double>(proc.outstanding_implicit_odp));
     out.Add(kRegistrations, labels, static_cast<double>(proc.registrations));
     out.Add(kDeregistrations, labels, static_cast<double>(proc.deregistrations));
     out.Add(kFailures, labels, static_cast<double>(proc.failures));
@@ -218,6 +227,7 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
   out.Add(kLost, {{"reason", "processes"}}, static_cast<double>(snapshot.lost_processes));
   out.Add(kLost, {{"reason", "calls"}}, static_cast<double>(snapshot.lost_calls));
   out.Add(kLost, {{"reason", "exit_events"}}, static_cast<double>(snapshot.lost_exits));
+  out.Add(kLost, {{"reason", "unseen_returns"}}, static_cast<double>(snapshot.stale_calls));
 }
 
 MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
@@ -294,18 +304,28 @@ std::string MrCollector::StacksJson(std::string_view query) const {
   const auto pid = QueryNumber(query, "pid");
   std::optional<uint32_t> only;
   if (pid && *pid <= UINT32_MAX) only = static_cast<uint32_t>(*pid);
+  const MrStacksLimits limits = stacks_limits_;
+  const auto deadline = std::chrono::steady_clock::now() + limits.budget;
+  MrStacksReport report = probe_->OutstandingStacks(std::min<uint64_t>(top, 100), only, limits);
+  // Symbolising reads ELF files: bounded too, by the same budget and a frame count.
+  size_t frames_left = kMaxStackFrames;
   nlohmann::json processes = nlohmann::json::array();
-  for (const MrProcessStacks& proc :
-       probe_->OutstandingStacks(std::min<uint64_t>(top, 100), only)) {
+  for (const MrProcessStacks& proc : report.processes) {
     nlohmann::json stacks = nlohmann::json::array();
     for (const MrStack& site : proc.stacks) {
       nlohmann::json frames = nlohmann::json::array();
-      for (const sys::Frame& frame : symbolizer_->Symbolize(proc.pid, site.addresses)) {
-        char address[32];
-        std::snprintf(address, sizeof address, "0x%llx",
-                      static_cast<unsigned long long>(frame.address));
-        frames.push_back(
-            {{"address", address}, {"function", frame.function}, {"module", frame.module}});
+      const bool symbolise =
+          frames_left >= site.addresses.size() && std::chrono::steady_clock::now() < deadline;
+      if (symbolise) {
+        frames_left -= site.addresses.size();
+        // Symbols only (function+offset, module): raw addresses would reveal the
+        // application's address-space layout (ASLR) to whoever can reach this endpoint.
+        for (const sys::Frame& frame : symbolizer_->Symbolize(proc.pid, site.addresses)) {
+          frames.push_back({{"function", frame.Describe()}, {"module", frame.module}});
+        }
+      } else if (!site.addresses.empty() && !report.truncated) {
+        report.truncated = true;
+        report.truncated_reason = "frames not symbolised: time or frame budget spent";
       }
       stacks.push_back({{"outstanding_regions", site.regions},
                         {"outstanding_bytes", site.bytes},
@@ -319,6 +339,9 @@ std::string MrCollector::StacksJson(std::string_view query) const {
                          {"stacks", stacks}});
   }
   body["processes"] = processes;
+  body["regions_walked"] = report.regions_walked;
+  body["truncated"] = report.truncated;
+  if (report.truncated) body["truncated_reason"] = report.truncated_reason;
   return body.dump(2) + "\n";
 }
 

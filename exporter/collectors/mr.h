@@ -32,8 +32,10 @@ class MrCollector : public Collector {
   void AddDebugRoutes(DebugRoutes& routes) override;
   std::string ProbeError() const override { return attach_error_; }
 
-  // JSON for /debug/mr/stacks; query: pid=N, top=N (default 5).
+  // JSON for /debug/mr/stacks; query: pid=N, top=N (default 5, at most 100). Bounded by
+  // `limits` (regions walked, time) and kMaxStackFrames; says "truncated" when a bound cut it.
   std::string StacksJson(std::string_view query) const;
+  static constexpr size_t kMaxStackFrames = 4096;
 
  private:
   std::optional<uint64_t> ReadHostMemory() const;
@@ -42,6 +44,7 @@ class MrCollector : public Collector {
   std::unique_ptr<UverbsHolders> pinned_;
   std::unique_ptr<sys::Symbolizer> symbolizer_ = std::make_unique<sys::Symbolizer>();
   std::string attach_error_;
+  MrStacksLimits stacks_limits_;
   std::filesystem::path procfs_;
   bool by_comm_ = false;
 };

@@ -14,10 +14,15 @@ struct Dwfl;
 
 namespace rdmascope::sys {
 
+// A frame as it may be shown to anyone: names and offsets, never an absolute address (that
+// would reveal the process's address-space layout).
 struct Frame {
-  uint64_t address = 0;
   std::string function;  // empty when unknown
-  std::string module;    // file the address belongs to
+  uint64_t offset = 0;   // from the function's start, or from the module's when unknown
+  std::string module;    // file name of the module (no directory), empty when unknown
+
+  // "function+0x1c", "libfoo.so.1+0x2a40" (no symbol), or "??" (no module either).
+  std::string Describe() const;
 };
 
 class Symbolizer {
@@ -27,16 +32,19 @@ class Symbolizer {
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
 
-  // Return addresses of one stack, innermost first. Thread-safe.
+  // Return addresses of one stack, innermost first. Thread-safe; slow work (reading the
+  // process's maps and ELF files) is done outside the lock Retain() takes, so that a scrape
+  // calling Retain() never waits for a symbolisation.
   std::vector<Frame> Symbolize(uint32_t pid, const std::vector<uint64_t>& return_addresses);
   // Drops the cached sessions of processes not in `live` (exited, or pid reused).
   void Retain(const std::vector<uint32_t>& live);
 
  private:
-  Dwfl* SessionFor(uint32_t pid);
+  struct Session;
+  std::shared_ptr<Session> SessionFor(uint32_t pid);
 
-  std::mutex mutex_;
-  std::map<uint32_t, Dwfl*> sessions_;
+  std::mutex mutex_;  // guards sessions_ only
+  std::map<uint32_t, std::shared_ptr<Session>> sessions_;
   static constexpr size_t kMaxSessions = 256;
 };
 

@@ -14,13 +14,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
 
 NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+B_THREADS = 8
 
 
 value = harness.value
 
 
-def start(workload, env, regions, leaked):
-    proc = subprocess.Popen([workload, "1", str(regions), "4096", str(leaked), "0", "0"],
+def start(workload, env, regions, leaked, threads=1):
+    proc = subprocess.Popen([workload, str(threads), str(regions), "4096", str(leaked), "0", "0"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
     ready = proc.stdout.readline().split()
     return proc, int(ready[1])
@@ -40,7 +41,9 @@ def main(binary, workload, library):
             a.wait()
             with open(NS_LAST_PID, "w") as f:
                 f.write(str(pid_a - 1))
-            b, pid_b = start(workload, env, regions=6, leaked=2)
+            # B's threads all register at once: the reused pid's per-process entry is created
+            # under contention (it used to be reset in place, wiping siblings' counts).
+            b, pid_b = start(workload, env, regions=6, leaked=2, threads=B_THREADS)
             if pid_b == pid_a:
                 break
             b.stdin.write("exit\n")
@@ -65,14 +68,16 @@ def main(binary, workload, library):
         after = harness.parse(exporter.metrics())
         released_after = value(after, "rdma_mr_exit_released_regions_total", comm="mr_workload")
         unknown = value(after, "rdma_mr_exit_released_regions_total", comm="unknown")
-    want = {"registrations": 6.0, "outstanding": 2.0, "bytes": 8192.0}
+    want = {"registrations": 6.0 * B_THREADS, "outstanding": 2.0 * B_THREADS,
+            "bytes": 8192.0 * B_THREADS}
     print(f"pid {pid_b} reused after {attempt + 1} attempt(s): second process {got} (want {want});"
           f" released at exit {released_before} then {released_after}")
     failures = []
     if got != want:
         failures.append(f"second process's counts mixed with the first's: {got}")
-    # A's 4 leaks are released when the first scrape sees its exit, B's 2 at the next.
-    if released_after is None or released_after - released_before != 2.0 or released_before < 4:
+    # A's 4 leaks are released when the first scrape sees its exit, B's at the next.
+    if (released_after is None or released_after - released_before != 2.0 * B_THREADS
+            or released_before < 4):
         failures.append(f"released at exit: {released_before} -> {released_after}")
     if unknown is not None:
         failures.append(f"{unknown} regions released under comm 'unknown'")

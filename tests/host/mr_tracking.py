@@ -122,7 +122,8 @@ def main(binary, workload, library, static_binary=None):
             status, body = exporter.get(f"/debug/mr/stacks?pid={pid}&top=3")
             stacks = json.loads(body)["processes"] if status == 200 else []
             top = stacks[0]["stacks"][0] if stacks and stacks[0]["stacks"] else {}
-            functions = [frame["function"] for frame in top.get("frames", [])]
+            # Frames are "function+0xoffset" (symbols only: no address leaves the host).
+            functions = [frame["function"].split("+")[0] for frame in top.get("frames", [])]
             site = (top.get("outstanding_regions"), functions[:1])
             print(f"run {run} /debug/mr/stacks: top call site {site}")
             if site != (THREADS * LEAKED, ["work"]):

@@ -17,6 +17,7 @@ MrSnapshot Snapshot() {
                                 .failures = 1,
                                 .outstanding_regions = 6,
                                 .outstanding_bytes = 6 * 2097152,
+                                .outstanding_implicit_odp = 1,
                                 .access_seen = 0x7 | (1ULL << 40),
                                 .not_huge_aligned_bytes = 4096,
                                 .length_not_page_multiple = 1,
@@ -34,6 +35,7 @@ MrSnapshot Snapshot() {
   snapshot.histograms["trainer"] = h;
   snapshot.released["old-job"] = {.regions = 3, .bytes = 3 * 65536};
   snapshot.lost_exits = 2;
+  snapshot.stale_calls = 3;
   return snapshot;
 }
 

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "bpf/process_liveness.h"
 #include "collectors/verbs.h"
 #include "unit/fixture_tree.h"
 
@@ -90,6 +95,48 @@ TEST(VerbsCollector, EventNames) {
   EXPECT_EQ(AsyncEventName(19), "WQ_FATAL");
   EXPECT_EQ(AsyncEventName(25), "TYPE_25");
   EXPECT_EQ(AsyncEventName(31), "OTHER");
+}
+
+// Objects of a process are deleted only when it is positively gone: a /proc entry that cannot
+// be read this time (a transient failure) must not lose a live process's queues for good.
+class ProcessLivenessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    procfs_ =
+        std::filesystem::temp_directory_path() / ("rdmascope-liveness-" + std::to_string(getpid()));
+    std::filesystem::create_directories(procfs_);
+  }
+  void TearDown() override { std::filesystem::remove_all(procfs_); }
+  // A /proc/PID/stat whose field 22 (starttime) is `ticks`; the comm holds spaces and a ')'.
+  void WriteStat(uint32_t pid, const std::string& ticks) {
+    std::filesystem::create_directories(procfs_ / std::to_string(pid));
+    std::ofstream(procfs_ / std::to_string(pid) / "stat")
+        << pid << " (a b) c) S 1 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 " << ticks
+        << " 123456 789 18446744073709551615\n";
+  }
+  std::filesystem::path procfs_;
+  static constexpr uint64_t kNsPerTick = 10000000;  // USER_HZ 100
+};
+
+TEST_F(ProcessLivenessTest, SameStartIsAlive) {
+  WriteStat(42, "5000");
+  EXPECT_EQ(ProcessLiveness(procfs_, 42, 5000 * kNsPerTick + 1234, kNsPerTick), Liveness::kAlive);
+}
+
+TEST_F(ProcessLivenessTest, NoSuchPidOrReusedPidIsGone) {
+  EXPECT_EQ(ProcessLiveness(procfs_, 43, 5000 * kNsPerTick, kNsPerTick), Liveness::kGone);
+  WriteStat(42, "7000");  // another process got the pid
+  EXPECT_EQ(ProcessLiveness(procfs_, 42, 5000 * kNsPerTick, kNsPerTick), Liveness::kGone);
+}
+
+TEST_F(ProcessLivenessTest, UnreadableOrMalformedIsUnknownNotGone) {
+  std::filesystem::create_directories(procfs_ / "44" / "stat");  // read() fails: EISDIR
+  EXPECT_EQ(ProcessLiveness(procfs_, 44, 5000 * kNsPerTick, kNsPerTick), Liveness::kUnknown);
+  WriteStat(45, "not-a-number");
+  EXPECT_EQ(ProcessLiveness(procfs_, 45, 5000 * kNsPerTick, kNsPerTick), Liveness::kUnknown);
+  std::filesystem::create_directories(procfs_ / "46");
+  std::ofstream(procfs_ / "46" / "stat") << "";  // empty: the task went away mid-read
+  EXPECT_EQ(ProcessLiveness(procfs_, 46, 5000 * kNsPerTick, kNsPerTick), Liveness::kUnknown);
 }
 
 }  // namespace

@@ -13,6 +13,19 @@
 
 static atomic_uint next_key = 1;
 
+/* Test hook (FAKEVERBS_MR_TEST): called inside the registration calls at the points below, so
+ * that a test can longjmp out of a call or run another thread's call at the worst moment. */
+enum { FAKEVERBS_MR_REGISTERED = 1, FAKEVERBS_MR_BEFORE_FREE = 2, FAKEVERBS_MR_AFTER_FREE = 3 };
+typedef void (*fakeverbs_mr_hook)(int point, struct ibv_mr* mr);
+static _Atomic(fakeverbs_mr_hook) mr_hook;
+
+EXPORT void fakeverbs_set_mr_hook(fakeverbs_mr_hook hook) { atomic_store(&mr_hook, hook); }
+
+static void call_mr_hook(int point, struct ibv_mr* mr) {
+  fakeverbs_mr_hook hook = atomic_load(&mr_hook);
+  if (hook) hook(point, mr);
+}
+
 /* Registration fails for a zero length, as ibv_reg_mr does (EINVAL). */
 EXPORT struct ibv_mr* fake_reg_mr_iova2(struct ibv_pd* pd, void* addr, size_t length, uint64_t iova,
                                         unsigned int access) {
@@ -28,6 +41,7 @@ EXPORT struct ibv_mr* fake_reg_mr_iova2(struct ibv_pd* pd, void* addr, size_t le
   mr->addr = addr;
   mr->length = length;
   mr->lkey = mr->rkey = atomic_fetch_add(&next_key, 1);
+  call_mr_hook(FAKEVERBS_MR_REGISTERED, mr);
   return mr;
 }
 
@@ -41,7 +55,9 @@ EXPORT struct ibv_mr* fake_reg_mr_1_1(struct ibv_pd* pd, void* addr, size_t leng
 }
 
 EXPORT int fake_dereg_mr_1_1(struct ibv_mr* mr) {
-  free(mr);
+  call_mr_hook(FAKEVERBS_MR_BEFORE_FREE, mr);
+  free(mr); /* as rdma-core does before returning: the pointer may be reused at once */
+  call_mr_hook(FAKEVERBS_MR_AFTER_FREE, NULL);
   return 0;
 }
 

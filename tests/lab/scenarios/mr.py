@@ -32,6 +32,13 @@ def check(lab):
     expect("probe attached in the guest", value(probe, "rdmascope_probe_attached", probe="mr"),
            1.0)
 
+    churn = harness.parse("\n".join(lab.blocks["scrape_churn"]))
+    churner = marker(lab, "CHURN-PID")
+    expect("attached during a reg/dereg loop: outstanding regions, bytes",
+           (value(churn, "rdma_mr_outstanding_regions", pid=churner),
+            value(churn, "rdma_mr_outstanding_bytes", pid=churner)),
+           (40.0, 40.0 * 65536))
+
     pingpong = harness.parse("\n".join(lab.blocks["scrape_pingpong"]))
     server = marker(lab, "PINGPONG-PID")
     expect("ibv_rc_pingpong server registrations",
@@ -72,7 +79,9 @@ def check(lab):
     stacks = json.loads("\n".join(lab.blocks["stacks"]))["processes"]
     sites = stacks[0]["stacks"] if stacks else []
     expect("leak call site",
-           (sites[0]["outstanding_regions"], sites[0]["frames"][0]["function"]) if sites else None,
+           # frames are "function+0xoffset": symbols only, no address
+           (sites[0]["outstanding_regions"], sites[0]["frames"][0]["function"].split("+")[0])
+           if sites else None,
            (LEAKED_REGIONS, "leak_one_region"))
 
     after = harness.parse("\n".join(lab.blocks["scrape_after_exit"]))

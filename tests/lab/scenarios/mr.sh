@@ -1,6 +1,21 @@
 # mr: MR-leak tracking with eBPF uprobes on the guest's real libibverbs, over rxe0.
 . /scenarios/lib.sh
+# The probes attach while 4 threads loop ibv_reg_mr/ibv_dereg_mr: every thread must still be
+# counted afterwards (a call caught between the attachment of its entry and return probes
+# used to blind its thread for good).
+rm -f /tmp/churn.stop /tmp/churn.ready
+mr_churn rxe0 4 10 65536 /tmp/churn.stop /tmp/churn.ready &
+churn=$!
+sleep 1
 start_exporter || exit 1
+scrape >/dev/null
+sleep 1
+touch /tmp/churn.stop
+for i in $(seq 300); do [ -e /tmp/churn.ready ] && break; sleep 0.1; done
+echo "@@@CHURN-PID $churn"
+block scrape_churn scrape
+kill $churn
+wait $churn 2>/dev/null
 block probe sh -c "wget -q -O - http://127.0.0.1:9879/metrics | grep -E '^rdmascope_probe_(attached|links)'"
 
 # ibv_rc_pingpong registers its buffer before it waits for the client: scrape while it waits.
