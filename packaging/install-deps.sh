@@ -9,13 +9,14 @@ set -euo pipefail
 build_pkgs=(
   build-essential cmake pkg-config
   libibverbs-dev ibverbs-providers       # rdma-core: ibv_query_port for active/max MTU
-  prometheus-cpp-dev libcivetweb-dev     # pull exposer on CivetWeb
+  prometheus-cpp-dev                     # exposition: Registry, TextSerializer (core)
+  libmicrohttpd-dev                      # HTTP server (epoll thread pool)
   libcli11-dev                           # command-line flags
   libmnl-dev                             # netlink (DCB/PFC today, RDMA netlink next)
   libbpf-dev bpftool clang llvm          # CO-RE eBPF probes
   libpfm4-dev libdw-dev libelf-dev       # perf event encoding, ELF/DWARF symbolisation
   nlohmann-json3-dev                     # JSON for the /debug endpoints
-  zlib1g-dev
+  zlib1g-dev                             # gzip of /metrics
 )
 test_pkgs=(
   libgtest-dev libgmock-dev              # unit tests

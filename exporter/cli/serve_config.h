@@ -22,7 +22,9 @@ inline constexpr int kDefaultPort = 9879;
 struct WebOptions {
   std::string listen_address = ":" + std::to_string(kDefaultPort);
   std::string telemetry_path = "/metrics";
-  int threads = 4;
+  int threads = 4;                // libmicrohttpd's thread pool (each thread an epoll loop)
+  int idle_timeout_seconds = 60;  // a connection silent this long is closed (keep-alive or not)
+  int max_connections = 1024;     // open connections at most; more wait in the listen queue
 };
 
 struct ServeConfig {

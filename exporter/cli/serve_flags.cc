@@ -3,7 +3,7 @@
 #include <regex>
 
 #include "collectors/registry.h"
-#include "http/server.h"
+#include "http/listen_address.h"
 
 namespace rdmascope {
 namespace {
@@ -47,9 +47,26 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
                    : std::string("must start with / and not be /");
       })
       ->group("Web");
-  serve.add_option("--web.threads", config.web.threads, "HTTP worker threads")
+  serve
+      .add_option("--web.threads", config.web.threads,
+                  "HTTP threads; each serves its share of the connections (idle ones cost no "
+                  "thread) and runs one scrape at a time")
       ->capture_default_str()
       ->check(CLI::Range(1, 64))
+      ->group("Web");
+  serve
+      .add_option("--web.idle-timeout", config.web.idle_timeout_seconds,
+                  "Seconds after which a connection that sends nothing (idle keep-alive, or a "
+                  "request sent too slowly) is closed")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600))
+      ->group("Web");
+  serve
+      .add_option("--web.max-connections", config.web.max_connections,
+                  "Open HTTP connections at most; further ones wait in the kernel's listen queue "
+                  "until one closes")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536))
       ->group("Web");
   serve
       .add_option("--path.sysfs", config.sysfs, "sysfs mount point (e.g. /host/sys in a container)")
@@ -245,8 +262,8 @@ void FinishServeConfig(ServeConfig& config) {
   if (const auto groups = sys::ParseEventGroups(config.perf.events); !groups) {
     throw CLI::ValidationError("--perf.event", groups.error());
   }
-  if (const auto port = ToCivetListeningPort(config.web.listen_address); !port) {
-    throw CLI::ValidationError("--web.listen-address", port.error());
+  if (const auto address = ParseListenAddress(config.web.listen_address); !address) {
+    throw CLI::ValidationError("--web.listen-address", address.error());
   }
   for (const auto& [flag, path] :
        {std::pair{"--path.sysfs", config.sysfs}, std::pair{"--path.procfs", config.procfs}}) {

@@ -1,12 +1,12 @@
 #include "http/server.h"
 
-#include <CivetServer.h>
-#include <civetweb.h>
-#include <prometheus/exposer.h>
+#include <microhttpd.h>
+#include <unistd.h>
 
 #include <atomic>
-#include <charconv>
-#include <ctime>
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <stdexcept>
 
 #include "core/log.h"
@@ -14,179 +14,137 @@
 namespace rdmascope {
 namespace {
 
-// CivetWeb's begin_request callback has no user pointer of ours (prometheus-cpp owns the
-// server's), so the landing page reaches the running server through this one pointer.
-struct LandingContext {
-  const CollectorRunner* runner;
-  std::string telemetry_path;
-  DebugRoutes routes;
-};
-std::atomic<const LandingContext*> g_landing{nullptr};
+// libmicrohttpd's messages at run time are about clients (resets, malformed requests, the
+// connection limit): a hostile client must not flood the log. At most kLogBurst messages per
+// minute, then one line saying how many were dropped.
+constexpr int kLogBurst = 20;
 
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
+void LogFromMhd(void* /*cls*/, const char* format, va_list args) {
+  static std::atomic<int64_t> window_start{0};
+  static std::atomic<int> in_window{0};
+  static std::atomic<int> dropped{0};
+  const int64_t minute = std::chrono::duration_cast<std::chrono::minutes>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  int64_t seen = window_start.load();
+  if (seen != minute && window_start.compare_exchange_strong(seen, minute)) {
+    in_window = 0;
+    if (const int lost = dropped.exchange(0); lost > 0) {
+      log::Warn("http server messages dropped", {{"count", std::to_string(lost)}});
     }
   }
-  return out;
+  if (in_window.fetch_add(1) >= kLogBurst) {
+    dropped.fetch_add(1);
+    return;
+  }
+  char message[512];
+  std::vsnprintf(message, sizeof message, format, args);
+  std::string_view text = message;
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  log::Warn("http server", {{"detail", std::string(text)}});
 }
 
-int BeginRequest(mg_connection* conn) {
-  const mg_request_info* info = mg_get_request_info(conn);
-  if (info == nullptr || info->local_uri == nullptr) return 0;
-  const LandingContext* context = g_landing.load();
-  if (context == nullptr) return 0;
-  const std::string_view uri = info->local_uri;
-  const std::string_view method = info->request_method ? info->request_method : "";
-  if (const auto route = context->routes.find(std::string(uri)); route != context->routes.end()) {
-    if (method != "GET") {
-      mg_printf(conn,
-                "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET\r\nContent-Length: 0\r\n"
-                "Connection: close\r\n\r\n");
-      return 405;
-    }
-    std::string body;
-    try {
-      body = route->second(info->query_string ? info->query_string : "");
-    } catch (const std::exception& e) {
-      const std::string message = std::string("error: ") + e.what() + "\n";
-      mg_printf(conn,
-                "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n"
-                "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                message.size());
-      mg_write(conn, message.data(), message.size());
-      return 500;
-    }
-    mg_printf(conn,
-              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-              "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-              body.size());
-    mg_write(conn, body.data(), body.size());
-    return 200;
+MHD_Result AppendArgument(void* cls, MHD_ValueKind /*kind*/, const char* key, const char* value) {
+  auto& query = *static_cast<std::string*>(cls);
+  if (!query.empty()) query += '&';
+  query += key;
+  if (value != nullptr) {
+    query += '=';
+    query += value;
   }
-  if (uri != "/") return 0;
-  if (method != "GET" && method != "HEAD") {
-    mg_printf(conn,
-              "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nContent-Length: 0\r\n"
-              "Connection: close\r\n\r\n");
-    return 405;
+  return MHD_YES;
+}
+
+MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const char* method,
+                  const char* /*version*/, const char* /*upload_data*/, size_t* upload_data_size,
+                  void** request_context) {
+  const auto& handler = *static_cast<const HttpHandler*>(cls);
+  // libmicrohttpd calls this once when the headers are in, again per piece of body, and a
+  // last time when the request is complete. A response queued before the request is complete
+  // makes it close the connection, so GET and HEAD are answered on the last call (their
+  // connection stays open for keep-alive; a body, which no route reads, is discarded). Any
+  // other method gets its 405 at once and the connection closes: no reading a body for it.
+  const std::string_view method_name = method;
+  const bool keep_alive_method = method_name == "GET" || method_name == "HEAD";
+  static int headers_seen;
+  if (keep_alive_method && *request_context == nullptr) {
+    *request_context = &headers_seen;
+    return MHD_YES;
   }
-  const std::string body = RenderLandingPage(*context->runner, context->telemetry_path);
-  mg_printf(conn,
-            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
-            "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-            body.size());
-  if (method == "GET") mg_write(conn, body.data(), body.size());
-  return 200;
+  if (keep_alive_method && *upload_data_size != 0) {
+    *upload_data_size = 0;
+    return MHD_YES;
+  }
+  HttpReply reply;
+  try {
+    HttpRequest request{.method = method, .path = url};
+    MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &AppendArgument, &request.query);
+    if (const char* accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_ACCEPT_ENCODING)) {
+      request.accept_encoding = accept;
+    }
+    reply = handler.Handle(request);
+  } catch (...) {  // only allocation can throw here; no exception may cross into C
+    return MHD_NO;
+  }
+  // The body is handed over without a copy; libmicrohttpd frees it with the response.
+  auto* body = new std::string(std::move(reply.body));
+  MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
+      body->size(), body->data(), [](void* owned) { delete static_cast<std::string*>(owned); },
+      body);
+  if (response == nullptr) {
+    delete body;
+    return MHD_NO;
+  }
+  for (const auto& [name, value] : reply.headers) {
+    MHD_add_response_header(response, name.c_str(), value.c_str());
+  }
+  const MHD_Result queued = MHD_queue_response(connection, reply.status, response);
+  MHD_destroy_response(response);
+  return queued;
 }
 
 }  // namespace
 
-std::expected<std::string, std::string> ToCivetListeningPort(std::string_view address) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string_view::npos) {
-    return std::unexpected("listen address must be [host]:port, got \"" + std::string(address) +
-                           "\"");
-  }
-  const std::string_view host = address.substr(0, colon);
-  const std::string_view port_text = address.substr(colon + 1);
-  int port = -1;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 0 || port > 65535) {
-    return std::unexpected("invalid port in listen address \"" + std::string(address) + "\"");
-  }
-  if (host.empty()) return std::string(port_text);
-  if (host.find(',') != std::string_view::npos || host.find(' ') != std::string_view::npos) {
-    return std::unexpected("invalid host in listen address \"" + std::string(address) + "\"");
-  }
-  if (host.front() == '[' ? host.back() != ']' : host.find(':') != std::string_view::npos) {
-    return std::unexpected("IPv6 hosts must be bracketed, e.g. [::1]:9879");
-  }
-  return std::string(address);
-}
-
-std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path) {
-  std::string html =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>rdmascope</title>"
-      "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-      "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
-      ".failed{color:#b00}.no-data{color:#777}</style></head><body>\n"
-      "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
-      HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
-      ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) +
-      "\">Metrics</a></p>\n"
-      "<h2>Collectors</h2>\n<table><tr><th>collector</th><th>last status</th><th>detail</th>"
-      "<th>series</th><th>duration</th></tr>\n";
-  for (const CollectorState& state : runner.States()) {
-    const std::string css = state.health == CollectorHealth::kFailed   ? "failed"
-                            : state.health == CollectorHealth::kNoData ? "no-data"
-                                                                       : "ok";
-    char duration[32];
-    std::snprintf(duration, sizeof duration, "%.3f ms", state.duration_seconds * 1e3);
-    html += "<tr class=\"" + css + "\"><td>" + HtmlEscape(state.name) + "</td><td>" +
-            HealthName(state.health) + "</td><td>" + HtmlEscape(state.detail) + "</td><td>" +
-            std::to_string(state.series) + "</td><td>" +
-            (state.health == CollectorHealth::kNeverRun ? "" : duration) + "</td></tr>\n";
-  }
-  html +=
-      "</table>\n<p>Status is that of the last scrape. Disabled collectors are not listed; "
-      "see <code>rdmascope serve --help</code>.</p>\n</body></html>\n";
-  return html;
-}
-
 HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
                        DebugRoutes routes)
-    : runner_(std::move(runner)) {
-  const auto port = ToCivetListeningPort(options.listen_address);
-  if (!port) throw std::runtime_error(port.error());
-  static LandingContext context;
-  context = {runner_.get(), options.telemetry_path, std::move(routes)};
-  g_landing.store(&context);
-
-  static CivetCallbacks callbacks;
-  callbacks.begin_request = &BeginRequest;
-  // Bounded request time defends the few worker threads against slow or stalled clients.
-  std::vector<std::string> civet_options{
-      "listening_ports",       *port,   "num_threads",       std::to_string(options.threads),
-      "request_timeout_ms",    "10000", "enable_keep_alive", "yes",
-      "keep_alive_timeout_ms", "60000",
-  };
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(civet_options, &callbacks);
-  } catch (const std::exception& e) {
-    g_landing.store(nullptr);
-    throw std::runtime_error("cannot listen on " + options.listen_address + ": " + e.what());
+    : handler_(std::make_unique<HttpHandler>(std::move(runner), options.telemetry_path,
+                                             std::move(routes))) {
+  const auto address = ParseListenAddress(options.listen_address);
+  if (!address) throw std::runtime_error(address.error());
+  const auto listen_fd = BindListenSocket(*address);
+  if (!listen_fd) {
+    throw std::runtime_error("cannot listen on " + options.listen_address + ": " +
+                             listen_fd.error());
   }
-  exposer_->RegisterCollectable(runner_, options.telemetry_path);
+  port_ = LocalPort(*listen_fd);
+
+  // Only the thread pool's own epoll threads: no thread per connection, so idle keep-alive
+  // connections hold nothing but their socket (and at most max_connections of them).
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+  MHD_OptionItem pool[] = {
+      {options.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
+       static_cast<intptr_t>(options.threads), nullptr},
+      {MHD_OPTION_END, 0, nullptr},
+  };
+  daemon_ = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &Answer, handler_.get(),
+      // First, so that start-up messages reach our log too.
+      MHD_OPTION_EXTERNAL_LOGGER, &LogFromMhd, nullptr,  //
+      MHD_OPTION_LISTEN_SOCKET, *listen_fd,              //
+      MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options.idle_timeout_seconds),
+      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),  //
+      MHD_OPTION_ARRAY, pool,                                                       //
+      MHD_OPTION_END);
+  if (daemon_ == nullptr) {
+    close(*listen_fd);
+    throw std::runtime_error("cannot start the HTTP server on " + options.listen_address);
+  }
 }
 
 HttpServer::~HttpServer() {
-  exposer_.reset();
-  g_landing.store(nullptr);
-}
-
-int HttpServer::port() const {
-  const auto ports = exposer_->GetListeningPorts();
-  return ports.empty() ? 0 : ports.front();
+  // Stops the threads and closes every connection and the listening socket.
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
 }
 
 }  // namespace rdmascope

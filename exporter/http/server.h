@@ -1,25 +1,24 @@
-// The HTTP side: prometheus-cpp's pull Exposer (CivetWeb) serving the CollectorRunner at the
-// telemetry path, plus a landing page at "/" that lists collectors and their last status.
+// The HTTP side: libmicrohttpd serving HttpHandler (http/handler.h).
+//
+// Event-driven: --web.threads threads each run an epoll loop over their share of the
+// connections, so an idle keep-alive connection costs a file descriptor and a little memory,
+// never a thread (CivetWeb, used before, parked one of its few workers on each idle
+// keep-alive connection, and four idle clients stopped every other scrape). A request is
+// handled on the thread that owns its connection: a long scrape delays only the requests that
+// arrive on that thread's connections meanwhile, by at most its own duration, while the other
+// threads keep accepting and serving.
 #pragma once
 
-#include <expected>
 #include <memory>
-#include <string>
-#include <string_view>
 
 #include "cli/serve_config.h"
 #include "core/collector_runner.h"
+#include "http/handler.h"
+#include "http/listen_address.h"
 
-namespace prometheus {
-class Exposer;
-}
+struct MHD_Daemon;
 
 namespace rdmascope {
-
-// ":9879" -> "9879", "127.0.0.1:9879" and "[::1]:9879" unchanged; error text otherwise.
-std::expected<std::string, std::string> ToCivetListeningPort(std::string_view listen_address);
-
-std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path);
 
 class HttpServer {
  public:
@@ -30,11 +29,12 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  int port() const;
+  int port() const { return port_; }
 
  private:
-  std::shared_ptr<CollectorRunner> runner_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<HttpHandler> handler_;
+  MHD_Daemon* daemon_ = nullptr;
+  int port_ = 0;
 };
 
 }  // namespace rdmascope

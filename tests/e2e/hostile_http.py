@@ -72,7 +72,7 @@ def main(binary):
             else:
                 print(f"ok: {name} -> {status}; exporter still serves")
 
-        # Idle connections hold workers at most request_timeout_ms; scrapes keep working.
+        # Idle connections hold no thread (tests/e2e/idle_connections.py goes further).
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
         results = []
 

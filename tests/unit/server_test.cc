@@ -1,19 +1,37 @@
 #include "http/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "http/gzip.h"
+#include "http/handler.h"
+#include "http/listen_address.h"
 
 namespace rdmascope {
 namespace {
 
 TEST(ListenAddress, NodeExporterStyle) {
-  EXPECT_EQ(*ToCivetListeningPort(":9879"), "9879");
-  EXPECT_EQ(*ToCivetListeningPort("127.0.0.1:0"), "127.0.0.1:0");
-  EXPECT_EQ(*ToCivetListeningPort("[::1]:9879"), "[::1]:9879");
-  EXPECT_FALSE(ToCivetListeningPort("9879"));
-  EXPECT_FALSE(ToCivetListeningPort(":99999"));
-  EXPECT_FALSE(ToCivetListeningPort(":http"));
-  EXPECT_FALSE(ToCivetListeningPort("::1:9879"));
-  EXPECT_FALSE(ToCivetListeningPort("1.2.3.4:80,8080"));
+  EXPECT_EQ(ParseListenAddress(":9879")->host, "");
+  EXPECT_EQ(ParseListenAddress(":9879")->port, 9879);
+  EXPECT_EQ(ParseListenAddress("127.0.0.1:0")->host, "127.0.0.1");
+  EXPECT_EQ(ParseListenAddress("[::1]:9879")->host, "::1");
+  EXPECT_EQ(ParseListenAddress("[::]:80")->port, 80);
+  EXPECT_FALSE(ParseListenAddress("9879"));
+  EXPECT_FALSE(ParseListenAddress(":99999"));
+  EXPECT_FALSE(ParseListenAddress(":http"));
+  EXPECT_FALSE(ParseListenAddress("::1:9879"));
+  EXPECT_FALSE(ParseListenAddress("[::1:9879"));
+  EXPECT_FALSE(ParseListenAddress("[]:9879"));
+  EXPECT_FALSE(ParseListenAddress("1.2.3.4:80,8080"));
 }
 
 class Failing : public Collector {
@@ -33,6 +51,234 @@ TEST(LandingPage, ListsCollectorsAndEscapes) {
   EXPECT_NE(page.find("&lt;b&gt;boom&lt;/b&gt;"), std::string::npos);
   EXPECT_EQ(page.find("<b>boom"), std::string::npos);
   EXPECT_NE(page.find("href=\"/metrics\""), std::string::npos);
+}
+
+TEST(Gzip, AcceptEncoding) {
+  EXPECT_TRUE(AcceptsGzip("gzip"));
+  EXPECT_TRUE(AcceptsGzip("deflate, GZIP;q=0.5"));
+  EXPECT_TRUE(AcceptsGzip("*"));
+  EXPECT_FALSE(AcceptsGzip(""));
+  EXPECT_FALSE(AcceptsGzip("identity"));
+  EXPECT_FALSE(AcceptsGzip("gzip;q=0"));
+  EXPECT_FALSE(AcceptsGzip("gzip; q=0.000, br"));
+  EXPECT_FALSE(AcceptsGzip("x-gzip2"));
+}
+
+std::string Gunzip(const std::string& compressed) {
+  z_stream stream{};
+  EXPECT_EQ(inflateInit2(&stream, 16 + MAX_WBITS), Z_OK);
+  std::string out(1 << 20, '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&stream, Z_FINISH), Z_STREAM_END);
+  out.resize(stream.total_out);
+  inflateEnd(&stream);
+  return out;
+}
+
+std::string Header(const HttpReply& reply, std::string_view name) {
+  for (const auto& [key, value] : reply.headers) {
+    if (key == name) return value;
+  }
+  return "";
+}
+
+std::shared_ptr<CollectorRunner> EmptyRunner() {
+  return std::make_shared<CollectorRunner>(std::vector<NamedCollector>{}, BuildInfo{"0.1.0", "abc"},
+                                           "/proc");
+}
+
+HttpHandler HandlerWithDebugRoute() {
+  DebugRoutes routes;
+  routes["/debug/echo"] = [](std::string_view query) {
+    return "{\"q\":\"" + std::string(query) + "\"}";
+  };
+  return HttpHandler(EmptyRunner(), "/metrics", routes);
+}
+
+TEST(HttpHandler, RoutesAndMethods) {
+  const HttpHandler handler = HandlerWithDebugRoute();
+  const HttpReply landing = handler.Handle({.method = "GET", .path = "/"});
+  EXPECT_EQ(landing.status, 200U);
+  EXPECT_EQ(Header(landing, "Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(handler.Handle({.method = "HEAD", .path = "/"}).status, 200U);
+  const HttpReply delete_landing = handler.Handle({.method = "DELETE", .path = "/"});
+  EXPECT_EQ(delete_landing.status, 405U);
+  EXPECT_EQ(Header(delete_landing, "Allow"), "GET, HEAD");
+  const HttpReply post_metrics = handler.Handle({.method = "POST", .path = "/metrics"});
+  EXPECT_EQ(post_metrics.status, 405U);
+  EXPECT_EQ(Header(post_metrics, "Allow"), "GET, HEAD");
+  const HttpReply debug =
+      handler.Handle({.method = "GET", .path = "/debug/echo", .query = "pid=7"});
+  EXPECT_EQ(debug.status, 200U);
+  EXPECT_EQ(debug.body, "{\"q\":\"pid=7\"}");
+  EXPECT_EQ(Header(debug, "Content-Type"), "application/json");
+  const HttpReply post_debug = handler.Handle({.method = "POST", .path = "/debug/echo"});
+  EXPECT_EQ(post_debug.status, 405U);
+  EXPECT_EQ(Header(post_debug, "Allow"), "GET");
+  EXPECT_EQ(handler.Handle({.method = "GET", .path = "/nope"}).status, 404U);
+  EXPECT_EQ(handler.Handle({.method = "GET", .path = "/metrics/"}).status, 404U);
+}
+
+TEST(HttpHandler, ExpositionPlainAndGzip) {
+  const HttpHandler handler = HandlerWithDebugRoute();
+  const HttpReply plain = handler.Handle({.method = "GET", .path = "/metrics"});
+  EXPECT_EQ(plain.status, 200U);
+  EXPECT_EQ(Header(plain, "Content-Type"), "text/plain; version=0.0.4; charset=utf-8");
+  EXPECT_EQ(Header(plain, "Content-Encoding"), "");
+  EXPECT_NE(plain.body.find("rdmascope_build_info{"), std::string::npos) << plain.body;
+  EXPECT_NE(plain.body.find("exposer_scrapes_total 0\n"), std::string::npos) << plain.body;
+
+  const HttpReply gzipped =
+      handler.Handle({.method = "GET", .path = "/metrics", .accept_encoding = "gzip"});
+  EXPECT_EQ(Header(gzipped, "Content-Encoding"), "gzip");
+  const std::string text = Gunzip(gzipped.body);
+  EXPECT_NE(text.find("rdmascope_build_info{"), std::string::npos) << text;
+  // The second scrape sees the first one counted, with its (uncompressed) size.
+  EXPECT_NE(text.find("exposer_scrapes_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("exposer_transferred_bytes_total " + std::to_string(plain.body.size()) + "\n"),
+      std::string::npos)
+      << text;
+}
+
+// A blocking HTTP/1.1 client on one connection: "GET path" with Connection: close, returns the
+// whole response (headers and body).
+std::string Fetch(int family, int port, const std::string& path) {
+  const int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "socket failed";
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  if (family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&address);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_addr = in6addr_loopback;
+    in6->sin6_port = htons(static_cast<uint16_t>(port));
+    length = sizeof *in6;
+  } else {
+    auto* in4 = reinterpret_cast<sockaddr_in*>(&address);
+    in4->sin_family = AF_INET;
+    in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    in4->sin_port = htons(static_cast<uint16_t>(port));
+    length = sizeof *in4;
+  }
+  // A server that never answers fails the test instead of hanging it.
+  const timeval timeout{.tv_sec = 20, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  std::string response;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), length) == 0) {
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n";
+    if (send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(request.size())) {
+      char buffer[65536];
+      ssize_t got = 0;
+      while ((got = recv(fd, buffer, sizeof buffer, 0)) > 0) {
+        response.append(buffer, static_cast<size_t>(got));
+      }
+    }
+  } else {
+    response = "connect failed";
+  }
+  close(fd);
+  return response;
+}
+
+bool HasIpv6Loopback() {
+  std::ifstream interfaces("/proc/net/if_inet6");
+  std::string line;
+  while (std::getline(interfaces, line)) {
+    if (line.rfind("00000000000000000000000000000001", 0) == 0) return true;
+  }
+  return false;
+}
+
+TEST(HttpServer, ServesOnIpv4Loopback) {
+  HttpServer server({.listen_address = "127.0.0.1:0", .threads = 2}, EmptyRunner());
+  ASSERT_GT(server.port(), 0);
+  const std::string response = Fetch(AF_INET, server.port(), "/metrics");
+  EXPECT_EQ(response.rfind("HTTP/1.1 200", 0), 0U) << response;
+  EXPECT_NE(response.find("rdmascope_build_info{"), std::string::npos) << response;
+  EXPECT_EQ(Fetch(AF_INET, server.port(), "/nope").rfind("HTTP/1.1 404", 0), 0U);
+}
+
+// Debian's CivetWeb had no IPv6: "[::1]:port" threw although the docs promised it.
+TEST(HttpServer, ServesOnIpv6Loopback) {
+  if (!HasIpv6Loopback()) GTEST_SKIP() << "no IPv6 loopback on this host";
+  HttpServer server({.listen_address = "[::1]:0", .threads = 1}, EmptyRunner());
+  const std::string response = Fetch(AF_INET6, server.port(), "/metrics");
+  EXPECT_EQ(response.rfind("HTTP/1.1 200", 0), 0U) << response;
+}
+
+// ":port" is every address: one dual-stack socket answers IPv4 and IPv6 clients.
+TEST(HttpServer, EveryAddressIsDualStack) {
+  if (!HasIpv6Loopback()) GTEST_SKIP() << "no IPv6 loopback on this host";
+  HttpServer server({.listen_address = ":0", .threads = 1}, EmptyRunner());
+  EXPECT_EQ(Fetch(AF_INET, server.port(), "/").rfind("HTTP/1.1 200", 0), 0U);
+  EXPECT_EQ(Fetch(AF_INET6, server.port(), "/").rfind("HTTP/1.1 200", 0), 0U);
+}
+
+// A collector that blocks until the test opens its gate: a scrape that runs "forever".
+struct Gate {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool entered = false;
+  bool open = false;
+};
+
+class Blocking : public Collector {
+ public:
+  explicit Blocking(Gate& gate) : gate_(gate) {}
+  CollectResult Collect(MetricSet&) const override {
+    std::unique_lock lock(gate_.mutex);
+    gate_.entered = true;
+    gate_.changed.notify_all();
+    gate_.changed.wait(lock, [this] { return gate_.open; });
+    return {};
+  }
+
+ private:
+  Gate& gate_;
+};
+
+// A scrape in progress occupies one thread of the pool, not the server: another client's
+// request is answered while it still runs.
+TEST(HttpServer, LongScrapeDoesNotBlockOtherConnections) {
+  Gate gate;
+  std::vector<NamedCollector> collectors;
+  collectors.push_back({"blocking", std::make_unique<Blocking>(gate)});
+  auto runner =
+      std::make_shared<CollectorRunner>(std::move(collectors), BuildInfo{"0.1.0", "abc"}, "/proc");
+  HttpServer server({.listen_address = "127.0.0.1:0", .threads = 2}, runner);
+  std::string slow_response;
+  std::thread slow([&] { slow_response = Fetch(AF_INET, server.port(), "/metrics"); });
+  {
+    std::unique_lock lock(gate.mutex);
+    gate.changed.wait(lock, [&] { return gate.entered; });
+  }
+  // Only this test opens the gate: the landing page is answered while the scrape is blocked.
+  const std::string landing = Fetch(AF_INET, server.port(), "/");
+  {
+    std::lock_guard lock(gate.mutex);
+    gate.open = true;
+  }
+  gate.changed.notify_all();
+  slow.join();
+  EXPECT_EQ(landing.rfind("HTTP/1.1 200", 0), 0U) << landing;
+  EXPECT_EQ(slow_response.rfind("HTTP/1.1 200", 0), 0U) << slow_response;
+}
+
+TEST(HttpServer, PortInUseIsAOneLineError) {
+  HttpServer first({.listen_address = "127.0.0.1:0"}, EmptyRunner());
+  try {
+    HttpServer second({.listen_address = "127.0.0.1:" + std::to_string(first.port())},
+                      EmptyRunner());
+    FAIL() << "bound a port in use";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("Address already in use"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

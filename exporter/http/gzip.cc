@@ -1,0 +1,78 @@
+#include "http/gzip.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+
+namespace rdmascope {
+namespace {
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// "q=0", "q=0.0", "q=0.000" refuse the coding (RFC 9110 12.4.2); any other weight accepts it.
+bool RefusedByWeight(std::string_view parameters) {
+  while (!parameters.empty()) {
+    const auto semicolon = parameters.find(';');
+    const std::string_view parameter = Trim(parameters.substr(0, semicolon));
+    if (parameter.size() >= 2 && (parameter[0] == 'q' || parameter[0] == 'Q') &&
+        parameter[1] == '=') {
+      const std::string_view weight = parameter.substr(2);
+      return !weight.empty() && weight.find_first_not_of("0.") == std::string_view::npos;
+    }
+    if (semicolon == std::string_view::npos) break;
+    parameters.remove_prefix(semicolon + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+bool AcceptsGzip(std::string_view accept_encoding) {
+  while (!accept_encoding.empty()) {
+    const auto comma = accept_encoding.find(',');
+    const std::string_view item = accept_encoding.substr(0, comma);
+    const auto semicolon = item.find(';');
+    const std::string_view coding = Trim(item.substr(0, semicolon));
+    if ((EqualsIgnoreCase(coding, "gzip") || coding == "*") &&
+        !(semicolon != std::string_view::npos && RefusedByWeight(item.substr(semicolon + 1)))) {
+      return true;
+    }
+    if (comma == std::string_view::npos) break;
+    accept_encoding.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+std::optional<std::string> GzipCompress(std::string_view input) {
+  z_stream stream{};
+  // 16 + MAX_WBITS: a gzip header and trailer instead of zlib's; prometheus-cpp's settings.
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 9,
+                   Z_DEFAULT_STRATEGY) != Z_OK) {
+    return std::nullopt;
+  }
+  // deflateBound is an upper bound for the whole stream: one deflate call finishes it.
+  std::string output(deflateBound(&stream, static_cast<uLong>(input.size())), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(input.data()));
+  stream.avail_in = static_cast<uInt>(input.size());
+  stream.next_out = reinterpret_cast<Bytef*>(output.data());
+  stream.avail_out = static_cast<uInt>(output.size());
+  const int result = deflate(&stream, Z_FINISH);
+  output.resize(stream.total_out);
+  deflateEnd(&stream);
+  if (result != Z_STREAM_END) return std::nullopt;
+  return output;
+}
+
+}  // namespace rdmascope

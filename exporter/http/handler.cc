@@ -1,0 +1,154 @@
+#include "http/handler.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+
+#include "http/gzip.h"
+
+namespace rdmascope {
+namespace {
+
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+HttpReply Text(unsigned status, std::string body) {
+  return {status, {{"Content-Type", "text/plain; charset=utf-8"}}, std::move(body)};
+}
+
+HttpReply MethodNotAllowed(std::string allow) {
+  HttpReply reply = Text(405, "method not allowed\n");
+  reply.headers.emplace_back("Allow", std::move(allow));
+  return reply;
+}
+
+}  // namespace
+
+std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path) {
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>rdmascope</title>"
+      "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
+      ".failed{color:#b00}.no-data{color:#777}</style></head><body>\n"
+      "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
+      HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
+      ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) +
+      "\">Metrics</a></p>\n"
+      "<h2>Collectors</h2>\n<table><tr><th>collector</th><th>last status</th><th>detail</th>"
+      "<th>series</th><th>duration</th></tr>\n";
+  for (const CollectorState& state : runner.States()) {
+    const std::string css = state.health == CollectorHealth::kFailed   ? "failed"
+                            : state.health == CollectorHealth::kNoData ? "no-data"
+                                                                       : "ok";
+    char duration[32];
+    std::snprintf(duration, sizeof duration, "%.3f ms", state.duration_seconds * 1e3);
+    html += "<tr class=\"" + css + "\"><td>" + HtmlEscape(state.name) + "</td><td>" +
+            HealthName(state.health) + "</td><td>" + HtmlEscape(state.detail) + "</td><td>" +
+            std::to_string(state.series) + "</td><td>" +
+            (state.health == CollectorHealth::kNeverRun ? "" : duration) + "</td></tr>\n";
+  }
+  html +=
+      "</table>\n<p>Status is that of the last scrape. Disabled collectors are not listed; "
+      "see <code>rdmascope serve --help</code>.</p>\n</body></html>\n";
+  return html;
+}
+
+HttpHandler::HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string telemetry_path,
+                         DebugRoutes routes)
+    : runner_(std::move(runner)),
+      telemetry_path_(std::move(telemetry_path)),
+      routes_(std::move(routes)),
+      serving_metrics_(std::make_shared<prometheus::Registry>()),
+      bytes_transferred_(prometheus::BuildCounter()
+                             .Name("exposer_transferred_bytes_total")
+                             .Help("Transferred bytes to metrics services")
+                             .Register(*serving_metrics_)
+                             .Add({})),
+      scrapes_(prometheus::BuildCounter()
+                   .Name("exposer_scrapes_total")
+                   .Help("Number of times metrics were scraped")
+                   .Register(*serving_metrics_)
+                   .Add({})),
+      latencies_(
+          prometheus::BuildSummary()
+              .Name("exposer_request_latencies")
+              .Help("Latencies of serving scrape requests, in microseconds")
+              .Register(*serving_metrics_)
+              .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}})) {}
+
+HttpReply HttpHandler::Handle(const HttpRequest& request) const {
+  const bool get_or_head = request.method == "GET" || request.method == "HEAD";
+  try {
+    if (request.path == telemetry_path_) {
+      return get_or_head ? Metrics(request) : MethodNotAllowed("GET, HEAD");
+    }
+    if (request.path == "/") {
+      if (!get_or_head) return MethodNotAllowed("GET, HEAD");
+      return {200,
+              {{"Content-Type", "text/html; charset=utf-8"}},
+              RenderLandingPage(*runner_, telemetry_path_)};
+    }
+    if (const auto route = routes_.find(std::string(request.path)); route != routes_.end()) {
+      // GET only: a debug route can be costly, HEAD would pay it for nothing.
+      if (request.method != "GET") return MethodNotAllowed("GET");
+      return {200, {{"Content-Type", "application/json"}}, route->second(request.query)};
+    }
+    return Text(404, "not found\n");
+  } catch (const std::exception& e) {
+    return Text(500, std::string("error: ") + e.what() + "\n");
+  } catch (...) {
+    return Text(500, "error: unknown exception\n");
+  }
+}
+
+HttpReply HttpHandler::Metrics(const HttpRequest& request) const {
+  const auto start = std::chrono::steady_clock::now();
+  // Serving metrics first, then the collectors: the order prometheus-cpp's Exposer used.
+  std::vector<prometheus::MetricFamily> families = serving_metrics_->Collect();
+  std::vector<prometheus::MetricFamily> collected = runner_->Collect();
+  families.insert(families.end(), std::make_move_iterator(collected.begin()),
+                  std::make_move_iterator(collected.end()));
+  HttpReply reply{200,
+                  {{"Content-Type", std::string(kExpositionContentType)}},
+                  prometheus::TextSerializer().Serialize(families)};
+  reply.headers.emplace_back("Vary", "Accept-Encoding");
+  if (AcceptsGzip(request.accept_encoding)) {
+    if (auto compressed = GzipCompress(reply.body)) {
+      reply.body = std::move(*compressed);
+      reply.headers.emplace_back("Content-Encoding", "gzip");
+    }
+  }
+  latencies_.Observe(static_cast<double>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::steady_clock::now() - start)
+                                             .count()));
+  bytes_transferred_.Increment(static_cast<double>(reply.body.size()));
+  scrapes_.Increment();
+  return reply;
+}
+
+}  // namespace rdmascope

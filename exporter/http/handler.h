@@ -1,0 +1,61 @@
+// What each request gets, independent of the HTTP library: the exposition at the telemetry
+// path, the landing page at "/", the collectors' JSON debug routes, 405 with Allow for other
+// methods, 404 elsewhere. The server (server.cc) only moves bytes.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+#include <prometheus/summary.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/collector.h"
+#include "core/collector_runner.h"
+
+namespace rdmascope {
+
+inline constexpr std::string_view kExpositionContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+struct HttpRequest {
+  std::string_view method;
+  std::string_view path;             // decoded, without the query string
+  std::string query;                 // "key=value&..." (values decoded), for debug routes
+  std::string_view accept_encoding;  // the Accept-Encoding header, empty if absent
+};
+
+struct HttpReply {
+  unsigned status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;  // Content-Type included
+  std::string body;  // HEAD: the server sends the headers (and Content-Length) only
+};
+
+std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path);
+
+class HttpHandler {
+ public:
+  HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string telemetry_path,
+              DebugRoutes routes);
+
+  // Never throws: a failure is a 500 with its reason.
+  HttpReply Handle(const HttpRequest& request) const;
+
+ private:
+  HttpReply Metrics(const HttpRequest& request) const;
+
+  std::shared_ptr<CollectorRunner> runner_;
+  std::string telemetry_path_;
+  DebugRoutes routes_;
+  // prometheus-cpp's Exposer exported these three about its own serving; kept under the same
+  // names and meanings so that dashboards built on them keep working.
+  std::shared_ptr<prometheus::Registry> serving_metrics_;
+  prometheus::Counter& bytes_transferred_;
+  prometheus::Counter& scrapes_;
+  prometheus::Summary& latencies_;
+};
+
+}  // namespace rdmascope
