@@ -1,6 +1,10 @@
 #include "collectors/rdma.h"
 
 #include <array>
+#include <cstring>
+
+#include "core/log.h"
+#include "sys/rdma_netlink.h"
 
 namespace rdmascope {
 namespace {
@@ -12,7 +16,9 @@ constexpr MetricDesc kDeviceInfo{"rdma_device_info", "RDMA device identity from 
 constexpr MetricDesc kDeviceNuma{"rdma_device_numa_node",
                                  "NUMA node of the RDMA device (-1: the platform reports none).",
                                  MetricType::Gauge};
-constexpr MetricDesc kPortInfo{"rdma_port_info", "RDMA port identity and state names.",
+constexpr MetricDesc kPortInfo{"rdma_port_info",
+                               "RDMA port identity and state names; netdev is the port's "
+                               "interface in this network namespace (RDMA netlink).",
                                MetricType::Gauge};
 constexpr MetricDesc kPortState{"rdma_port_state",
                                 "Port logical state number (1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE, "
@@ -21,10 +27,26 @@ constexpr MetricDesc kPortState{"rdma_port_state",
 constexpr MetricDesc kPortPhysState{"rdma_port_physical_state",
                                     "Port physical state number (5 = LinkUp).", MetricType::Gauge};
 constexpr MetricDesc kPortRate{"rdma_port_rate_bytes_per_second",
-                               "Port signalling rate in bytes per second.", MetricType::Gauge};
+                               "Port signalling rate in bytes per second (ports up only).",
+                               MetricType::Gauge};
 constexpr MetricDesc kHwCounter{"rdma_port_hw_counter_total",
                                 "A driver hw_counters file, raw name in `counter`.",
                                 MetricType::Counter};
+constexpr MetricDesc kHwGauge{"rdma_port_hw_value",
+                              "A driver hw_counters file that holds a current value (object "
+                              "count, high-water mark), raw name in `counter`.",
+                              MetricType::Gauge};
+constexpr MetricDesc kDeviceHwCounter{"rdma_device_hw_stat_total",
+                                      "A device-level hw_counters file, raw name in `counter`.",
+                                      MetricType::Counter};
+constexpr MetricDesc kDeviceHwGauge{"rdma_device_hw_value",
+                                    "A device-level hw_counters file that holds a current "
+                                    "value, raw name in `counter`.",
+                                    MetricType::Gauge};
+constexpr MetricDesc kSaturated{"rdma_port_stat_saturated",
+                                "1 when a fixed-width port counter (counters/, raw name in "
+                                "`counter`) sits at its maximum: it no longer counts.",
+                                MetricType::Gauge};
 constexpr MetricDesc kPortCounter{"rdma_port_stat_total",
                                   "A standard port counters/ file not curated below, raw name in "
                                   "`counter`.",
@@ -106,7 +128,10 @@ void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
           1);
   if (port.state) out.Add(kPortState, key, *port.state);
   if (port.phys_state) out.Add(kPortPhysState, key, *port.phys_state);
-  if (port.rate_bytes_per_second) out.Add(kPortRate, key, *port.rate_bytes_per_second);
+  // A down port still prints a rate (a driver preset), which would read as capacity.
+  if (port.rate_bytes_per_second && PortIsUp(port)) {
+    out.Add(kPortRate, key, *port.rate_bytes_per_second);
+  }
   if (port.mtu) {
     out.Add(kActiveMtu, key, port.mtu->active_bytes);
     out.Add(kMaxMtu, key, port.mtu->max_bytes);
@@ -118,9 +143,15 @@ void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
       out.Add(kPortCounter, {{"device", device.name}, {"port", number}, {"counter", file}},
               static_cast<double>(value));
     }
+    if (const auto width = PortCounterWidth(file)) {
+      const uint64_t max = (uint64_t{1} << *width) - 1;
+      out.Add(kSaturated, {{"device", device.name}, {"port", number}, {"counter", file}},
+              value == max ? 1 : 0);
+    }
   }
   for (const auto& [file, value] : port.hw_counters) {
-    out.Add(kHwCounter, {{"device", device.name}, {"port", number}, {"counter", file}},
+    out.Add(IsHwCounterGauge(device.driver, file) ? kHwGauge : kHwCounter,
+            {{"device", device.name}, {"port", number}, {"counter", file}},
             static_cast<double>(value));
   }
   for (const RdmaGid& gid : port.gids) {
@@ -151,15 +182,59 @@ void MapRdmaDevices(const std::vector<RdmaDevice>& devices, MetricSet& out) {
     if (device.numa_node) {
       out.Add(kDeviceNuma, {{"device", device.name}}, static_cast<double>(*device.numa_node));
     }
+    for (const auto& [file, value] : device.hw_counters) {
+      out.Add(IsHwCounterGauge(device.driver, file) ? kDeviceHwGauge : kDeviceHwCounter,
+              {{"device", device.name}, {"counter", file}}, static_cast<double>(value));
+    }
     for (const RdmaPort& port : device.ports) MapPort(device, port, out);
   }
 }
 
+std::expected<PortNetdevs, int> NetlinkPortNetdevSource::Read() const {
+  auto netlink = sys::RdmaNetlink::Open();
+  if (!netlink) return std::unexpected(netlink.error());
+  const auto ports = netlink->DumpPorts();
+  if (!ports) return std::unexpected(ports.error());
+  PortNetdevs out;
+  for (const sys::RdmaPortNetdev& port : *ports) {
+    if (!port.netdev.empty()) out[{port.device, port.port}] = port.netdev;
+  }
+  return out;
+}
+
 RdmaCollector::RdmaCollector(const RdmaOptions& options, std::filesystem::path sysfs,
                              std::unique_ptr<PortMtuQuerier> mtu)
+    : RdmaCollector(options, std::move(sysfs), std::move(mtu),
+                    std::make_unique<NetlinkPortNetdevSource>()) {}
+
+RdmaCollector::RdmaCollector(const RdmaOptions& options, std::filesystem::path sysfs,
+                             std::unique_ptr<PortMtuQuerier> mtu,
+                             std::unique_ptr<PortNetdevSource> netdevs)
     : devices_(options.device_include, options.device_exclude),
       sysfs_(std::move(sysfs)),
-      mtu_(std::move(mtu)) {}
+      mtu_(std::move(mtu)),
+      netdevs_(std::move(netdevs)) {}
+
+// The GID table's ndevs name interfaces of every network namespace (a pod's eth0 beside the
+// host's): only RDMA netlink says which interface of *this* namespace carries the port.
+void RdmaCollector::FillNetdevs(std::vector<RdmaDevice>& devices) const {
+  if (!netdevs_) return;
+  const auto netdevs = netdevs_->Read();
+  if (!netdevs) {
+    if (!netdev_failure_logged_.exchange(true)) {
+      log::Warn("RDMA netlink port dump failed: rdma_port_info has no netdev label",
+                {{"error", std::strerror(netdevs.error())}});
+    }
+    return;
+  }
+  for (RdmaDevice& device : devices) {
+    for (RdmaPort& port : device.ports) {
+      if (const auto it = netdevs->find({device.name, port.number}); it != netdevs->end()) {
+        port.netdev = it->second;
+      }
+    }
+  }
+}
 
 CollectResult RdmaCollector::Collect(MetricSet& out) const {
   std::vector<RdmaDevice> devices = ReadRdmaDevices(sysfs_, devices_);
@@ -167,6 +242,7 @@ CollectResult RdmaCollector::Collect(MetricSet& out) const {
     return {.no_data = true,
             .detail = "no RDMA device under " + (sysfs_ / "class" / "infiniband").string()};
   }
+  FillNetdevs(devices);
   if (mtu_) {
     const auto mtus = mtu_->Query(devices);
     for (RdmaDevice& device : devices) {

@@ -1,7 +1,9 @@
 #include "collectors/rdma_sysfs.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <span>
 
 #include "core/sysfs.h"
 
@@ -72,16 +74,78 @@ RdmaPort ReadPort(const fs::path& port_dir, uint32_t number) {
   port.counters = ReadCounterDir(port_dir / "counters");
   port.hw_counters = ReadCounterDir(port_dir / "hw_counters");
   port.gids = ReadGids(port_dir);
-  for (const RdmaGid& gid : port.gids) {
-    if (!gid.netdev.empty()) {
-      port.netdev = gid.netdev;
-      break;
-    }
-  }
   return port;
 }
 
+// bnxt_re's live object counts and their high-water marks (bnxt_re/hw_counters.c,
+// bnxt_re_stat_descs: BNXT_RE_ACTIVE_* and BNXT_RE_WATERMARK_*, filled from the driver's
+// atomic object counters in bnxt_re_ib_get_hw_stats).
+constexpr std::array<std::string_view, 18> kBnxtReGauges{
+    "active_pds",    "active_ahs",    "active_qps",       "active_rc_qps",    "active_ud_qps",
+    "active_srqs",   "active_cqs",    "active_mrs",       "active_mws",       "watermark_pds",
+    "watermark_ahs", "watermark_qps", "watermark_rc_qps", "watermark_ud_qps", "watermark_srqs",
+    "watermark_cqs", "watermark_mrs", "watermark_mws"};
+
+struct DriverGauges {
+  std::string_view driver;
+  std::span<const std::string_view> names;
+};
+
+// The RDMA device's parent driver: bnxt_re binds an auxiliary device since Linux 6.3
+// ("bnxt_re.rdma"); before, the ib_device hung off bnxt_en's PCI function.
+constexpr std::array<DriverGauges, 2> kDriverGauges{{
+    {"bnxt_re.rdma", kBnxtReGauges},
+    {"bnxt_en", kBnxtReGauges},
+}};
+
+struct CounterWidth {
+  std::string_view file;
+  unsigned bits;
+};
+
+// core/sysfs.c PORT_PMA_ATTR(name, counter, width, offset) of IB_PMA_PORT_COUNTERS.
+constexpr std::array<CounterWidth, 17> kPortCounterWidths{{
+    {"symbol_error", 16},
+    {"link_error_recovery", 8},
+    {"link_downed", 8},
+    {"port_rcv_errors", 16},
+    {"port_rcv_remote_physical_errors", 16},
+    {"port_rcv_switch_relay_errors", 16},
+    {"port_xmit_discards", 16},
+    {"port_xmit_constraint_errors", 8},
+    {"port_rcv_constraint_errors", 8},
+    {"local_link_integrity_errors", 4},
+    {"excessive_buffer_overrun_errors", 4},
+    {"VL15_dropped", 16},
+    {"port_xmit_data", 32},
+    {"port_rcv_data", 32},
+    {"port_xmit_packets", 32},
+    {"port_rcv_packets", 32},
+    {"port_xmit_wait", 32},
+}};
+
 }  // namespace
+
+bool IsHwCounterGauge(std::string_view driver, std::string_view counter) {
+  for (const DriverGauges& entry : kDriverGauges) {
+    if (entry.driver != driver) continue;
+    return std::ranges::find(entry.names, counter) != entry.names.end();
+  }
+  return false;
+}
+
+std::optional<unsigned> PortCounterWidth(std::string_view file) {
+  for (const CounterWidth& entry : kPortCounterWidths) {
+    if (entry.file == file) return entry.bits;
+  }
+  return std::nullopt;
+}
+
+bool PortIsUp(const RdmaPort& port) {
+  const bool active = port.state && (*port.state == 4 || *port.state == 5);
+  const bool link_up = !port.phys_state || *port.phys_state == 5;
+  return active && link_up;
+}
 
 std::optional<std::pair<uint32_t, std::string>> ParseNumberedState(std::string_view text) {
   text = sysfs::Trim(text);
@@ -122,6 +186,8 @@ std::vector<RdmaDevice> ReadRdmaDevices(const fs::path& sysfs, const NameFilter&
     device.hca_type = AttributeOrEmpty(dir / "hca_type");
     device.node_guid = AttributeOrEmpty(dir / "node_guid");
     device.numa_node = sysfs::ReadSigned(dir / "device" / "numa_node");
+    device.driver = sysfs::ReadLinkBasename(dir / "device" / "driver").value_or("");
+    device.hw_counters = ReadCounterDir(dir / "hw_counters");
     for (const std::string& entry : sysfs::ListDirectory(dir / "ports")) {
       const auto number = sysfs::ParseUnsigned(entry);
       if (!number || *number > UINT32_MAX) continue;

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -16,8 +17,13 @@ namespace rdmascope {
 struct RdmaGid {
   uint32_t index = 0;
   std::string gid;
-  std::string type;    // "RoCE v2", "IB/RoCE v1", or empty (InfiniBand ports have no type)
-  std::string netdev;  // empty on InfiniBand
+  // "RoCE v2" or "IB/RoCE v1"; InfiniBand GIDs are "IB/RoCE v1" too (core/sysfs.c
+  // print_gid_type, core/cache.c gid_type_str: IB_GID_TYPE_IB == IB_GID_TYPE_ROCE). Empty only
+  // when the file cannot be read.
+  std::string type;
+  // gid_attrs/ndevs: the interface in whatever network namespace it lives (a pod's eth0 too);
+  // empty on InfiniBand (print_ndev answers EINVAL).
+  std::string netdev;
 };
 
 struct PortMtu {
@@ -33,7 +39,9 @@ struct RdmaPort {
   std::string phys_state_name;         // "LinkUp"
   std::optional<double> rate_bytes_per_second;
   std::string link_layer;  // "InfiniBand", "Ethernet"
-  std::string netdev;      // the netdev behind GID 0 (RoCE), empty on IB
+  // The port's netdev from RDMA netlink (nldev NDEV_NAME), only when it is in this network
+  // namespace; filled by the collector, empty on InfiniBand or when netlink cannot tell.
+  std::string netdev;
   std::vector<std::pair<std::string, uint64_t>> counters;     // counters/, sorted by name
   std::vector<std::pair<std::string, uint64_t>> hw_counters;  // hw_counters/, without lifespan
   std::vector<RdmaGid> gids;                                  // non-zero entries only
@@ -48,8 +56,29 @@ struct RdmaDevice {
   std::string hca_type;
   std::string node_guid;
   std::optional<int64_t> numa_node;
+  std::string driver;  // basename of device/driver ("mlx5_ib.rdma", "bnxt_re.rdma", "bnxt_en")
+  // Device-level hw_counters/ (core/sysfs.c ib_setup_device_attrs: drivers whose statistics
+  // are per device, e.g. mlx5 in switchdev mode), without lifespan.
+  std::vector<std::pair<std::string, uint64_t>> hw_counters;
   std::vector<RdmaPort> ports;
 };
+
+// True when a hw_counters file of this driver holds a current value (a live object count, a
+// high-water mark) rather than a monotonic count. Per-driver knowledge, from the drivers'
+// string tables; unknown names are counters.
+bool IsHwCounterGauge(std::string_view driver, std::string_view counter);
+
+// Width in bits of a standard counters/ file (IBA PortCounters, as core/sysfs.c declares them
+// with PORT_PMA_ATTR): these saturate at 2^width - 1 instead of wrapping. The data and packet
+// counters are 32-bit unless the device has the extended-width capability (then 64-bit and
+// never saturating in practice): 32 is returned and a value of 2^32 - 1 reads as saturated.
+// nullopt for counters without a known width (the 64-bit extended-only ones).
+std::optional<unsigned> PortCounterWidth(std::string_view file);
+
+// A port's rate and link are meaningful only when it is up: logical state ACTIVE (4) or
+// ACTIVE_DEFER (5) and physical state LinkUp (5) when known. A down mlx5 RoCE port reports
+// its preset "40 Gb/sec (4X QDR)" (mlx5 main.c mlx5_query_port_roce).
+bool PortIsUp(const RdmaPort& port);
 
 // "4: ACTIVE" -> {4, "ACTIVE"}
 std::optional<std::pair<uint32_t, std::string>> ParseNumberedState(std::string_view text);

@@ -84,6 +84,8 @@ struct ParseState {
   // Resource dumps
   const KindAttributes* kind = nullptr;
   std::vector<RdmaResourceEntry>* entries = nullptr;
+  // Port dumps
+  std::vector<RdmaPortNetdev>* ports = nullptr;
 };
 
 int OnSummaryEntry(const nlattr* attr, void* data) {
@@ -195,6 +197,45 @@ int OnRawAttribute(const nlattr* attr, void* data) {
   return MNL_CB_OK;
 }
 
+struct PortAttributes {
+  RdmaPortNetdev port;
+  bool has_port = false;
+  bool malformed = false;
+};
+
+int OnPortAttribute(const nlattr* attr, void* data) {
+  auto* out = static_cast<PortAttributes*>(data);
+  switch (mnl_attr_get_type(attr)) {
+    case RDMA_NLDEV_ATTR_DEV_INDEX:
+      if (const auto index = U32(attr))
+        out->port.device_index = *index;
+      else
+        out->malformed = true;
+      break;
+    case RDMA_NLDEV_ATTR_DEV_NAME:
+      if (auto name = String(attr))
+        out->port.device = std::move(*name);
+      else
+        out->malformed = true;
+      break;
+    case RDMA_NLDEV_ATTR_PORT_INDEX:
+      if (const auto port = U32(attr)) {
+        out->port.port = *port;
+        out->has_port = true;
+      } else {
+        out->malformed = true;
+      }
+      break;
+    case RDMA_NLDEV_ATTR_NDEV_NAME:
+      if (auto name = String(attr))
+        out->port.netdev = std::move(*name);
+      else
+        out->malformed = true;
+      break;
+  }
+  return MNL_CB_OK;
+}
+
 int OnMessage(const nlmsghdr* message, void* data) {
   auto* state = static_cast<ParseState*>(data);
   if (message->nlmsg_type != state->expected_type) {
@@ -203,6 +244,14 @@ int OnMessage(const nlmsghdr* message, void* data) {
   }
   if (state->raw != nullptr) {
     if (mnl_attr_parse(message, 0, OnRawAttribute, state) < 0) state->malformed = true;
+  } else if (state->ports != nullptr) {
+    PortAttributes port;
+    if (mnl_attr_parse(message, 0, OnPortAttribute, &port) < 0 || port.malformed ||
+        !port.has_port) {
+      state->malformed = true;
+    } else {
+      state->ports->push_back(std::move(port.port));
+    }
   } else if (state->devices != nullptr) {
     state->devices->emplace_back();
     if (mnl_attr_parse(message, 0, OnSummaryAttribute, state) < 0) state->malformed = true;
@@ -292,6 +341,14 @@ size_t BuildResourceDump(RdmaResourceKind kind, uint32_t device_index, uint32_t 
   return BuildDump(AttributesOf(kind).command, device_index, seq, buf);
 }
 
+size_t BuildDeviceDump(uint32_t seq, std::vector<char>& buf) {
+  return BuildDump(RDMA_NLDEV_CMD_GET, std::nullopt, seq, buf);
+}
+
+size_t BuildPortDump(uint32_t device_index, uint32_t seq, std::vector<char>& buf) {
+  return BuildDump(RDMA_NLDEV_CMD_PORT_GET, device_index, seq, buf);
+}
+
 size_t BuildRawCqQuery(uint32_t device_index, uint32_t cqn, uint32_t seq, std::vector<char>& buf) {
   buf.assign(MNL_SOCKET_BUFFER_SIZE, '\0');
   nlmsghdr* message = mnl_nlmsg_put_header(buf.data());
@@ -324,6 +381,19 @@ int ParseResourceReply(const void* data, size_t len, uint32_t seq, RdmaResourceK
   ParseState state{.seq = seq, .expected_type = MessageType(attributes.command)};
   state.kind = &attributes;
   state.entries = &entries;
+  return Run(data, len, state);
+}
+
+int ParseDeviceReply(const void* data, size_t len, uint32_t seq,
+                     std::vector<RdmaDeviceResources>& devices) {
+  ParseState state{.seq = seq, .expected_type = MessageType(RDMA_NLDEV_CMD_GET)};
+  state.devices = &devices;
+  return Run(data, len, state);
+}
+
+int ParsePortReply(const void* data, size_t len, uint32_t seq, std::vector<RdmaPortNetdev>& ports) {
+  ParseState state{.seq = seq, .expected_type = MessageType(RDMA_NLDEV_CMD_PORT_GET)};
+  state.ports = &ports;
   return Run(data, len, state);
 }
 
@@ -400,6 +470,28 @@ std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll(size_t
     }
   }
   return devices;
+}
+
+std::expected<std::vector<RdmaPortNetdev>, int> RdmaNetlink::DumpPorts() {
+  std::vector<char> request;
+  std::vector<RdmaDeviceResources> devices;
+  uint32_t seq = seq_++;
+  const int listed = RunDump(
+      request, BuildDeviceDump(seq, request),
+      [&](const void* data, size_t len) { return ParseDeviceReply(data, len, seq, devices); });
+  if (listed < 0) return std::unexpected(-listed);
+  std::vector<RdmaPortNetdev> ports;
+  for (const RdmaDeviceResources& device : devices) {
+    seq = seq_++;
+    const int ret = RunDump(
+        request, BuildPortDump(device.index, seq, request),
+        [&](const void* data, size_t len) { return ParsePortReply(data, len, seq, ports); });
+    // A device unregistered between the two dumps answers ENODEV: skip it. Anything else
+    // leaves the socket in an unknown state (see DumpAll).
+    if (ret == -ENODEV) continue;
+    if (ret < 0) return std::unexpected(-ret);
+  }
+  return ports;
 }
 
 }  // namespace rdmascope::sys

@@ -50,6 +50,18 @@ struct RdmaDeviceResources {
   std::vector<std::string> errors;  // kinds the kernel would not list, with the reason
 };
 
+// A port as RDMA_NLDEV_CMD_PORT_GET reports it (nldev.c fill_port_info). The kernel adds the
+// netdev (RDMA_NLDEV_ATTR_NDEV_INDEX/NDEV_NAME) only when it is in the caller's network
+// namespace: empty here for InfiniBand ports and for a netdev moved into another namespace.
+// Unlike the GID table's ndevs (which list every namespace's interfaces, pods' eth0 included),
+// this names an interface this process can see.
+struct RdmaPortNetdev {
+  uint32_t device_index = 0;
+  std::string device;
+  uint32_t port = 0;
+  std::string netdev;
+};
+
 // QP type and state names as `rdma res show qp` prints them (RC, UD, XRC_TGT...; RTS, ERR...).
 std::string QpTypeName(uint8_t type);
 std::string QpStateName(uint8_t state);
@@ -58,6 +70,11 @@ std::string QpStateName(uint8_t state);
 size_t BuildResourceSummaryDump(uint32_t seq, std::vector<char>& buf);
 size_t BuildResourceDump(RdmaResourceKind kind, uint32_t device_index, uint32_t seq,
                          std::vector<char>& buf);
+
+// The device list (RDMA_NLDEV_CMD_GET dump) and one device's ports (RDMA_NLDEV_CMD_PORT_GET
+// dump, which the kernel refuses without a device index).
+size_t BuildDeviceDump(uint32_t seq, std::vector<char>& buf);
+size_t BuildPortDump(uint32_t device_index, uint32_t seq, std::vector<char>& buf);
 
 // A raw CQ query (RDMA_NLDEV_CMD_RES_CQ_GET_RAW for one CQ: needs CAP_NET_ADMIN; drivers
 // without raw dumps answer EINVAL or EOPNOTSUPP) and its reply's RDMA_NLDEV_ATTR_RES_RAW.
@@ -71,6 +88,10 @@ int ParseResourceSummaryReply(const void* data, size_t len, uint32_t seq,
                               std::vector<RdmaDeviceResources>& devices);
 int ParseResourceReply(const void* data, size_t len, uint32_t seq, RdmaResourceKind kind,
                        std::vector<RdmaResourceEntry>& entries);
+// Devices (index and name only; summary stays empty) and ports.
+int ParseDeviceReply(const void* data, size_t len, uint32_t seq,
+                     std::vector<RdmaDeviceResources>& devices);
+int ParsePortReply(const void* data, size_t len, uint32_t seq, std::vector<RdmaPortNetdev>& ports);
 
 class RdmaNetlink {
  public:
@@ -85,6 +106,9 @@ class RdmaNetlink {
   // Every device with its summary and (for the kinds this kernel tracks) its objects; the raw
   // state of at most max_raw_cqs user CQs, on devices whose driver provides it.
   std::expected<std::vector<RdmaDeviceResources>, int> DumpAll(size_t max_raw_cqs = 0);
+
+  // Every port of every device, with its netdev when it is in this network namespace.
+  std::expected<std::vector<RdmaPortNetdev>, int> DumpPorts();
 
  private:
   explicit RdmaNetlink(mnl_socket* socket) : socket_(socket) {}

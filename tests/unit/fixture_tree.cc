@@ -38,6 +38,13 @@ void MaterialiseTree(const fs::path& tree_file, const fs::path& root) {
   std::string line;
   while (std::getline(lines, line)) {
     if (line.empty() || line.front() == '#') continue;
+    // `path -> target`: a symbolic link (a device's driver, as sysfs shows it).
+    if (const auto arrow = line.find(" -> "); arrow != std::string::npos) {
+      const fs::path link = root / line.substr(0, arrow);
+      fs::create_directories(link.parent_path());
+      fs::create_symlink(line.substr(arrow + 4), link);
+      continue;
+    }
     const auto eq = line.find(" = ");
     if (eq == std::string::npos && line.back() == '/') {
       fs::create_directories(root / line);

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <map>
+#include <optional>
+
 #include "collectors/rdma.h"
 #include "unit/fixture_tree.h"
 
@@ -23,6 +27,57 @@ class FakeMtu : public PortMtuQuerier {
     return out;
   }
 };
+
+// What RDMA netlink reports on the host of rdma_hosts.tree: the netdevs of this namespace.
+class FakeNetdevs : public PortNetdevSource {
+ public:
+  explicit FakeNetdevs(PortNetdevs netdevs) : netdevs_(std::move(netdevs)) {}
+  std::expected<PortNetdevs, int> Read() const override { return netdevs_; }
+
+ private:
+  PortNetdevs netdevs_;
+};
+
+class FailingNetdevs : public PortNetdevSource {
+ public:
+  std::expected<PortNetdevs, int> Read() const override { return std::unexpected(EPROTONOSUPPORT); }
+};
+
+std::unique_ptr<PortNetdevSource> HostNetdevs() {
+  return std::make_unique<FakeNetdevs>(PortNetdevs{
+      {{"mlx5_0", 1}, "ens1f0np0"}, {{"irdma0", 1}, "ens801f0"}, {{"rxe0", 1}, "eth0"}});
+}
+
+// Collects a fixture tree; returns family name -> (labels -> value).
+using Series = std::map<std::string, std::map<std::map<std::string, std::string>, double>>;
+Series CollectTree(const std::string& tree, std::unique_ptr<PortNetdevSource> netdevs) {
+  TempDir root;
+  MaterialiseTree(FixturePath(tree), root.path());
+  RdmaCollector collector(RdmaOptions{}, root.path(), nullptr, std::move(netdevs));
+  MetricSet out;
+  collector.Collect(out);
+  EXPECT_EQ(out.dropped_duplicates(), 0U);
+  Series series;
+  for (const auto& family : out.Take()) {
+    for (const auto& metric : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& label : metric.label) labels[label.name] = label.value;
+      series[family.name][labels] = family.type == prometheus::MetricType::Counter
+                                        ? metric.counter.value
+                                        : metric.gauge.value;
+    }
+  }
+  return series;
+}
+
+std::optional<double> Value(const Series& series, const std::string& family,
+                            const std::map<std::string, std::string>& labels) {
+  const auto f = series.find(family);
+  if (f == series.end()) return std::nullopt;
+  const auto it = f->second.find(labels);
+  if (it == f->second.end()) return std::nullopt;
+  return it->second;
+}
 
 TEST(RdmaParse, NumberedState) {
   EXPECT_EQ(ParseNumberedState("4: ACTIVE"), std::make_pair(4U, std::string("ACTIVE")));
@@ -53,7 +108,7 @@ TEST(RdmaSysfs, ReadsEveryDeviceOfTheFixture) {
   ASSERT_EQ(mlx.ports.size(), 1U);
   const RdmaPort& port = mlx.ports[0];
   EXPECT_EQ(port.state, 4U);
-  EXPECT_EQ(port.netdev, "ens1f0np0");
+  EXPECT_EQ(port.netdev, "") << "sysfs does not say which namespace a GID's ndev is in";
   EXPECT_EQ(port.gids.size(), 4U) << "the all-zero GID must be skipped";
   EXPECT_EQ(port.gids[1].type, "RoCE v2");
   for (const auto& [name, value] : port.hw_counters) EXPECT_NE(name, "lifespan");
@@ -90,7 +145,7 @@ TEST(RdmaSysfs, DeviceFilterAndAbsentTree) {
 TEST(RdmaCollector, GoldenExposition) {
   TempDir root;
   MaterialiseTree(FixturePath("sysfs/rdma_hosts.tree"), root.path());
-  RdmaCollector collector(RdmaOptions{}, root.path(), std::make_unique<FakeMtu>());
+  RdmaCollector collector(RdmaOptions{}, root.path(), std::make_unique<FakeMtu>(), HostNetdevs());
   MetricSet out;
   const CollectResult result = collector.Collect(out);
   EXPECT_FALSE(result.no_data);
@@ -101,7 +156,7 @@ TEST(RdmaCollector, GoldenExposition) {
 TEST(RdmaCollector, DataCountersAreWordsTimesFour) {
   TempDir root;
   MaterialiseTree(FixturePath("sysfs/rdma_hosts.tree"), root.path());
-  RdmaCollector collector(RdmaOptions{"mlx5_1", ""}, root.path(), nullptr);
+  RdmaCollector collector(RdmaOptions{"mlx5_1", ""}, root.path(), nullptr, nullptr);
   MetricSet out;
   collector.Collect(out);
   bool found = false;
@@ -116,12 +171,138 @@ TEST(RdmaCollector, DataCountersAreWordsTimesFour) {
 
 TEST(RdmaCollector, NoDeviceIsNoDataNotFailure) {
   TempDir empty;
-  RdmaCollector collector(RdmaOptions{}, empty.path(), std::make_unique<FakeMtu>());
+  RdmaCollector collector(RdmaOptions{}, empty.path(), std::make_unique<FakeMtu>(),
+                          std::make_unique<FailingNetdevs>());
   MetricSet out;
   const CollectResult result = collector.Collect(out);
   EXPECT_TRUE(result.no_data);
   EXPECT_NE(result.detail.find("no RDMA device"), std::string::npos);
   EXPECT_EQ(out.sample_count(), 0U);
+}
+
+// Issue #12 item 2. bnxt_re/hw_counters.c bnxt_re_stat_descs names active_* (live object
+// counts read from atomics in bnxt_re_ib_get_hw_stats) and watermark_* (their high-water
+// marks): values that go down, not counters. The device is renamed (rocep65s0f0), so the
+// driver comes from device/driver: bnxt_re.rdma (auxiliary bus, Linux >= 6.3) or bnxt_en.
+TEST(RdmaKernelCases, BnxtReObjectCountsAreGauges) {
+  const Series s = CollectTree("sysfs/rdma_kernel_cases.tree", nullptr);
+  const std::map<std::string, std::string> qps{
+      {"device", "rocep65s0f0"}, {"port", "1"}, {"counter", "active_qps"}};
+  EXPECT_EQ(Value(s, "rdma_port_hw_value", qps), 12.0);
+  EXPECT_FALSE(Value(s, "rdma_port_hw_counter_total", qps));
+  EXPECT_EQ(Value(s, "rdma_port_hw_value",
+                  {{"device", "rocep65s0f0"}, {"port", "1"}, {"counter", "watermark_mrs"}}),
+            128.0);
+  EXPECT_EQ(s.at("rdma_port_hw_value").size(), 18U + 1U) << "every active_*/watermark_* file";
+  EXPECT_EQ(Value(s, "rdma_port_hw_counter_total",
+                  {{"device", "rocep65s0f0"}, {"port", "1"}, {"counter", "to_retransmits"}}),
+            5.0)
+      << "the driver's real counters stay counters";
+  EXPECT_EQ(Value(s, "rdma_port_hw_value",
+                  {{"device", "bnxt_re0"}, {"port", "1"}, {"counter", "active_qps"}}),
+            2.0)
+      << "pre-6.3 kernels: the RDMA device's parent is bnxt_en's PCI function";
+  EXPECT_FALSE(IsHwCounterGauge("mlx5_ib.rdma", "active_qps")) << "knowledge is per driver";
+  EXPECT_FALSE(IsHwCounterGauge("", "watermark_qps"));
+}
+
+// Issue #12 item 4. mlx5 main.c mlx5_query_port_roce presets 4X QDR, DOWN and phys_state 3;
+// core/sysfs.c rate_show then prints "40 Gb/sec (4X QDR)" for a port with no link.
+TEST(RdmaKernelCases, DownPortHasNoRate) {
+  const Series s = CollectTree("sysfs/rdma_kernel_cases.tree", nullptr);
+  const std::map<std::string, std::string> down{{"device", "mlx5_2"}, {"port", "1"}};
+  EXPECT_EQ(Value(s, "rdma_port_state", down), 1.0);
+  EXPECT_EQ(Value(s, "rdma_port_physical_state", down), 3.0);
+  EXPECT_FALSE(Value(s, "rdma_port_rate_bytes_per_second", down));
+  EXPECT_EQ(Value(s, "rdma_port_rate_bytes_per_second", {{"device", "mlx5_4"}, {"port", "1"}}),
+            12.5e9)
+      << "an ACTIVE/LinkUp port keeps its rate";
+  RdmaPort port{.state = 5, .phys_state = 5};
+  EXPECT_TRUE(PortIsUp(port)) << "ACTIVE_DEFER is up";
+  port.phys_state = 2;
+  EXPECT_FALSE(PortIsUp(port)) << "ACTIVE but Polling";
+}
+
+// Issue #12 item 6. mlx5 in switchdev mode registers alloc_hw_device_stats (counters.c
+// hw_switchdev_stats_ops): core/sysfs.c ib_setup_device_attrs puts them in
+// /sys/class/infiniband/<dev>/hw_counters, the uplink port has none.
+TEST(RdmaKernelCases, DeviceLevelHwCounters) {
+  const Series s = CollectTree("sysfs/rdma_kernel_cases.tree", nullptr);
+  EXPECT_EQ(
+      Value(s, "rdma_device_hw_stat_total", {{"device", "mlx5_3"}, {"counter", "out_of_buffer"}}),
+      311.0);
+  EXPECT_EQ(Value(s, "rdma_device_hw_stat_total",
+                  {{"device", "mlx5_3"}, {"counter", "local_ack_timeout_err"}}),
+            7.0);
+  EXPECT_FALSE(
+      Value(s, "rdma_device_hw_stat_total", {{"device", "mlx5_3"}, {"counter", "lifespan"}}))
+      << "lifespan is the refresh period, a setting";
+  EXPECT_EQ(s.at("rdma_device_hw_stat_total").size(), 7U) << "mlx5_3's only, no other device";
+}
+
+// Issue #12 item 8. core/sysfs.c PORT_PMA_ATTR widths: show_pma_counter prints a 16-bit
+// symbol_error that has stopped at 65535, an 8-bit link_downed at 255, a 32-bit
+// port_xmit_wait and (no extended width) port_rcv_data at 4294967295.
+TEST(RdmaKernelCases, SaturatedCountersAreFlagged) {
+  const Series s = CollectTree("sysfs/rdma_kernel_cases.tree", nullptr);
+  const auto saturated = [&](const std::string& counter) {
+    return Value(s, "rdma_port_stat_saturated",
+                 {{"device", "mlx5_4"}, {"port", "1"}, {"counter", counter}});
+  };
+  for (const char* counter : {"symbol_error", "port_rcv_errors", "port_xmit_discards",
+                              "link_downed", "port_xmit_wait", "port_rcv_data"}) {
+    EXPECT_EQ(saturated(counter), 1.0) << counter;
+  }
+  EXPECT_EQ(saturated("link_error_recovery"), 0.0) << "254 is one below the 8-bit maximum";
+  EXPECT_EQ(saturated("port_xmit_data"), 0.0);
+  EXPECT_EQ(saturated("VL15_dropped"), 0.0);
+  EXPECT_EQ(Value(s, "rdma_port_symbol_errors_total", {{"device", "mlx5_4"}, {"port", "1"}}),
+            65535.0)
+      << "the counter itself is still exported as read";
+  EXPECT_EQ(PortCounterWidth("unicast_rcv_packets"), std::nullopt) << "64-bit extended only";
+}
+
+// Issue #12 item 9. core/sysfs.c print_gid_type prints ib_cache_gid_type_str(): an InfiniBand
+// GID is IB_GID_TYPE_IB, the same value as IB_GID_TYPE_ROCE, printed "IB/RoCE v1".
+TEST(RdmaKernelCases, InfinibandGidHasAType) {
+  const Series s = CollectTree("sysfs/rdma_kernel_cases.tree", nullptr);
+  EXPECT_EQ(Value(s, "rdma_port_gid_info",
+                  {{"device", "mlx5_4"},
+                   {"port", "1"},
+                   {"index", "0"},
+                   {"gid", "fe80:0000:0000:0000:0c42:a103:0065:8e2b"},
+                   {"type", "IB/RoCE v1"},
+                   {"netdev", ""}}),
+            1.0);
+}
+
+// Issue #12 item 11. nldev.c fill_port_info adds RDMA_NLDEV_ATTR_NDEV_NAME only when the
+// netdev is in the caller's namespace; the GID table's ndevs name every namespace's
+// interfaces. rxe0's GIDs say eth0, but netlink reports no netdev: its eth0 is a pod's, and
+// rdma_port_info must not name the host's eth0.
+TEST(RdmaKernelCases, PortNetdevComesFromNetlinkNotGids) {
+  const Series s =
+      CollectTree("sysfs/rdma_hosts.tree",
+                  std::make_unique<FakeNetdevs>(PortNetdevs{{{"mlx5_0", 1}, "ens1f0np0"}}));
+  const auto netdev_of = [&](const std::string& device) -> std::string {
+    for (const auto& [labels, value] : s.at("rdma_port_info")) {
+      if (labels.at("device") == device) return labels.at("netdev");
+    }
+    return "<no series>";
+  };
+  EXPECT_EQ(netdev_of("mlx5_0"), "ens1f0np0");
+  EXPECT_EQ(netdev_of("rxe0"), "");
+  EXPECT_EQ(netdev_of("irdma0"), "");
+  bool gid_names_eth0 = false;
+  for (const auto& [labels, value] : s.at("rdma_port_gid_info")) {
+    gid_names_eth0 |= labels.at("device") == "rxe0" && labels.at("netdev") == "eth0";
+  }
+  EXPECT_TRUE(gid_names_eth0) << "the GID table keeps what sysfs says";
+
+  const Series failed = CollectTree("sysfs/rdma_hosts.tree", std::make_unique<FailingNetdevs>());
+  for (const auto& [labels, value] : failed.at("rdma_port_info")) {
+    EXPECT_EQ(labels.at("netdev"), "") << "no guess from the GID table when netlink fails";
+  }
 }
 
 TEST(VerbsPorts, MtuEnumToBytes) {

@@ -282,6 +282,90 @@ TEST(RdmaNetlink, RawCqQueryAndReply) {
   EXPECT_EQ(ParseRawCqReply(refused.data(), refused.size(), kSeq, raw), -EINVAL);
 }
 
+// nldev.c fill_port_info: DEV_INDEX, DEV_NAME, PORT_INDEX, ..., then NDEV_INDEX and NDEV_NAME
+// only `if (netdev && net_eq(dev_net(netdev), net))`. Port 1's netdev is in our namespace;
+// port 2's was moved into a pod's, so the kernel leaves both attributes out.
+TEST(RdmaNetlink, PortNetdevOnlyInOurNamespace) {
+  Reply reply;
+  nlmsghdr* m = reply.Message(RDMA_NLDEV_CMD_PORT_GET);
+  PutDevice(m, 4, "mlx5_0");
+  mnl_attr_put_u32(m, RDMA_NLDEV_ATTR_PORT_INDEX, 1);
+  mnl_attr_put_u8(m, RDMA_NLDEV_ATTR_PORT_STATE, 4);
+  mnl_attr_put_u8(m, RDMA_NLDEV_ATTR_PORT_PHYS_STATE, 5);
+  mnl_attr_put_u32(m, RDMA_NLDEV_ATTR_NDEV_INDEX, 7);
+  mnl_attr_put_strz(m, RDMA_NLDEV_ATTR_NDEV_NAME, "ens1f0np0");
+  reply.Close();
+  m = reply.Message(RDMA_NLDEV_CMD_PORT_GET);
+  PutDevice(m, 4, "mlx5_0");
+  mnl_attr_put_u32(m, RDMA_NLDEV_ATTR_PORT_INDEX, 2);
+  mnl_attr_put_u8(m, RDMA_NLDEV_ATTR_PORT_STATE, 4);
+  reply.Close();
+  reply.Done();
+  std::vector<RdmaPortNetdev> ports;
+  EXPECT_EQ(ParsePortReply(reply.data(), reply.size(), kSeq, ports), 0);
+  ASSERT_EQ(ports.size(), 2U);
+  EXPECT_EQ(ports[0].device, "mlx5_0");
+  EXPECT_EQ(ports[0].device_index, 4U);
+  EXPECT_EQ(ports[0].port, 1U);
+  EXPECT_EQ(ports[0].netdev, "ens1f0np0");
+  EXPECT_EQ(ports[1].port, 2U);
+  EXPECT_EQ(ports[1].netdev, "");
+}
+
+TEST(RdmaNetlink, MalformedPortReplies) {
+  {
+    Reply reply;  // no port index
+    nlmsghdr* m = reply.Message(RDMA_NLDEV_CMD_PORT_GET);
+    PutDevice(m, 0, "rxe0");
+    reply.Close();
+    std::vector<RdmaPortNetdev> ports;
+    EXPECT_EQ(ParsePortReply(reply.data(), reply.size(), kSeq, ports), -EBADMSG);
+  }
+  {
+    Reply reply;  // a netdev name without its NUL terminator
+    nlmsghdr* m = reply.Message(RDMA_NLDEV_CMD_PORT_GET);
+    mnl_attr_put_u32(m, RDMA_NLDEV_ATTR_PORT_INDEX, 1);
+    mnl_attr_put(m, RDMA_NLDEV_ATTR_NDEV_NAME, 3, "eth");
+    reply.Close();
+    std::vector<RdmaPortNetdev> ports;
+    EXPECT_EQ(ParsePortReply(reply.data(), reply.size(), kSeq, ports), -EBADMSG);
+  }
+  {
+    Reply reply;  // nldev_port_get_dumpit without a device index answers EINVAL
+    reply.Error(EINVAL);
+    std::vector<RdmaPortNetdev> ports;
+    EXPECT_EQ(ParsePortReply(reply.data(), reply.size(), kSeq, ports), -EINVAL);
+  }
+}
+
+TEST(RdmaNetlink, DeviceListAndPortRequests) {
+  Reply reply;
+  nlmsghdr* m = reply.Message(RDMA_NLDEV_CMD_GET);
+  PutDevice(m, 0, "mlx5_0");
+  reply.Close();
+  m = reply.Message(RDMA_NLDEV_CMD_GET);
+  PutDevice(m, 3, "rxe0");
+  reply.Close();
+  reply.Done();
+  std::vector<RdmaDeviceResources> devices;
+  EXPECT_EQ(ParseDeviceReply(reply.data(), reply.size(), kSeq, devices), 0);
+  ASSERT_EQ(devices.size(), 2U);
+  EXPECT_EQ(devices[1].index, 3U);
+  EXPECT_EQ(devices[1].name, "rxe0");
+
+  std::vector<char> buf;
+  EXPECT_EQ(BuildDeviceDump(1, buf), sizeof(nlmsghdr));
+  const auto* dump = reinterpret_cast<const nlmsghdr*>(buf.data());
+  EXPECT_EQ(dump->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET));
+  ASSERT_GT(BuildPortDump(3, 2, buf), sizeof(nlmsghdr));
+  const auto* message = reinterpret_cast<const nlmsghdr*>(buf.data());
+  EXPECT_EQ(message->nlmsg_type, RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_PORT_GET));
+  EXPECT_EQ(message->nlmsg_flags, NLM_F_REQUEST | NLM_F_DUMP);
+  const auto* attr = static_cast<const nlattr*>(mnl_nlmsg_get_payload(message));
+  EXPECT_EQ(mnl_attr_get_type(attr), RDMA_NLDEV_ATTR_DEV_INDEX) << "the kernel requires it";
+  EXPECT_EQ(mnl_attr_get_u32(attr), 3U);
+}
+
 TEST(RdmaNetlink, Names) {
   EXPECT_EQ(QpTypeName(4), "UD");
   EXPECT_EQ(QpTypeName(10), "XRC_TGT");
