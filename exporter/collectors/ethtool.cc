@@ -30,6 +30,11 @@ constexpr MetricDesc kSymbol{"rdma_netdev_symbol_errors_total",
 constexpr MetricDesc kDiscards{"rdma_netdev_discards_total",
                                "Packets discarded by the NIC port (vendor counters normalised).",
                                MetricType::Counter};
+constexpr MetricDesc kRingDiscards{"rdma_netdev_ring_discards_total",
+                                   "Packets dropped because the host had no buffer posted on the "
+                                   "queue's ring (software too slow to refill), not by the port "
+                                   "(vendor counters normalised).",
+                                   MetricType::Counter};
 constexpr MetricDesc kPause{"rdma_netdev_pause_frames_total",
                             "Pause frames by direction and priority (\"global\" for link-level "
                             "802.3x pause; 0-7 for PFC).",
@@ -64,6 +69,8 @@ const MetricDesc& DescFor(names::Kind kind) {
       return kSymbol;
     case names::Kind::kDiscards:
       return kDiscards;
+    case names::Kind::kRingDiscards:
+      return kRingDiscards;
     case names::Kind::kPauseFrames:
       return kPause;
     case names::Kind::kPauseStormEvents:

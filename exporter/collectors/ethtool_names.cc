@@ -56,20 +56,35 @@ struct ExactName {
   int preference;
 };
 
-// Documented driver names (kernel sources: mlx5 en_stats.c, ice/i40e ethtool, bnxt_ethtool.c).
-constexpr std::array<ExactName, 24> kExact{{
-    {"rx_crc_errors_phy", Kind::kCrcErrors, "", "", "", 0},            // mlx5
-    {"rx_crc_errors.nic", Kind::kCrcErrors, "", "", "", 0},            // ice
-    {"port.rx_crc_errors", Kind::kCrcErrors, "", "", "", 0},           // i40e
-    {"rx_fcs_err_frames", Kind::kCrcErrors, "", "", "", 0},            // bnxt_en
-    {"rx_crc_errors", Kind::kCrcErrors, "", "", "", 1},                // igb, ixgbe, ...
-    {"rx_symbol_err_phy", Kind::kSymbolErrors, "", "", "", 0},         // mlx5
-    {"rx_discards_phy", Kind::kDiscards, "rx", "", "", 0},             // mlx5
-    {"tx_discards_phy", Kind::kDiscards, "tx", "", "", 0},             // mlx5
-    {"rx_dropped.nic", Kind::kDiscards, "rx", "", "", 0},              // ice
-    {"port.rx_dropped", Kind::kDiscards, "rx", "", "", 0},             // i40e
-    {"rx_total_discard_pkts", Kind::kDiscards, "rx", "", "", 0},       // bnxt_en
-    {"tx_total_discard_pkts", Kind::kDiscards, "tx", "", "", 0},       // bnxt_en
+// Documented driver names, from the drivers' string tables:
+//   mlx5: drivers/net/ethernet/mellanox/mlx5/core/en_stats.c (PPORT/PHY counter descriptors)
+//   ice:  drivers/net/ethernet/intel/ice/ice_ethtool.c (ice_gstrings_pf_stats)
+//   i40e: drivers/net/ethernet/intel/i40e/i40e_ethtool.c (i40e_gstrings_stats)
+//   bnxt_en: drivers/net/ethernet/broadcom/bnxt/bnxt_ethtool.c (bnxt_port_stats_arr,
+//            bnxt_ring_err_stats_arr; bnxt_sw_func_stats before v6.4)
+constexpr std::array<ExactName, 30> kExact{{
+    {"rx_crc_errors_phy", Kind::kCrcErrors, "", "", "", 0},     // mlx5
+    {"rx_crc_errors.nic", Kind::kCrcErrors, "", "", "", 0},     // ice
+    {"port.rx_crc_errors", Kind::kCrcErrors, "", "", "", 0},    // i40e
+    {"rx_fcs_err_frames", Kind::kCrcErrors, "", "", "", 0},     // bnxt_en
+    {"rx_crc_errors", Kind::kCrcErrors, "", "", "", 1},         // igb, ixgbe, ...
+    {"rx_symbol_err_phy", Kind::kSymbolErrors, "", "", "", 0},  // mlx5
+    {"rx_discards_phy", Kind::kDiscards, "rx", "", "", 0},      // mlx5
+    {"tx_discards_phy", Kind::kDiscards, "tx", "", "", 0},      // mlx5
+    {"rx_dropped.nic", Kind::kDiscards, "rx", "", "", 0},       // ice
+    {"port.rx_dropped", Kind::kDiscards, "rx", "", "", 0},      // i40e
+    // bnxt_en port statistics (hwrm port qstats): frames the port itself discarded.
+    {"rx_stat_discard", Kind::kDiscards, "rx", "", "", 0},
+    {"tx_stat_discard", Kind::kDiscards, "tx", "", "", 0},
+    // Receive queue found no host buffer. mlx5: "number of times receive queue had no software
+    // buffers allocated for the adapter's incoming traffic" (mlx5 counters.rst, q counter).
+    {"rx_out_of_buffer", Kind::kRingDiscards, "rx", "", "", 0},
+    // bnxt_en: the sum over rings of the ring's rx/tx_discard_pkts (bnxt_get_ring_err_stats),
+    // named rx_total_ring_discards since v6.4 and rx_total_discard_pkts before.
+    {"rx_total_ring_discards", Kind::kRingDiscards, "rx", "", "", 0},
+    {"tx_total_ring_discards", Kind::kRingDiscards, "tx", "", "", 0},
+    {"rx_total_discard_pkts", Kind::kRingDiscards, "rx", "", "", 1},
+    {"tx_total_discard_pkts", Kind::kRingDiscards, "tx", "", "", 1},
     {"rx_pause_ctrl_phy", Kind::kPauseFrames, "rx", "global", "", 0},  // mlx5 (802.3 MAC ctrl)
     {"tx_pause_ctrl_phy", Kind::kPauseFrames, "tx", "global", "", 0},
     {"rx_global_pause", Kind::kPauseFrames, "rx", "global", "", 1},  // mlx5 per-prio group
@@ -93,10 +108,13 @@ struct PriorityPattern {
 constexpr std::array<PriorityPattern, 8> kPriorityPause{{
     {"rx_prio", "_pause", "rx"},  // mlx5
     {"tx_prio", "_pause", "tx"},
-    {"rx_priority_", "_xoff.nic", "rx"},  // ice
+    // ice_get_strings: "rx_priority_%u_xoff.nic", "tx_priority_%u_xoff.nic".
+    {"rx_priority_", "_xoff.nic", "rx"},
     {"tx_priority_", "_xoff.nic", "tx"},
-    {"port.rx_priority_", "_xoff", "rx"},  // i40e
-    {"port.tx_priority_", "_xoff", "tx"},
+    // i40e_gstrings_pfc_stats: "port.rx_priority_%u_xoff_rx", "port.tx_priority_%u_xoff_tx"
+    // (the xon and xon_2_xoff entries are not pause-on frames).
+    {"port.rx_priority_", "_xoff_rx", "rx"},
+    {"port.tx_priority_", "_xoff_tx", "tx"},
     {"rx_pfc_ena_frames_pri", "", "rx"},  // bnxt_en
     {"tx_pfc_ena_frames_pri", "", "tx"},
 }};
@@ -123,12 +141,17 @@ std::optional<QueueStat> SplitQueueStat(std::string_view name) {
       return QueueStat{std::string(name.substr(close + 3)), std::string(name.substr(1, close - 1))};
     }
   }
-  // tx-0.tx_packets
+  // i40e: "%s-%u.packets" (i40e_gstrings_queue_stats, "tx-0.packets"); older kernels printed
+  // "tx-0.tx_packets". The direction stays in the name: rx-0.packets and tx-0.packets are
+  // different stats.
   if (name.starts_with("rx-") || name.starts_with("tx-")) {
     const auto dot = name.find('.');
     if (dot != std::string_view::npos && IsDigits(name.substr(3, dot - 3)) &&
         dot + 1 < name.size()) {
-      return QueueStat{std::string(name.substr(dot + 1)), std::string(name.substr(3, dot - 3))};
+      const std::string direction(name.substr(0, 2));
+      std::string stat(name.substr(dot + 1));
+      if (!stat.starts_with(direction + "_")) stat = direction + "_" + stat;
+      return QueueStat{std::move(stat), std::string(name.substr(3, dot - 3))};
     }
   }
   // queue_0_tx_cnt

@@ -14,7 +14,7 @@ namespace rdmascope::ethtool_names {
 //   rx_queue_3_packets (veth, virtio, ice, ixgbe)  -> rx_queue_packets, 3
 //   rx3_packets, tx7_bytes, ch2_events (mlx5)      -> rx_packets, 3 ...
 //   [3]: rx_ucast_packets (bnxt_en)                -> rx_ucast_packets, 3
-//   tx-0.tx_packets (i40e)                         -> tx_packets, 0
+//   tx-0.packets, tx-0.tx_packets (i40e)           -> tx_packets, 0
 //   queue_0_tx_cnt (ena)                           -> queue_tx_cnt, 0
 struct QueueStat {
   std::string stat;
@@ -23,7 +23,17 @@ struct QueueStat {
 std::optional<QueueStat> SplitQueueStat(std::string_view name);
 
 // --- Vendor-neutral RoCE health counters -------------------------------------------
-enum class Kind { kCrcErrors, kSymbolErrors, kDiscards, kPauseFrames, kPauseStormEvents };
+// kDiscards: packets the port dropped (the NIC's own buffers, the wire side).
+// kRingDiscards: packets the NIC had to drop because the host had no receive buffer posted on
+// the ring (software too slow to refill): a host problem, not a port one.
+enum class Kind {
+  kCrcErrors,
+  kSymbolErrors,
+  kDiscards,
+  kRingDiscards,
+  kPauseFrames,
+  kPauseStormEvents
+};
 
 struct Normalised {
   Kind kind;

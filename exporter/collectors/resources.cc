@@ -1,10 +1,12 @@
 #include "collectors/resources.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <tuple>
 
+#include "core/log.h"
 #include "core/sysfs.h"
 #include "sys/mlx5_cq_dump.h"
 
@@ -187,13 +189,32 @@ ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devic
   return mapping;
 }
 
+std::optional<bool> InInitialPidNamespace(const std::filesystem::path& procfs) {
+  constexpr std::string_view kInitialPidNamespace = "pid:[4026531836]";  // 0xEFFFFFFC
+  std::error_code ec;
+  const auto link = std::filesystem::read_symlink(procfs / "self" / "ns" / "pid", ec);
+  if (ec) return std::nullopt;
+  return link.native() == kInitialPidNamespace;
+}
+
 ResourcesCollector::ResourcesCollector(const ResourcesOptions& options,
                                        std::filesystem::path procfs,
                                        std::unique_ptr<ResourceSource> source)
     : devices_(options.device_include, options.device_exclude),
       max_processes_(options.max_processes),
       procfs_(std::move(procfs)),
-      source_(std::move(source)) {}
+      source_(std::move(source)) {
+  static std::atomic<bool> warned{false};
+  if (InInitialPidNamespace(procfs_) == false && !warned.exchange(true)) {
+    std::error_code ec;
+    const auto pid_namespace = std::filesystem::read_symlink(procfs_ / "self/ns/pid", ec);
+    log::Warn(
+        "not in the host's initial pid namespace: RDMA objects of processes outside this "
+        "namespace are reported under pid=\"unknown\" (the kernel gives no pid for them); run "
+        "in the host pid namespace (hostPID) to see them per process",
+        {{"pid_namespace", pid_namespace.native()}});
+  }
+}
 
 CollectResult ResourcesCollector::Collect(MetricSet& out) const {
   const auto devices = source_->Read();

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,8 +60,19 @@ ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devic
                               const NameFilter& device_filter, size_t max_processes,
                               const std::function<std::string(uint32_t)>& comm_of, MetricSet& out);
 
+// Whether this process is in the host's initial pid namespace, from the inode of
+// <procfs>/self/ns/pid: the kernel gives the initial one a fixed inode (PROC_PID_INIT_INO,
+// include/linux/proc_ns.h). Unlike NSpid in /proc/self/status (relative to the pid namespace
+// that mounted /proc) or /proc/1/ns/pid (the container's own init), this holds inside a
+// container. nullopt if the link cannot be read.
+std::optional<bool> InInitialPidNamespace(const std::filesystem::path& procfs);
+
 class ResourcesCollector : public Collector {
  public:
+  // Warns once when not in the initial pid namespace: nldev reports the pid of a process as
+  // task_pid_vnr(), 0 for a process outside the exporter's pid namespace, and omits it then
+  // (drivers/infiniband/core/nldev.c, fill_res_name_pid), so all such processes (every host
+  // process, for a container without hostPID) are counted under pid="unknown".
   ResourcesCollector(const ResourcesOptions& options, std::filesystem::path procfs,
                      std::unique_ptr<ResourceSource> source);
   CollectResult Collect(MetricSet& out) const override;

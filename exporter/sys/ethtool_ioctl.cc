@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -18,10 +19,13 @@
 namespace rdmascope::sys {
 namespace {
 
+int (*g_mprotect)(void*, size_t, int) = ::mprotect;
+
 // The number of stats can change between our calls (a driver reconfigured with
 // `ethtool -L`), and the kernel writes as many strings/values as the driver reports *now*,
 // ignoring the length we pass. A buffer followed by a PROT_NONE guard page turns such an
-// overrun into EFAULT from copy_to_user instead of heap corruption; we then retry.
+// overrun into EFAULT from copy_to_user instead of heap corruption; we then retry. Without the
+// guard page that protection is gone, so a buffer whose guard could not be made is unusable.
 class GuardedBuffer {
  public:
   explicit GuardedBuffer(size_t bytes) {
@@ -29,10 +33,22 @@ class GuardedBuffer {
     usable_ = (bytes + page - 1) / page * page;
     void* p =
         ::mmap(nullptr, usable_ + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return;
+    if (p == MAP_FAILED) {
+      error_ = errno;
+      return;
+    }
+    if (g_mprotect(static_cast<char*>(p) + usable_, page, PROT_NONE) != 0) {
+      error_ = errno != 0 ? errno : ENOMEM;
+      ::munmap(p, usable_ + page);
+      static std::atomic<bool> warned{false};
+      if (!warned.exchange(true)) {
+        log::Warn("cannot make the guard page of an ethtool stats buffer; stats are not read",
+                  {{"err", std::strerror(error_)}});
+      }
+      return;
+    }
     base_ = static_cast<char*>(p);
     total_ = usable_ + page;
-    ::mprotect(base_ + usable_, page, PROT_NONE);
   }
   ~GuardedBuffer() {
     if (base_ != nullptr) ::munmap(base_, total_);
@@ -41,18 +57,21 @@ class GuardedBuffer {
   GuardedBuffer& operator=(const GuardedBuffer&) = delete;
 
   char* data() const { return base_; }
-  size_t size() const { return usable_; }
+  size_t size() const { return base_ != nullptr ? usable_ : 0; }
+  int error() const { return error_; }
 
  private:
   char* base_ = nullptr;
   size_t usable_ = 0;
   size_t total_ = 0;
+  int error_ = 0;
 };
 
 // mmap/mprotect/munmap per call cost more than the ioctls themselves, so each thread keeps
-// its two buffers (strings, values) and only remaps when a device needs more room.
+// its buffers (strings, values, strings again) and only remaps when a device needs more room
+// or the last attempt failed. Only memory is cached, never names: every read fetches them.
 GuardedBuffer& Scratch(int slot, size_t bytes) {
-  thread_local std::unique_ptr<GuardedBuffer> buffers[2];
+  thread_local std::unique_ptr<GuardedBuffer> buffers[3];
   std::unique_ptr<GuardedBuffer>& buffer = buffers[slot];
   if (!buffer || buffer->size() < bytes) buffer = std::make_unique<GuardedBuffer>(bytes);
   return *buffer;
@@ -70,6 +89,18 @@ std::string FixedString(const char* data, size_t max) {
 
 }  // namespace
 
+namespace ethtool_testing {
+void SetMprotect(int (*mprotect)(void* addr, size_t len, int prot)) {
+  g_mprotect = mprotect != nullptr ? mprotect : ::mprotect;
+}
+}  // namespace ethtool_testing
+
+Ethtool Ethtool::WithIoctl(EthtoolIoctl ioctl) {
+  Ethtool ethtool(-1);
+  ethtool.fake_ = std::move(ioctl);
+  return ethtool;
+}
+
 std::expected<Ethtool, int> Ethtool::Open() {
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -77,7 +108,8 @@ std::expected<Ethtool, int> Ethtool::Open() {
   return Ethtool(fd);
 }
 
-Ethtool::Ethtool(Ethtool&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+Ethtool::Ethtool(Ethtool&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), fake_(std::move(other.fake_)) {}
 
 Ethtool::~Ethtool() {
   if (fd_ >= 0) ::close(fd_);
@@ -93,6 +125,7 @@ std::expected<int, int> Ethtool::GetMtu(std::string_view ifname) const {
 
 int Ethtool::Ioctl(std::string_view ifname, void* command) const {
   if (ifname.empty() || ifname.size() >= IFNAMSIZ) return EINVAL;
+  if (fake_) return fake_(ifname, command);
   ifreq request{};
   std::memcpy(request.ifr_name, ifname.data(), ifname.size());
   request.ifr_data = static_cast<char*>(command);
@@ -134,16 +167,24 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
     if (*count == 0) return EthtoolStats{};
     const uint32_t capacity = *count + kSlackEntries;
 
-    GuardedBuffer& strings =
-        Scratch(0, sizeof(ethtool_gstrings) + size_t{capacity} * ETH_GSTRING_LEN);
+    const size_t strings_bytes = sizeof(ethtool_gstrings) + size_t{capacity} * ETH_GSTRING_LEN;
+    GuardedBuffer& strings = Scratch(0, strings_bytes);
     GuardedBuffer& values = Scratch(1, sizeof(ethtool_stats) + size_t{capacity} * sizeof(uint64_t));
-    if (strings.data() == nullptr || values.data() == nullptr) return std::unexpected(ENOMEM);
+    GuardedBuffer& check = Scratch(2, strings_bytes);
+    for (const GuardedBuffer* buffer : {&strings, &values, &check}) {
+      if (buffer->data() == nullptr) return std::unexpected(buffer->error());
+    }
 
-    auto* gstrings = reinterpret_cast<ethtool_gstrings*>(strings.data());
-    gstrings->cmd = ETHTOOL_GSTRINGS;
-    gstrings->string_set = ETH_SS_STATS;
-    gstrings->len = *count;
-    if (const int err = Ioctl(ifname, gstrings); err != 0) {
+    // Names, values, names again: a reconfiguration that keeps the count but changes the
+    // names (rx 1/tx 8 -> rx 3/tx 1 queues on veth: 24 stats both) shows as different names.
+    const auto read_strings = [&](GuardedBuffer& buffer) {
+      auto* gstrings = reinterpret_cast<ethtool_gstrings*>(buffer.data());
+      gstrings->cmd = ETHTOOL_GSTRINGS;
+      gstrings->string_set = ETH_SS_STATS;
+      gstrings->len = *count;
+      return Ioctl(ifname, gstrings);
+    };
+    if (const int err = read_strings(strings); err != 0) {
       if (err != EFAULT) return std::unexpected(err);
       log::Debug("ethtool strings overran the buffer; retrying", {{"device", std::string(ifname)}});
       last_error = err;  // grew beyond the buffer: retry with the new count
@@ -157,14 +198,27 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
       last_error = err;
       continue;
     }
-    // Names and values must come from the same configuration: if either count moved,
-    // the pairing is unknowable, so read again.
-    if (gstrings->len != *count || gstats->n_stats != *count) {
+    if (const int err = read_strings(check); err != 0) {
+      if (err != EFAULT) return std::unexpected(err);
+      last_error = err;
+      continue;
+    }
+    const auto* gstrings = reinterpret_cast<const ethtool_gstrings*>(strings.data());
+    const auto* again = reinterpret_cast<const ethtool_gstrings*>(check.data());
+    // Names and values must come from the same configuration: if a count moved, or the
+    // names did, the pairing is unknowable, so read again.
+    if (gstrings->len != *count || gstats->n_stats != *count || again->len != *count) {
       log::Debug("ethtool stat count changed during the read; retrying",
                  {{"device", std::string(ifname)},
                   {"count", std::to_string(*count)},
                   {"strings", std::to_string(gstrings->len)},
                   {"values", std::to_string(gstats->n_stats)}});
+      last_error = EAGAIN;
+      continue;
+    }
+    if (std::memcmp(gstrings->data, again->data, size_t{*count} * ETH_GSTRING_LEN) != 0) {
+      log::Debug("ethtool stat names changed during the read; retrying",
+                 {{"device", std::string(ifname)}, {"count", std::to_string(*count)}});
       last_error = EAGAIN;
       continue;
     }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,10 +30,15 @@ struct CoalesceSettings {
 // (name, value) in the driver's order, as `ethtool -S` prints them.
 using EthtoolStats = std::vector<std::pair<std::string, uint64_t>>;
 
+// The SIOCETHTOOL call for one interface and command: 0 or an errno. Replaceable for tests,
+// which play a driver that reconfigures itself between the calls of one read.
+using EthtoolIoctl = std::function<int(std::string_view ifname, void* command)>;
+
 // Errors are errno values (ENODEV: the device vanished; EOPNOTSUPP: driver lacks the op).
 class Ethtool {
  public:
   static std::expected<Ethtool, int> Open();
+  static Ethtool WithIoctl(EthtoolIoctl ioctl);
   Ethtool(Ethtool&& other) noexcept;
   Ethtool& operator=(Ethtool&&) = delete;
   Ethtool(const Ethtool&) = delete;
@@ -50,6 +56,13 @@ class Ethtool {
   std::expected<uint32_t, int> StatsCount(std::string_view ifname) const;
 
   int fd_;
+  EthtoolIoctl fake_;
 };
+
+namespace ethtool_testing {
+// Replaces mprotect(2), used to make the guard page after each stats buffer; nullptr restores
+// the real one. Buffers are cached per thread: call GetStats on a new thread to see it used.
+void SetMprotect(int (*mprotect)(void* addr, size_t len, int prot));
+}  // namespace ethtool_testing
 
 }  // namespace rdmascope::sys

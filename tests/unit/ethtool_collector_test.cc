@@ -25,6 +25,15 @@ std::vector<NetdevSnapshot> FixtureNetdevs() {
   ice.mtu = 1500;
   ice.numa_node = -1;
 
+  // The kernel's own string tables, in the order the drivers emit them:
+  // i40e_xl710.txt from i40e_ethtool.c i40e_get_stat_strings() (2 queue pairs),
+  // bnxt_p2100.txt from bnxt_ethtool.c bnxt_get_strings() (2 rings, TPA v2, port stats).
+  NetdevSnapshot i40e{.name = "ens785f0"};
+  i40e.driver = sys::DriverInfo{"i40e", "6.1.0", "9.20 0x8000d8c5 1.3429.0", "0000:5e:00.0"};
+  i40e.stats = ParseEthtoolS(ReadText(FixturePath("ethtool/i40e_xl710.txt")));
+  i40e.mtu = 9000;
+  i40e.numa_node = 0;
+
   NetdevSnapshot bnxt{.name = "enp65s0f0np0"};
   bnxt.driver = sys::DriverInfo{"bnxt_en", "6.1.0", "224.0.110.0/pkg 224.1.102.0", "0000:41:00.0"};
   bnxt.stats = ParseEthtoolS(ReadText(FixturePath("ethtool/bnxt_p2100.txt")));
@@ -33,7 +42,7 @@ std::vector<NetdevSnapshot> FixtureNetdevs() {
   // An interface whose driver answers nothing (lo), with a hostile name.
   NetdevSnapshot odd{.name = "we\"ird\\n\xff"};
   odd.mtu = 65536;
-  return {mlx5, ice, bnxt, odd};
+  return {mlx5, ice, i40e, bnxt, odd};
 }
 
 std::string Render(QueueStatsMode mode, const NameFilter& stats = NameFilter()) {
@@ -81,8 +90,8 @@ TEST(EthtoolCollector, NormalisedCountersPickTheDocumentedNames) {
   const auto families = out.Take();
   EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens1f0np0"}}), 3);
   EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens801f0"}}), 5);
-  // bnxt's FCS counter wins over the generic rx_crc_errors of the same device.
   EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "enp65s0f0np0"}}), 11);
+  EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens785f0"}}), 13);
   // mlx5: the 802.3 MAC-control counter is preferred over rx_global_pause.
   EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
                   {{"device", "ens1f0np0"}, {"direction", "rx"}, {"priority", "global"}}),
@@ -96,6 +105,37 @@ TEST(EthtoolCollector, NormalisedCountersPickTheDocumentedNames) {
   EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
                   {{"device", "enp65s0f0np0"}, {"direction", "tx"}, {"priority", "3"}}),
             8);
+  // i40e per-priority pause (port.rx_priority_3_xoff_rx / port.tx_priority_3_xoff_tx); the
+  // xon counters of the same priority are not pause-on frames.
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "ens785f0"}, {"direction", "rx"}, {"priority", "3"}}),
+            510);
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "ens785f0"}, {"direction", "tx"}, {"priority", "3"}}),
+            14);
+  EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
+                  {{"device", "ens785f0"}, {"direction", "rx"}, {"priority", "global"}}),
+            6);
+  EXPECT_EQ(
+      Value(families, "rdma_netdev_discards_total", {{"device", "ens785f0"}, {"direction", "rx"}}),
+      21);
+  // bnxt_en: port discards (rx_stat_discard) and ring discards (rx_total_ring_discards: the
+  // host had no buffer) are different series.
+  EXPECT_EQ(Value(families, "rdma_netdev_discards_total",
+                  {{"device", "enp65s0f0np0"}, {"direction", "rx"}}),
+            17);
+  EXPECT_EQ(Value(families, "rdma_netdev_discards_total",
+                  {{"device", "enp65s0f0np0"}, {"direction", "tx"}}),
+            4);
+  EXPECT_EQ(Value(families, "rdma_netdev_ring_discards_total",
+                  {{"device", "enp65s0f0np0"}, {"direction", "rx"}}),
+            2);
+  EXPECT_EQ(Value(families, "rdma_netdev_ring_discards_total",
+                  {{"device", "enp65s0f0np0"}, {"direction", "tx"}}),
+            1);
+  EXPECT_EQ(Value(families, "rdma_netdev_ring_discards_total",
+                  {{"device", "ens1f0np0"}, {"direction", "rx"}}),
+            7);
   EXPECT_EQ(Value(families, "rdma_netdev_pause_storm_events_total",
                   {{"device", "ens1f0np0"}, {"level", "warning"}}),
             2);
@@ -105,6 +145,20 @@ TEST(EthtoolCollector, NormalisedCountersPickTheDocumentedNames) {
       Value(families, "rdma_netdev_pfc_enabled", {{"device", "ens1f0np0"}, {"priority", "0"}}), 0);
   // Absent on drivers without such counters: a missing series, never 0.
   EXPECT_EQ(Value(families, "rdma_netdev_symbol_errors_total", {{"device", "ens801f0"}}), -1);
+}
+
+// Kernels before v6.4 name bnxt's ring discard sum rx_total_discard_pkts (bnxt_sw_func_stats).
+TEST(EthtoolCollector, BnxtOldRingDiscardName) {
+  NetdevSnapshot dev{.name = "eth0"};
+  dev.stats = sys::EthtoolStats{{"[0]: rx_discards", 5},
+                                {"rx_total_discard_pkts", 5},
+                                {"tx_total_discard_pkts", 0},
+                                {"rx_stat_discard", 9}};
+  MetricSet out;
+  MapNetdevs({dev}, NameFilter(), QueueStatsMode::kRaw, out);
+  const auto families = out.Take();
+  EXPECT_EQ(Value(families, "rdma_netdev_ring_discards_total", {{"direction", "rx"}}), 5);
+  EXPECT_EQ(Value(families, "rdma_netdev_discards_total", {{"direction", "rx"}}), 9);
 }
 
 TEST(EthtoolCollector, StatFilterLimitsRawStatsOnly) {

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <map>
+#include <memory>
+
 #include "collectors/perf.h"
 #include "sys/perf_events.h"
 #include "unit/fixture_tree.h"
@@ -57,9 +61,8 @@ TEST(PerfCollector, DefaultsFollowTheMemoryControllers) {
                                                            "uncore_imc_0/cas_count_write/",
                                                            "uncore_imc_1/cas_count_read/",
                                                            "uncore_imc_1/cas_count_write/"}},
-        std::pair{"pmu_icx.tree",
-                  std::vector<std::string>{"uncore_imc_free_running_0/data_read/",
-                                           "uncore_imc_free_running_0/data_write/"}},
+        std::pair{"pmu_icx.tree", std::vector<std::string>{"uncore_imc_free_running_0/read/",
+                                                           "uncore_imc_free_running_0/write/"}},
         std::pair{"pmu_epyc.tree", std::vector<std::string>{}}}) {
     testing::TempDir root;
     testing::MaterialiseTree(testing::FixturePath(std::string("sysfs/") + tree), root.path());
@@ -82,6 +85,27 @@ TEST(PerfCollector, MemoryTrafficInBytes) {
   const auto clockticks = sys::ResolvePerfEvent(root.path(), "uncore_imc_0/clockticks/");
   ASSERT_TRUE(clockticks);
   EXPECT_EQ(MemoryTrafficOf(*clockticks).direction, MemoryTraffic::Direction::kNone);
+}
+
+// Ice Lake-SP names its free-running IMC events read/write (uncore_snbep.c,
+// icx_uncore_imc_freerunning_events): memory-controller bytes must come out there too.
+TEST(PerfCollector, IceLakeMemoryTrafficInBytes) {
+  testing::TempDir root;
+  testing::MaterialiseTree(testing::FixturePath("sysfs/pmu_icx.tree"), root.path());
+  const auto read = sys::ResolvePerfEvent(root.path(), "uncore_imc_free_running_0/read/");
+  ASSERT_TRUE(read) << read.error();
+  EXPECT_EQ(MemoryTrafficOf(*read).direction, MemoryTraffic::Direction::kRead);
+  EXPECT_DOUBLE_EQ(MemoryTrafficOf(*read).bytes_per_count, 64.0);
+  const auto write = sys::ResolvePerfEvent(root.path(), "uncore_imc_free_running_0/write/");
+  ASSERT_TRUE(write) << write.error();
+  EXPECT_EQ(MemoryTrafficOf(*write).direction, MemoryTraffic::Direction::kWrite);
+  const auto dclk = sys::ResolvePerfEvent(root.path(), "uncore_imc_free_running_0/dclk/");
+  ASSERT_TRUE(dclk) << dclk.error();
+  EXPECT_EQ(MemoryTrafficOf(*dclk).direction, MemoryTraffic::Direction::kNone);
+  const auto ddrt = sys::ResolvePerfEvent(root.path(), "uncore_imc_free_running_0/ddrt_read/");
+  ASSERT_TRUE(ddrt) << ddrt.error();
+  EXPECT_EQ(MemoryTrafficOf(*ddrt).direction, MemoryTraffic::Direction::kNone)
+      << "persistent-memory (DDR-T) traffic is not DRAM traffic";
 }
 
 // Two nodes of two CPUs, a multiplexed event, an event that never ran, an unsupported one,
@@ -118,7 +142,7 @@ std::vector<PerfSample> Samples(uint64_t scale) {
 }
 
 TEST(PerfCollector, GoldenExposition) {
-  std::map<std::string, double> last;
+  PerfTotals last;
   MetricSet out;
   MapPerf(States(), Samples(1), Topology(), false, last, out);
   EXPECT_EQ(out.dropped_duplicates(), 0U);
@@ -126,7 +150,7 @@ TEST(PerfCollector, GoldenExposition) {
 }
 
 TEST(PerfCollector, CountersNeverGoDown) {
-  std::map<std::string, double> last;
+  PerfTotals last;
   MetricSet first;
   MapPerf(States(), Samples(2), Topology(), false, last, first);
   MetricSet second;  // a smaller multiplexing estimate on the next scrape
@@ -142,7 +166,7 @@ TEST(PerfCollector, CountersNeverGoDown) {
 }
 
 TEST(PerfCollector, PerCpuSeries) {
-  std::map<std::string, double> last;
+  PerfTotals last;
   MetricSet out;
   MapPerf(States(), Samples(1), Topology(), true, last, out);
   size_t cycles_series = 0;
@@ -157,6 +181,175 @@ TEST(PerfCollector, PerCpuSeries) {
     }
   }
   EXPECT_EQ(cycles_series, 3U) << "CPU 3 never ran: no series rather than a 0";
+}
+
+// --- CPU hotplug ------------------------------------------------------------------------
+// A fake kernel with the hotplug behaviour of kernel/events/core.c: when a CPU goes offline,
+// perf_event_exit_cpu() -> __perf_event_exit_context() detaches its events (DETACH_GROUP,
+// state OFF); they are not re-enabled when the CPU returns, and read() keeps returning the
+// frozen count and time_enabled. perf_event_open() on an offline CPU fails with ENODEV.
+class FakeKernel {
+ public:
+  struct Event {
+    int cpu;
+    uint64_t value = 0;
+    uint64_t enabled = 0;
+    bool attached = true;
+  };
+  std::map<int, int> node_of_online_cpu;  // the CPUs online now, and their nodes
+  std::vector<std::shared_ptr<Event>> events;
+
+  void Run(int cpu, uint64_t count) {
+    for (auto& event : events) {
+      if (event->cpu == cpu && event->attached) event->value += count;
+    }
+  }
+  // Time passes: attached events on online CPUs accumulate enabled time.
+  void Tick() {
+    for (auto& event : events) {
+      if (event->attached && node_of_online_cpu.contains(event->cpu)) event->enabled += 1000;
+    }
+  }
+  void Offline(int cpu) {
+    node_of_online_cpu.erase(cpu);
+    for (auto& event : events) {
+      if (event->cpu == cpu) event->attached = false;
+    }
+  }
+  void Online(int cpu, int node) { node_of_online_cpu[cpu] = node; }
+};
+
+class FakeGroup : public PerfCounterGroup {
+ public:
+  explicit FakeGroup(std::vector<std::shared_ptr<FakeKernel::Event>> events)
+      : events_(std::move(events)) {}
+  std::optional<std::vector<sys::PerfReading>> Read() const override {
+    std::vector<sys::PerfReading> readings;
+    for (const auto& event : events_) {
+      readings.push_back({event->value, event->enabled, event->enabled});
+    }
+    return readings;
+  }
+
+ private:
+  std::vector<std::shared_ptr<FakeKernel::Event>> events_;
+};
+
+class FakeHost : public PerfHost {
+ public:
+  explicit FakeHost(std::shared_ptr<FakeKernel> kernel) : kernel_(std::move(kernel)) {}
+  std::vector<int> OnlineCpus() const override {
+    std::vector<int> cpus;
+    for (const auto& [cpu, node] : kernel_->node_of_online_cpu) cpus.push_back(cpu);
+    return cpus;
+  }
+  sys::CpuTopology ReadTopology() const override {
+    // Like sysfs: an offline CPU is in no node's cpulist and has no topology/ directory.
+    sys::CpuTopology topology;
+    topology.online = OnlineCpus();
+    topology.node_of_cpu = kernel_->node_of_online_cpu;
+    topology.socket_of_cpu = kernel_->node_of_online_cpu;
+    return topology;
+  }
+  std::expected<std::unique_ptr<PerfCounterGroup>, int> Open(
+      const std::vector<perf_event_attr>& attrs, int cpu) const override {
+    if (!kernel_->node_of_online_cpu.contains(cpu)) return std::unexpected(ENODEV);
+    std::vector<std::shared_ptr<FakeKernel::Event>> group;
+    for (size_t i = 0; i < attrs.size(); ++i) {
+      group.push_back(std::make_shared<FakeKernel::Event>(FakeKernel::Event{.cpu = cpu}));
+      kernel_->events.push_back(group.back());
+    }
+    return std::make_unique<FakeGroup>(std::move(group));
+  }
+
+ private:
+  std::shared_ptr<FakeKernel> kernel_;
+};
+
+class Hotplug : public ::testing::Test {
+ protected:
+  std::unique_ptr<PerfCollector> Make(bool per_cpu) {
+    kernel_->Online(0, 0);
+    kernel_->Online(1, 0);
+    return std::make_unique<PerfCollector>(PerfOptions{.events = {"cpu-clock"}, .per_cpu = per_cpu},
+                                           "/nonexistent", std::make_unique<FakeHost>(kernel_));
+  }
+  // rdma_perf_events_total for the series whose `label` is `value`; -1 if absent.
+  double Scrape(const PerfCollector& collector, const std::string& label,
+                const std::string& value) {
+    kernel_->Tick();
+    MetricSet out;
+    collector.Collect(out);
+    for (const auto& family : out.Take()) {
+      if (family.name != "rdma_perf_events_total") continue;
+      for (const auto& metric : family.metric) {
+        for (const auto& l : metric.label) {
+          if (l.name == label && l.value == value) return metric.counter.value;
+        }
+      }
+    }
+    return -1;
+  }
+  std::shared_ptr<FakeKernel> kernel_ = std::make_shared<FakeKernel>();
+};
+
+TEST_F(Hotplug, CpuThatLeavesAndReturnsIsCountedAgain) {
+  const auto collector = Make(/*per_cpu=*/false);
+  kernel_->Run(0, 100);
+  kernel_->Run(1, 100);
+  EXPECT_EQ(Scrape(*collector, "node", "0"), 200);
+
+  kernel_->Run(1, 50);  // counted up to the moment CPU 1 leaves
+  kernel_->Offline(1);
+  kernel_->Run(0, 100);
+  EXPECT_EQ(Scrape(*collector, "node", "0"), 350) << "CPU 1's count stays in the node's sum";
+
+  kernel_->Online(1, 0);
+  EXPECT_EQ(Scrape(*collector, "node", "0"), 350) << "the new event has not run yet";
+  kernel_->Run(1, 30);
+  kernel_->Run(0, 100);
+  EXPECT_EQ(Scrape(*collector, "node", "0"), 480) << "300 (CPU 0) + 150 + 30 (CPU 1)";
+}
+
+TEST_F(Hotplug, PerCpuSeriesKeepsMovingAfterTheCpuReturns) {
+  const auto collector = Make(/*per_cpu=*/true);
+  kernel_->Run(1, 100);
+  EXPECT_EQ(Scrape(*collector, "cpu", "1"), 100);
+  kernel_->Offline(1);
+  EXPECT_EQ(Scrape(*collector, "cpu", "1"), 100) << "offline: the series stays, frozen";
+  kernel_->Online(1, 0);
+  Scrape(*collector, "cpu", "1");
+  kernel_->Run(1, 20);
+  EXPECT_EQ(Scrape(*collector, "cpu", "1"), 120);
+  kernel_->Run(1, 20);
+  EXPECT_EQ(Scrape(*collector, "cpu", "1"), 140);
+}
+
+// Offline and online again between two scrapes: the online list looks unchanged, but the old
+// event is detached (its time_enabled stopped). It must be replaced, not read frozen forever.
+TEST_F(Hotplug, CycleBetweenTwoScrapesIsDetected) {
+  const auto collector = Make(/*per_cpu=*/true);
+  kernel_->Run(1, 100);
+  EXPECT_EQ(Scrape(*collector, "cpu", "1"), 100);
+  kernel_->Offline(1);
+  kernel_->Online(1, 0);
+  kernel_->Run(1, 40);  // goes nowhere: no event is attached on CPU 1
+  EXPECT_EQ(Scrape(*collector, "cpu", "1"), 100);
+  kernel_->Run(1, 40);
+  EXPECT_EQ(Scrape(*collector, "cpu", "1"), 140) << "counted by the replacement event";
+}
+
+TEST_F(Hotplug, CpuOnlinedLaterIsCounted) {
+  const auto collector = Make(/*per_cpu=*/false);
+  kernel_->Run(0, 10);
+  EXPECT_EQ(Scrape(*collector, "node", "1"), -1) << "no CPU on node 1 yet";
+  kernel_->Online(2, 1);
+  Scrape(*collector, "node", "1");
+  kernel_->Run(2, 70);
+  EXPECT_EQ(Scrape(*collector, "node", "1"), 70);
+  kernel_->Offline(2);
+  EXPECT_EQ(Scrape(*collector, "node", "1"), 70)
+      << "an offline CPU keeps its node (sysfs no longer lists it)";
 }
 
 }  // namespace

@@ -74,12 +74,19 @@ TEST_F(PmuTree, SkylakeMemoryControllerEvents) {
 }
 
 TEST_F(PmuTree, IceLakeFreeRunningCounters) {
+  // icx_uncore_imc_freerunning_events: read = event=0xff,umask=0x20, write = umask=0x21.
   Load("pmu_icx.tree");
-  const auto read = ResolvePmuEvent(root_.path(), "uncore_imc_free_running_0/data_read/");
+  const auto read = ResolvePmuEvent(root_.path(), "uncore_imc_free_running_0/read/");
   ASSERT_TRUE(read) << read.error();
   EXPECT_EQ(read->type, 24U);
   EXPECT_EQ(read->config[0], 0x20ffU);
   EXPECT_EQ(read->unit, "MiB");
+  EXPECT_DOUBLE_EQ(read->scale, 6.103515625e-5);
+  const auto write = ResolvePmuEvent(root_.path(), "uncore_imc_free_running_0/write/");
+  ASSERT_TRUE(write) << write.error();
+  EXPECT_EQ(write->config[0], 0x21ffU);
+  EXPECT_FALSE(ResolvePmuEvent(root_.path(), "uncore_imc_free_running_0/data_read/"))
+      << "not an ICX name";
 }
 
 TEST_F(PmuTree, EpycDataFabricSplitEventField) {

@@ -167,5 +167,21 @@ TEST(ResourcesCollector, AbsentSourcesAndFailures) {
   EXPECT_NE(partial.detail.find("mlx5_0 srq: Operation not supported"), std::string::npos);
 }
 
+// pid="unknown" also covers processes outside the exporter's pid namespace (nldev.c,
+// fill_res_name_pid: task_pid_vnr() is 0 there and the pid is omitted), so the exporter must
+// know whether it runs in the initial pid namespace. The kernel names that one
+// "pid:[4026531836]" (PROC_PID_INIT_INO, include/linux/proc_ns.h) whatever /proc is mounted.
+TEST(ResourcesCollector, InitialPidNamespaceFromTheNamespaceInode) {
+  const auto procfs_with = [](const testing::TempDir& root, const char* target) {
+    std::filesystem::create_directories(root.path() / "self" / "ns");
+    std::filesystem::create_symlink(target, root.path() / "self" / "ns" / "pid");
+    return root.path();
+  };
+  testing::TempDir host, container, none;
+  EXPECT_EQ(InInitialPidNamespace(procfs_with(host, "pid:[4026531836]")), true);
+  EXPECT_EQ(InInitialPidNamespace(procfs_with(container, "pid:[4026532451]")), false);
+  EXPECT_EQ(InInitialPidNamespace(none.path()), std::nullopt) << "unreadable: no verdict";
+}
+
 }  // namespace
 }  // namespace rdmascope
