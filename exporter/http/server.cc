@@ -1,15 +1,23 @@
 #include "http/server.h"
 
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include "core/log.h"
+#include "web/client_cert.h"
 
 namespace rdmascope {
 namespace {
@@ -55,10 +63,46 @@ MHD_Result AppendArgument(void* cls, MHD_ValueKind /*kind*/, const char* key, co
   return MHD_YES;
 }
 
+HttpReply Refuse(unsigned status, std::string body) {
+  HttpReply reply{status, {{"Content-Type", "text/plain; charset=utf-8"}}, std::move(body)};
+  return reply;
+}
+
+// The web config's gate, before any route (exporter-toolkit's webHandler, and Go's TLS
+// stack for the client certificate): every path, the landing page and /debug/* included.
+std::optional<HttpReply> Guard(HttpServer::Context& context, MHD_Connection* connection) {
+  if (!context.security) return std::nullopt;
+  const web::TlsServerConfig& tls = context.security->tls;
+  if (tls.enabled) {
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    const std::string why =
+        web::CheckClientCertificate(info != nullptr ? info->tls_session : nullptr, tls);
+    if (!why.empty()) {
+      // Go fails the handshake here; libmicrohttpd has completed it, so the client gets a
+      // 403 and the connection is closed. Debug only: a client must not flood the log.
+      log::Debug("client certificate refused", {{"reason", why}});
+      HttpReply reply = Refuse(403, "forbidden: " + why + "\n");
+      reply.headers.emplace_back("Connection", "close");
+      return reply;
+    }
+  }
+  if (context.auth) {
+    const char* authorization =
+        MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!context.auth->Check(authorization != nullptr ? authorization : "")) {
+      HttpReply reply = Refuse(401, "Unauthorized\n");
+      reply.headers.emplace_back("WWW-Authenticate", "Basic");
+      return reply;
+    }
+  }
+  return std::nullopt;
+}
+
 MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const char* method,
                   const char* /*version*/, const char* /*upload_data*/, size_t* upload_data_size,
                   void** request_context) {
-  const auto& handler = *static_cast<const HttpHandler*>(cls);
+  auto& context = *static_cast<HttpServer::Context*>(cls);
   // libmicrohttpd calls this once when the headers are in, again per piece of body, and a
   // last time when the request is complete. A response queued before the request is complete
   // makes it close the connection, so GET and HEAD are answered on the last call (their
@@ -77,13 +121,21 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
   }
   HttpReply reply;
   try {
-    HttpRequest request{.method = method, .path = url};
-    MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &AppendArgument, &request.query);
-    if (const char* accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_ACCEPT_ENCODING)) {
-      request.accept_encoding = accept;
+    if (auto refused = Guard(context, connection)) {
+      reply = std::move(*refused);
+    } else {
+      HttpRequest request{.method = method, .path = url};
+      MHD_get_connection_values(connection, MHD_GET_ARGUMENT_KIND, &AppendArgument, &request.query);
+      if (const char* accept = MHD_lookup_connection_value(connection, MHD_HEADER_KIND,
+                                                           MHD_HTTP_HEADER_ACCEPT_ENCODING)) {
+        request.accept_encoding = accept;
+      }
+      reply = context.handler->Handle(request);
     }
-    reply = handler.Handle(request);
+    // http_server_config.headers: on every answer, refusals included.
+    if (context.security) {
+      for (const auto& header : context.security->headers) reply.headers.push_back(header);
+    }
   } catch (...) {  // only allocation can throw here; no exception may cross into C
     return MHD_NO;
   }
@@ -104,12 +156,21 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
   return queued;
 }
 
+std::string ReadTextFile(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
 HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
                        DebugRoutes routes)
-    : handler_(std::make_unique<HttpHandler>(std::move(runner), options.telemetry_path,
+    : options_(options),
+      handler_(std::make_unique<HttpHandler>(std::move(runner), options.telemetry_path,
                                              std::move(routes))) {
+  context_ = MakeContext(options.security);
   const auto address = ParseListenAddress(options.listen_address);
   if (!address) throw std::runtime_error(address.error());
   const auto listen_fd = BindListenSocket(*address);
@@ -117,34 +178,102 @@ HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunne
     throw std::runtime_error("cannot listen on " + options.listen_address + ": " +
                              listen_fd.error());
   }
-  port_ = LocalPort(*listen_fd);
-
-  // Only the thread pool's own epoll threads: no thread per connection, so idle keep-alive
-  // connections hold nothing but their socket (and at most max_connections of them).
-  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
-  MHD_OptionItem pool[] = {
-      {options.threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
-       static_cast<intptr_t>(options.threads), nullptr},
-      {MHD_OPTION_END, 0, nullptr},
-  };
-  daemon_ = MHD_start_daemon(
-      flags, 0, nullptr, nullptr, &Answer, handler_.get(),
-      // First, so that start-up messages reach our log too.
-      MHD_OPTION_EXTERNAL_LOGGER, &LogFromMhd, nullptr,  //
-      MHD_OPTION_LISTEN_SOCKET, *listen_fd,              //
-      MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options.idle_timeout_seconds),
-      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options.max_connections),  //
-      MHD_OPTION_ARRAY, pool,                                                       //
-      MHD_OPTION_END);
-  if (daemon_ == nullptr) {
-    close(*listen_fd);
-    throw std::runtime_error("cannot start the HTTP server on " + options.listen_address);
+  listen_fd_ = *listen_fd;
+  port_ = LocalPort(listen_fd_);
+  try {
+    daemon_ = Start(*context_);
+  } catch (...) {
+    close(listen_fd_);
+    throw;
   }
 }
 
+std::unique_ptr<HttpServer::Context> HttpServer::MakeContext(
+    std::shared_ptr<const web::WebConfig> security) const {
+  auto context = std::make_unique<Context>();
+  context->handler = handler_.get();
+  context->security = std::move(security);
+  if (!context->security) return context;
+  if (!context->security->basic_auth_users.empty()) {
+    context->auth = std::make_unique<web::BasicAuth>(context->security->basic_auth_users);
+  }
+  const web::TlsServerConfig& tls = context->security->tls;
+  if (!tls.enabled) return context;
+  auto priorities = web::GnutlsPriorities(tls);
+  if (!priorities) throw std::runtime_error(priorities.error());
+  context->priorities = std::move(*priorities);
+  if (tls.client_auth != web::ClientAuth::kNoClientCert) {
+    // libmicrohttpd asks clients for a certificate only when it has a trust list. Without
+    // client_ca_file, Go verifies against the system's roots: so do we.
+    context->trust_pem = !tls.client_ca_pem.empty()
+                             ? tls.client_ca_pem
+                             : ReadTextFile("/etc/ssl/certs/ca-certificates.crt");
+    if (context->trust_pem.empty()) {
+      throw std::runtime_error(
+          "client_auth_type needs client_ca_file: no system CA bundle at "
+          "/etc/ssl/certs/ca-certificates.crt");
+    }
+  }
+  return context;
+}
+
+MHD_Daemon* HttpServer::Start(Context& context) const {
+  // Only the thread pool's own epoll threads: no thread per connection, so idle keep-alive
+  // connections hold nothing but their socket (and at most max_connections of them).
+  // MHD_USE_ITC: MHD_quiesce_daemon needs it in this mode (Reload).
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+  std::vector<MHD_OptionItem> pool;
+  if (options_.threads > 1) {
+    pool.push_back({MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(options_.threads), nullptr});
+  }
+  if (context.security && context.security->tls.enabled) {
+    // libmicrohttpd keeps these pointers: the strings live in the context, as long as the
+    // daemon.
+    const web::TlsServerConfig& tls = context.security->tls;
+    flags |= MHD_USE_TLS;
+    pool.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(tls.key_pem.c_str())});
+    pool.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(tls.cert_pem.c_str())});
+    pool.push_back({MHD_OPTION_HTTPS_PRIORITIES, 0, context.priorities.data()});
+    if (!context.trust_pem.empty()) {
+      pool.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, context.trust_pem.data()});
+    }
+  }
+  pool.push_back({MHD_OPTION_END, 0, nullptr});
+  const int fd = fcntl(listen_fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) {
+    throw std::runtime_error(std::string("cannot duplicate the listening socket: ") +
+                             std::strerror(errno));
+  }
+  MHD_Daemon* daemon = MHD_start_daemon(
+      flags, 0, nullptr, nullptr, &Answer, &context,
+      // First, so that start-up messages reach our log too.
+      MHD_OPTION_EXTERNAL_LOGGER, &LogFromMhd, nullptr,  //
+      MHD_OPTION_LISTEN_SOCKET, fd,                      //
+      MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options_.idle_timeout_seconds),
+      MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options_.max_connections),  //
+      MHD_OPTION_ARRAY, pool.data(),                                                 //
+      MHD_OPTION_END);
+  if (daemon == nullptr) {
+    close(fd);
+    throw std::runtime_error("cannot start the HTTP server on " + options_.listen_address);
+  }
+  return daemon;
+}
+
+void HttpServer::Reload(std::shared_ptr<const web::WebConfig> security) {
+  std::unique_ptr<Context> context = MakeContext(std::move(security));
+  MHD_Daemon* daemon = Start(*context);  // both accept on the socket for a moment
+  const int old_fd = MHD_quiesce_daemon(daemon_);
+  MHD_stop_daemon(daemon_);
+  if (old_fd >= 0) close(old_fd);  // after the stop, as libmicrohttpd asks
+  daemon_ = daemon;
+  context_ = std::move(context);
+}
+
 HttpServer::~HttpServer() {
-  // Stops the threads and closes every connection and the listening socket.
+  // Stops the threads and closes every connection and the daemon's socket, then ours.
   if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+  if (listen_fd_ >= 0) close(listen_fd_);
 }
 
 }  // namespace rdmascope

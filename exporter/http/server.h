@@ -15,6 +15,7 @@
 #include "core/collector_runner.h"
 #include "http/handler.h"
 #include "http/listen_address.h"
+#include "web/basic_auth.h"
 
 struct MHD_Daemon;
 
@@ -22,7 +23,9 @@ namespace rdmascope {
 
 class HttpServer {
  public:
-  // Throws std::runtime_error with a one-line reason if the address cannot be bound.
+  // Throws std::runtime_error with a one-line reason if the address cannot be bound or TLS
+  // cannot start. With options.security, every response carries its headers and every
+  // request passes its client certificate policy and basic auth before any route runs.
   HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
              DebugRoutes routes = {});
   ~HttpServer();
@@ -31,9 +34,32 @@ class HttpServer {
 
   int port() const { return port_; }
 
+  // Applies a new web config (re-read on SIGHUP or change): a libmicrohttpd daemon built with
+  // it starts on the same listening socket, then the old one stops accepting and is stopped
+  // (its open connections are closed; clients reconnect). If the new daemon cannot start,
+  // throws std::runtime_error and the old one keeps serving.
+  void Reload(std::shared_ptr<const web::WebConfig> security);
+
+  // What Answer (server.cc) reaches through libmicrohttpd's closure pointer: one per daemon,
+  // never changed while its daemon runs.
+  struct Context {
+    const HttpHandler* handler = nullptr;
+    std::shared_ptr<const web::WebConfig> security;  // null: plain HTTP, no auth
+    std::unique_ptr<web::BasicAuth> auth;            // null: no basic_auth_users
+    std::string priorities;                          // GnuTLS's, for libmicrohttpd
+    std::string trust_pem;                           // the client CAs handed to libmicrohttpd
+  };
+
  private:
+  std::unique_ptr<Context> MakeContext(std::shared_ptr<const web::WebConfig> security) const;
+  // A daemon serving `context` on a duplicate of the listening socket, or an exception.
+  MHD_Daemon* Start(Context& context) const;
+
+  WebOptions options_;
   std::unique_ptr<HttpHandler> handler_;
+  std::unique_ptr<Context> context_;
   MHD_Daemon* daemon_ = nullptr;
+  int listen_fd_ = -1;  // bound by us; each daemon owns a duplicate
   int port_ = 0;
 };
 

@@ -1,0 +1,72 @@
+// --web.config.file: exporter-toolkit's web configuration file (TLS, basic auth, extra
+// headers), parsed and validated as exporter-toolkit 0.8 does (web/tls_config.go, getConfig
+// and ConfigToTLSConfig; web/handler.go, validateUsers and validateHeaderConfig): strict
+// decoding (an unknown key is an error naming it), TLS 1.2 to 1.3 by default, relative paths
+// resolved against the file's directory, bcrypt hashes checked for form, and the certificate,
+// key and client CA files read and checked here so that a bad file is a start-up error.
+#pragma once
+
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rdmascope::web {
+
+// exporter-toolkit's client_auth_type values (Go's tls.ClientAuthType).
+enum class ClientAuth {
+  kNoClientCert,                // "" or "NoClientCert"
+  kRequestClientCert,           // asked for, never checked
+  kRequireAnyClientCert,        // must be sent, never checked ("RequireClientCert" too)
+  kVerifyClientCertIfGiven,     // checked against the client CAs when sent
+  kRequireAndVerifyClientCert,  // must be sent and check out
+};
+
+enum class TlsVersion { kTls10 = 10, kTls11 = 11, kTls12 = 12, kTls13 = 13 };
+
+struct TlsServerConfig {
+  bool enabled = false;  // false: plain HTTP (no cert_file, key_file, client auth nor CA)
+  std::filesystem::path cert_file, key_file, client_ca_file;  // absolute after loading
+  ClientAuth client_auth = ClientAuth::kNoClientCert;
+  std::vector<std::string> client_allowed_sans;  // empty: any (verified) client certificate
+  TlsVersion min_version = TlsVersion::kTls12;
+  TlsVersion max_version = TlsVersion::kTls13;
+  std::vector<std::string> cipher_suites;      // IANA/Go names, in preference order
+  std::vector<std::string> curve_preferences;  // Go names: CurveP256, CurveP384, ...
+  bool prefer_server_cipher_suites = true;
+  // The files' contents, read and checked while loading (PEM).
+  std::string cert_pem, key_pem, client_ca_pem;
+};
+
+struct WebConfig {
+  TlsServerConfig tls;
+  std::map<std::string, std::string> basic_auth_users;  // user -> bcrypt hash
+  std::vector<std::pair<std::string, std::string>> headers;
+  // What was accepted but has no effect here, to be logged once (e.g. http2).
+  std::vector<std::string> notes;
+};
+
+// Reads and validates the file, and the certificate, key and CA files it names. The error is
+// one line naming the file and the offending key.
+std::expected<WebConfig, std::string> LoadWebConfig(const std::filesystem::path& file);
+
+// The same, from text; relative paths are resolved against `directory`.
+std::expected<WebConfig, std::string> ParseWebConfig(std::string_view yaml,
+                                                     const std::filesystem::path& directory);
+
+// What a reload compares: the bytes of `file` and of the certificate, key and CA files that
+// `current` names (a rotated certificate is a change even if the YAML is not). Unreadable
+// files count as empty.
+std::string Fingerprint(const std::filesystem::path& file, const WebConfig& current);
+
+// GnuTLS's priority string for the versions, cipher suites and curves of `tls`, or an error
+// naming what GnuTLS cannot express.
+std::expected<std::string, std::string> GnutlsPriorities(const TlsServerConfig& tls);
+
+// True if `hash` is a bcrypt hash exporter-toolkit accepts ($2a$, $2b$, $2y$; cost 4 to 31).
+bool IsBcryptHash(std::string_view hash);
+
+}  // namespace rdmascope::web
