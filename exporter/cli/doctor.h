@@ -1,0 +1,68 @@
+// `rdmascope doctor`: runs the collectors `serve` runs (same flags, one code path reading the
+// host), twice --window apart for counter rates, evaluates every check over the result and
+// prints findings with advice. docs/doctor.md.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "cli/serve_config.h"
+#include "core/collector_runner.h"
+#include "doctor/history.h"
+#include "doctor/options.h"
+
+namespace rdmascope {
+
+// Registers doctor's own flags (--window, --format, --fail-on, --doctor.*) on `doctor`.
+void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options);
+
+// After parsing: checks what CLI11 cannot (the CQ ratios' order). Throws CLI::ValidationError.
+void FinishDoctorOptions(const doctor::DoctorOptions& options);
+
+// The address `doctor` tries when --exporter is not given: serve's default listen address.
+inline constexpr const char* kDefaultExporterUrl = "http://127.0.0.1:9879";
+
+// Why each collector's eBPF probes did not attach (absent: attached, or none), by name.
+std::map<std::string, std::string> ProbeErrors(const std::vector<NamedCollector>& collectors);
+
+// doctor inside `serve`: keeps the history (doctor/history.h) from a light internal tick, a
+// collection at start and one a minute, and answers /doctor with the report over it: counter
+// rates since start (or, with ?window=D, over D observed live, at most 60s), trends over the
+// kept hour. Thresholds are the defaults (serve has no --doctor.* flags).
+class DoctorService {
+ public:
+  DoctorService(std::shared_ptr<const CollectorRunner> runner,
+                std::map<std::string, std::string> probe_errors, double interval_seconds = 60);
+  ~DoctorService();  // stops the tick
+  DoctorService(const DoctorService&) = delete;
+  DoctorService& operator=(const DoctorService&) = delete;
+
+  // Registers /doctor.
+  void AddRoute(DebugRoutes& routes);
+  // The JSON body of /doctor?QUERY. Throws std::invalid_argument on a bad ?window=.
+  std::string Report(std::string_view query);
+
+ private:
+  void Tick();
+
+  std::shared_ptr<const CollectorRunner> runner_;
+  std::map<std::string, std::string> probe_errors_;
+  double interval_seconds_;
+  doctor::History history_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Returns the exit code: 0 ok/info, 1 warn (unless --fail-on=crit), 2 crit, 3 could not run.
+int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options);
+
+}  // namespace rdmascope

@@ -1,0 +1,154 @@
+#include "doctor/checks.h"
+
+#include <map>
+
+#include "doctor/check_util.h"
+#include "doctor/checks_host_tuning.h"
+
+namespace rdmascope::doctor {
+namespace {
+
+constexpr std::string_view kRdma[] = {"rdma"};
+constexpr std::string_view kEthtool[] = {"ethtool"};
+constexpr std::string_view kRdmaEthtool[] = {"rdma", "ethtool"};
+constexpr std::string_view kVerbs[] = {"verbs"};
+constexpr std::string_view kMr[] = {"mr"};
+constexpr std::string_view kHost[] = {"host"};
+constexpr std::string_view kResources[] = {"resources"};
+
+constexpr Check kChecks[] = {
+    {"links.port_state", "links", kRdma, "rdmaportdown", &CheckPortState},
+    {"links.active_mtu", "links", kRdma, "rdmaactivemtubelowmax", &CheckActiveMtu},
+    {"links.crc_errors", "links", kRdmaEthtool, "rdmacrcerrors", &CheckCrcErrors},
+    {"links.symbol_errors", "links", kRdma, "rdmasymbolerrors", &CheckSymbolErrors},
+    {"links.link_downed", "links", kRdma, "rdmalinkflapping", &CheckLinkDowned},
+    {"links.iba_errors", "links", kRdma, "rdmasymbolerrors", &CheckIbaErrors},
+    {"links.counter_saturated", "links", kRdma, "rdmaportcountersaturated", &CheckSaturated},
+    {"links.retransmissions", "links", kRdma, "rdmaretransmissions", &CheckRetransmissions},
+    {"roce.netdev_mtu", "roce", kRdmaEthtool, "rdmanetdevmtutoosmallforroce", &CheckNetdevMtu},
+    {"roce.pfc", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckPfc},
+    {"roce.global_pause", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckGlobalPause},
+    {"roce.pause_storm", "roce", kEthtool, "rdmapausestorm", &CheckPauseStorm},
+    {"roce.coalescing", "roce", kRdmaEthtool, "rdmainterruptcoalescingdisabled", &CheckCoalescing},
+    {"roce.gid_index", "roce", kRdma, "rdmanoroutablerocev2gid", &CheckGidIndex},
+    {"roce.cqe_compression", "roce", kRdmaEthtool, "rdmacqecompressionoff", &CheckCqeCompression},
+    {"nic.pcie_link", "nic", kHost, "rdmapciedowntrained", &CheckPcieLink},
+    {"nic.firmware_uniform", "nic", kRdma, "rdmafirmwaremismatch", &CheckFirmwareUniform},
+    {"nic.irq_affinity", "nic", kHost, "rdmairqsoffnicnode", &CheckIrqAffinity},
+    {"nic.xps", "nic", kHost, "rdmaxpsoffnicnode", &CheckXps},
+    {"queues.cq_capacity", "queues", kVerbs, "rdmacqundersized", &CheckCqCapacity},
+    {"queues.srq_limit", "queues", kVerbs, "rdmasrqlimitreachedoften", &CheckSrqLimit},
+    {"queues.receive_starvation", "queues", kRdma, "rdmareceivestarvation",
+     &CheckReceiveStarvation},
+    {"queues.qp_type", "queues", kResources, "rdmaucqueuepairs", &CheckQpTypes},
+    {"memory.mr_page_multiple", "memory", kMr, "rdmamrlengthnotpagemultiple", &CheckMrPageMultiple},
+    {"memory.mr_hugepage", "memory", kMr, "rdmamrnotonhugepages", &CheckMrHugepage},
+    {"memory.pinned_vs_memlock", "memory", kMr, "rdmapinnedmemoryhitslockedlimitin48h",
+     &CheckPinnedVsMemlock},
+    {"memory.mr_leak", "memory", kMr, "rdmamrleak", &CheckMrLeak},
+    {"memory.pinned_growth", "memory", kMr, "rdmapinnedmemorygrowing", &CheckPinnedGrowth},
+    {"host.numa_placement", "host", kMr, "rdmaprocessoffnicnumanode", &CheckNumaPlacement},
+    {"host.thp", "host", kHost, "host-tuning", &CheckThp},
+    {"host.hugepages", "host", kHost, "host-tuning", &CheckHugepages},
+    {"host.numa_balancing", "host", kHost, "host-tuning", &CheckNumaBalancing},
+    {"host.cpu_governor", "host", kHost, "host-tuning", &CheckCpuGovernor},
+    {"host.memlock", "host", kMr, "host-tuning", &CheckMemlock},
+    {"host.collectors", "host", {}, "rdmascopecollectorfailing", &CheckCollectors},
+    {"host.probes", "host", {}, "rdmascopeprobedetached", &CheckProbes},
+};
+
+// Why a check had nothing to look at: its collectors found no source on this host, or the
+// host has none of what it checks (no RoCE port, no InfiniBand counter...).
+std::string NoSubjectReason(const Snapshot& now, const Check& check) {
+  for (std::string_view collector : check.needs) {
+    const auto it = now.collectors().find(std::string(collector));
+    if (it != now.collectors().end() && it->second.no_data) {
+      return "collector " + std::string(collector) +
+             " found nothing to collect: " + it->second.detail;
+    }
+  }
+  return "nothing on this host for this check to look at (none of the series it reads)";
+}
+
+}  // namespace
+
+std::span<const Check> AllChecks() { return kChecks; }
+
+std::vector<Finding> RunChecks(const Snapshot& now, const Snapshot* before,
+                               const DoctorOptions& options) {
+  std::vector<Finding> findings;
+  for (const Check& check : kChecks) {
+    std::optional<std::string> unavailable;
+    for (std::string_view collector : check.needs) {
+      if (!unavailable) unavailable = now.Unavailable(collector);
+    }
+    if (unavailable) {
+      findings.push_back(NothingToCheck(std::string(check.id), std::string(check.area),
+                                        std::string(check.runbook), *unavailable));
+      continue;
+    }
+    auto found = check.run(now, before, options);
+    if (found.empty()) {
+      // Every check appears in every report: a person (and a fleet tool) sees what was not
+      // looked at and why, instead of an area that silently vanished.
+      findings.push_back(NothingToCheck(std::string(check.id), std::string(check.area),
+                                        std::string(check.runbook), NoSubjectReason(now, check)));
+    }
+    std::move(found.begin(), found.end(), std::back_inserter(findings));
+  }
+  return findings;
+}
+
+Finding NothingToCheck(std::string id, std::string area, std::string runbook, std::string reason) {
+  return Skip(std::move(id), std::move(area), {}, std::move(runbook), std::move(reason));
+}
+
+std::vector<Finding> HwCounterRateCheck(const Snapshot& now, const Snapshot* before,
+                                        std::span<const char* const> counters,
+                                        const RateCheck& check) {
+  std::map<std::pair<std::string, std::string>, std::vector<const Sample*>> ports;
+  for (const char* counter : counters) {
+    for (const Sample* series : now.Find("rdma_port_hw_counter_total", {{"counter", counter}})) {
+      ports[{series->Label("device"), series->Label("port")}].push_back(series);
+    }
+  }
+  std::vector<Finding> findings;
+  for (const auto& [key, series] : ports) {
+    Scope scope{{"device", key.first}, {"port", key.second}};
+    if (before == nullptr) {
+      findings.push_back(Skip(check.id, check.area, std::move(scope), check.runbook, kNeedsWindow));
+      continue;
+    }
+    double rate = 0;
+    double worst_rate = 0;
+    std::string worst;
+    size_t measured = 0;
+    for (const Sample* counter : series) {
+      const auto r = Rate(now, *before, "rdma_port_hw_counter_total", *counter);
+      if (!r) continue;  // reset or new during the window: no honest rate for this one
+      ++measured;
+      rate += *r;
+      if (*r > worst_rate) {
+        worst_rate = *r;
+        worst = counter->Label("counter");
+      }
+    }
+    if (measured == 0) {
+      findings.push_back(Skip(check.id, check.area, std::move(scope), check.runbook,
+                              "every counter was reset or appeared during the window"));
+      continue;
+    }
+    const bool high = rate > check.threshold;
+    Finding finding = Make(check.id, check.area, high ? Severity::kWarn : Severity::kOk,
+                           std::move(scope), check.runbook);
+    finding.observed = Num(rate) + " " + check.what + "/s over " +
+                       Num(now.seconds() - before->seconds()) + " s" +
+                       (worst.empty() ? "" : " (mostly " + worst + ")");
+    finding.expected = "at most " + Num(check.threshold) + "/s";
+    if (high) finding.advice = Num(rate) + "/s: " + check.advice;
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+}  // namespace rdmascope::doctor

@@ -1,0 +1,359 @@
+// Links and ports: state, MTU, physical errors, IBA error counters, saturated counters,
+// retransmissions. Sources: the rdma and ethtool collectors (docs/metrics.md).
+#include <map>
+
+#include "doctor/check_util.h"
+#include "doctor/checks.h"
+
+namespace rdmascope::doctor {
+namespace {
+
+constexpr const char* kArea = "links";
+
+std::string StateName(double state) {
+  switch (static_cast<int>(state)) {
+    case 1:
+      return "DOWN";
+    case 2:
+      return "INIT";
+    case 3:
+      return "ARMED";
+    case 4:
+      return "ACTIVE";
+    case 5:
+      return "ACTIVE_DEFER";
+  }
+  return "state " + Num(state);
+}
+
+std::string PhysName(double phys) {
+  switch (static_cast<int>(phys)) {
+    case 1:
+      return "Sleep";
+    case 2:
+      return "Polling";
+    case 3:
+      return "Disabled";
+    case 4:
+      return "PortConfigurationTraining";
+    case 5:
+      return "LinkUp";
+    case 6:
+      return "LinkErrorRecovery";
+    case 7:
+      return "Phy Test";
+  }
+  return "physical state " + Num(phys);
+}
+
+// rdma_port_info of the port: its link layer and netdev.
+const Sample* PortInfo(const Snapshot& now, const Sample& port) {
+  const auto found =
+      now.Find("rdma_port_info", {{"device", port.Label("device")}, {"port", port.Label("port")}});
+  return found.empty() ? nullptr : found.front();
+}
+
+// perfquery resets the PortCounters with a MAD, which only InfiniBand ports answer.
+std::string ResetCommand(const Snapshot& now, const Sample& port) {
+  const Sample* info = PortInfo(now, port);
+  if (info == nullptr || info->Label("link_layer") != "InfiniBand") return "";
+  return "perfquery -R -C " + port.Label("device") + " -P " + port.Label("port");
+}
+
+// A counter that must not move over the window: one finding per series.
+std::vector<Finding> CounterMustNotIncrease(const Snapshot& now, const Snapshot* before,
+                                            const std::string& id, const std::string& metric,
+                                            const std::string& what, const std::string& runbook,
+                                            const std::string& advice, bool roce_netdevs_only) {
+  std::vector<Finding> findings;
+  for (const Sample* series : now.Find(metric)) {
+    Scope scope = series->labels.contains("port") ? PortScope(*series)
+                                                  : Scope{{"netdev", series->Label("device")}};
+    if (roce_netdevs_only && now.Find("rdma_port_info", {{"link_layer", "Ethernet"},
+                                                         {"netdev", series->Label("device")}})
+                                 .empty()) {
+      continue;  // not the interface of an RDMA port (a management NIC): not RDMA's problem
+    }
+    if (before == nullptr) {
+      findings.push_back(Skip(id, kArea, std::move(scope), runbook, kNeedsWindow));
+      continue;
+    }
+    const auto increase = Increase(*before, metric, *series);
+    if (!increase) {
+      findings.push_back(Skip(id, kArea, std::move(scope), runbook,
+                              metric + " went down or appeared during the window (counter reset)"));
+      continue;
+    }
+    const double window = now.seconds() - before->seconds();
+    Finding finding =
+        Make(id, kArea, *increase > 0 ? Severity::kWarn : Severity::kOk, std::move(scope), runbook);
+    finding.observed = Num(*increase) + " " + what + " in " + Num(window) + " s (" + metric +
+                       " now " + Num(series->value) + ")";
+    finding.expected = "0 " + what;
+    if (*increase > 0) {
+      finding.advice = Num(*increase) + " " + what + " in " + Num(window) + " s: " + advice;
+    }
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+struct IbaCounter {
+  const char* name;    // infiniband-diags' name, as in its error_thresholds file
+  const char* metric;  // where the rdma collector exports it
+  const char* file;    // the sysfs counters/ file (rdma_port_stat_total's counter label)
+  const char* runbook;
+};
+
+// The PortCounters of infiniband-diags' error_thresholds, with the series they map to.
+constexpr IbaCounter kIbaCounters[] = {
+    {"SymbolErrorCounter", "rdma_port_symbol_errors_total", "symbol_error", "rdmasymbolerrors"},
+    {"LinkErrorRecoveryCounter", "rdma_port_link_error_recovery_total", "link_error_recovery",
+     "rdmasymbolerrors"},
+    {"LinkDownedCounter", "rdma_port_link_downed_total", "link_downed", "rdmalinkflapping"},
+    {"PortRcvErrors", "rdma_port_receive_errors_total", "port_rcv_errors", "rdmasymbolerrors"},
+    {"PortRcvRemotePhysicalErrors", "rdma_port_stat_total", "port_rcv_remote_physical_errors",
+     "rdmasymbolerrors"},
+    {"PortRcvSwitchRelayErrors", "rdma_port_stat_total", "port_rcv_switch_relay_errors",
+     "rdmaportcountersaturated"},
+    {"PortXmitDiscards", "rdma_port_transmit_discards_total", "port_xmit_discards",
+     "rdmacongestionnotifications"},
+    {"PortXmitConstraintErrors", "rdma_port_stat_total", "port_xmit_constraint_errors",
+     "rdmaportcountersaturated"},
+    {"PortRcvConstraintErrors", "rdma_port_stat_total", "port_rcv_constraint_errors",
+     "rdmaportcountersaturated"},
+    {"LocalLinkIntegrityErrors", "rdma_port_stat_total", "local_link_integrity_errors",
+     "rdmasymbolerrors"},
+    {"ExcessiveBufferOverrunErrors", "rdma_port_stat_total", "excessive_buffer_overrun_errors",
+     "rdmacongestionnotifications"},
+    {"VL15Dropped", "rdma_port_stat_total", "VL15_dropped", "rdmaportcountersaturated"},
+    {"PortXmitWait", "rdma_port_transmit_wait_total", "port_xmit_wait",
+     "rdmacongestionnotifications"},
+};
+
+}  // namespace
+
+std::map<std::string, double> DefaultIbaThresholds() {
+  return {{"SymbolErrorCounter", 10},
+          {"LinkErrorRecoveryCounter", 10},
+          {"LinkDownedCounter", 10},
+          {"PortRcvErrors", 10},
+          {"PortRcvRemotePhysicalErrors", 100},
+          {"PortRcvSwitchRelayErrors", 100},
+          {"PortXmitDiscards", 100},
+          {"PortXmitConstraintErrors", 100},
+          {"PortRcvConstraintErrors", 100},
+          {"LocalLinkIntegrityErrors", 10},
+          {"ExcessiveBufferOverrunErrors", 10},
+          {"VL15Dropped", 100},
+          {"PortXmitWait", 1000}};
+}
+
+std::vector<Finding> CheckPortState(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
+  std::vector<Finding> findings;
+  for (const Sample* port : now.Find("rdma_port_state")) {
+    const std::string id = "links.port_state";
+    const auto phys = now.Value("rdma_port_physical_state",
+                                {{"device", port->Label("device")}, {"port", port->Label("port")}});
+    const std::string observed =
+        StateName(port->value) + (phys ? " (physical " + PhysName(*phys) + ")" : "");
+    if (port->value >= 4) {
+      Finding finding = Make(id, kArea, Severity::kOk, PortScope(*port), "rdmaportdown");
+      finding.observed = observed;
+      finding.expected = "ACTIVE";
+      findings.push_back(std::move(finding));
+      continue;
+    }
+    if (phys && *phys == 3) {
+      findings.push_back(Skip(id, kArea, PortScope(*port), "rdmaportdown",
+                              "port is Disabled: down by configuration, not checked"));
+      continue;
+    }
+    const Sample* info = PortInfo(now, *port);
+    const std::string netdev = info ? info->Label("netdev") : "";
+    const bool ethernet = info && info->Label("link_layer") == "Ethernet";
+    // Training, LinkUp or error recovery: a cable and a peer are there, yet the port is unusable.
+    const bool cabled = phys && *phys >= 4 && *phys <= 6;
+    Finding finding = Make(id, kArea, cabled ? Severity::kCrit : Severity::kInfo, PortScope(*port),
+                           "rdmaportdown");
+    finding.observed = observed;
+    finding.expected = "ACTIVE";
+    if (cabled && ethernet) {
+      finding.advice = "the link is physically up but the RDMA port is " + StateName(port->value) +
+                       ": bring its interface " + (netdev.empty() ? "" : netdev + " ") +
+                       "up and check `ip link`";
+      if (!netdev.empty()) finding.fix = "ip link set dev " + netdev + " up";
+    } else if (cabled) {
+      finding.advice = "the link is physically up but the port is " + StateName(port->value) +
+                       ": no subnet manager has configured it; start or fix the SM (opensm, or "
+                       "the switch's) and check `sminfo`";
+    } else {
+      finding.advice =
+          "no link partner: the port is uncabled, or the cable, transceiver or peer "
+          "port is down; if this port should carry traffic, check the cable and the "
+          "switch port";
+    }
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+std::vector<Finding> CheckActiveMtu(const Snapshot& now, const Snapshot*,
+                                    const DoctorOptions& options) {
+  std::vector<Finding> findings;
+  const std::string id = "links.active_mtu";
+  for (const Sample* port : now.Find("rdma_port_state")) {
+    const Matchers key{{"device", port->Label("device")}, {"port", port->Label("port")}};
+    const auto active = now.Value("rdma_port_active_mtu_bytes", key);
+    const auto max = now.Value("rdma_port_max_mtu_bytes", key);
+    if (!active || !max) {
+      findings.push_back(Skip(id, kArea, PortScope(*port), "rdmaactivemtubelowmax",
+                              "no rdma_port_active_mtu_bytes/rdma_port_max_mtu_bytes for this "
+                              "port: libibverbs could not query it (ibv_query_port)"));
+      continue;
+    }
+    const Sample* info = PortInfo(now, *port);
+    const std::string netdev = info ? info->Label("netdev") : "";
+    const bool ethernet = info && info->Label("link_layer") == "Ethernet";
+    Finding finding = Make(id, kArea, *active < *max ? Severity::kWarn : Severity::kOk,
+                           PortScope(*port), "rdmaactivemtubelowmax");
+    finding.observed = "active MTU " + Num(*active) + ", port maximum " + Num(*max);
+    finding.expected = "active MTU " + Num(*max);
+    if (*active < *max && ethernet) {
+      const double netdev_mtu =
+          netdev.empty() ? 0 : now.Value("rdma_netdev_mtu_bytes", {{"device", netdev}}).value_or(0);
+      finding.advice = "RoCE's active MTU follows the netdev MTU" +
+                       (netdev_mtu > 0 ? " (" + netdev + " has " + Num(netdev_mtu) + ")" : "") +
+                       ": raise " + (netdev.empty() ? "the interface's" : netdev + "'s") +
+                       " MTU to at least " + Num(options.min_netdev_mtu) + " for " + Num(*max) +
+                       "-byte RDMA payloads, on the switches too";
+      if (!netdev.empty()) {
+        finding.fix = "ip link set dev " + netdev + " mtu " + Num(options.min_netdev_mtu);
+      }
+    } else if (*active < *max) {
+      finding.advice =
+          "on InfiniBand the subnet manager sets the MTU: raise the partition's MTU "
+          "to " +
+          Num(*max) + " (opensm partitions.conf mtu=5 for 4096)";
+    }
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+std::vector<Finding> CheckCrcErrors(const Snapshot& now, const Snapshot* before,
+                                    const DoctorOptions&) {
+  return CounterMustNotIncrease(
+      now, before, "links.crc_errors", "rdma_netdev_crc_errors_total", "CRC/FCS errors",
+      "rdmacrcerrors",
+      "corrupted frames are dropped and RDMA retransmits them: reseat or replace the cable or "
+      "transceiver, and check the switch port's error counters",
+      /*roce_netdevs_only=*/true);
+}
+
+std::vector<Finding> CheckSymbolErrors(const Snapshot& now, const Snapshot* before,
+                                       const DoctorOptions&) {
+  const std::string advice =
+      "a marginal link (symbol errors come before CRC errors and link downs): reseat or replace "
+      "the cable or transceiver, and check the switch port";
+  auto findings =
+      CounterMustNotIncrease(now, before, "links.symbol_errors", "rdma_netdev_symbol_errors_total",
+                             "symbol errors", "rdmasymbolerrors", advice, false);
+  auto port =
+      CounterMustNotIncrease(now, before, "links.symbol_errors", "rdma_port_symbol_errors_total",
+                             "symbol errors", "rdmasymbolerrors", advice, false);
+  findings.insert(findings.end(), port.begin(), port.end());
+  return findings;
+}
+
+std::vector<Finding> CheckLinkDowned(const Snapshot& now, const Snapshot* before,
+                                     const DoctorOptions&) {
+  return CounterMustNotIncrease(
+      now, before, "links.link_downed", "rdma_port_link_downed_total", "link downs",
+      "rdmalinkflapping",
+      "the link went down during the window, dropping every connection on the port: reseat or "
+      "replace the cable or transceiver; check the switch port's log",
+      false);
+}
+
+std::vector<Finding> CheckIbaErrors(const Snapshot& now, const Snapshot*,
+                                    const DoctorOptions& options) {
+  std::vector<Finding> findings;
+  for (const IbaCounter& counter : kIbaCounters) {
+    const auto threshold = options.iba_thresholds.find(counter.name);
+    if (threshold == options.iba_thresholds.end()) continue;
+    const bool raw = std::string_view(counter.metric) == "rdma_port_stat_total";
+    for (const Sample* series :
+         now.Find(counter.metric, raw ? Matchers{{"counter", counter.file}} : Matchers{})) {
+      Scope scope = PortScope(*series);
+      scope.emplace_back("counter", counter.file);
+      const bool over = series->value > threshold->second;
+      Finding finding = Make("links.iba_errors", kArea, over ? Severity::kWarn : Severity::kOk,
+                             std::move(scope), counter.runbook);
+      finding.observed = std::string(counter.name) + " " + Num(series->value) +
+                         " since the counters were last cleared";
+      finding.expected = "at most " + Num(threshold->second) +
+                         " (infiniband-diags error_thresholds; --doctor.iba-threshold " +
+                         counter.name + "=N)";
+      if (over) {
+        finding.advice = std::string(counter.name) + " is " + Num(series->value) + ", " +
+                         Num(series->value - threshold->second) +
+                         " over its threshold: find the cause (cable, transceiver, switch port, "
+                         "congestion), then clear the counters to watch for new errors";
+        finding.fix = ResetCommand(now, *series);
+      }
+      findings.push_back(std::move(finding));
+    }
+  }
+  return findings;
+}
+
+std::vector<Finding> CheckSaturated(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
+  std::vector<Finding> findings;
+  for (const Sample* series : now.Find("rdma_port_stat_saturated")) {
+    const std::string& counter = series->Label("counter");
+    // Data and packet counters at 2^32-1 are a device without extended counters, not errors
+    // (as the RdmaPortCounterSaturated rule excludes them).
+    if (counter.starts_with("port_xmit_data") || counter.starts_with("port_rcv_data") ||
+        counter.starts_with("port_xmit_packets") || counter.starts_with("port_rcv_packets")) {
+      continue;
+    }
+    Scope scope = PortScope(*series);
+    scope.emplace_back("counter", counter);
+    const bool saturated = series->value == 1;
+    Finding finding =
+        Make("links.counter_saturated", kArea, saturated ? Severity::kWarn : Severity::kOk,
+             std::move(scope), "rdmaportcountersaturated");
+    finding.observed = saturated ? counter + " holds its maximum and no longer counts"
+                                 : counter + " below its maximum";
+    finding.expected = "below its maximum";
+    if (saturated) {
+      finding.advice = counter +
+                       " stopped at its width's maximum after many errors: its rate "
+                       "reads 0 whatever happens; fix the link, then clear the port counters so "
+                       "they count again";
+      finding.fix = ResetCommand(now, *series);
+    }
+    findings.push_back(std::move(finding));
+  }
+  return findings;
+}
+
+// The counters of the rdma:port_retransmissions:rate5m recording rule.
+std::vector<Finding> CheckRetransmissions(const Snapshot& now, const Snapshot* before,
+                                          const DoctorOptions& options) {
+  static constexpr const char* kCounters[] = {
+      "local_ack_timeout_err", "packet_seq_err", "implied_nak_seq_err", "completer_retry_err",
+      "rcvd_seq_err",          "to_retransmits", "seq_err_naks_rcvd"};
+  return HwCounterRateCheck(
+      now, before, kCounters,
+      {.id = "links.retransmissions",
+       .area = kArea,
+       .runbook = "rdmaretransmissions",
+       .what = "retransmission events",
+       .threshold = options.retransmissions_per_second,
+       .advice = "packets are lost or a peer is slow: check CRC errors, PFC/ECN on the RoCE "
+                 "priority and the peers' receive starvation"});
+}
+
+}  // namespace rdmascope::doctor

@@ -1,0 +1,37 @@
+// The thresholds and switches of `rdmascope doctor`. Defaults are the figures the alert rules
+// (rules/rdmascope.rules.yml) and the practitioners use, so doctor and the alerts agree.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace rdmascope::doctor {
+
+enum class Format { kText, kJson };
+
+// infiniband-diags' suggested error thresholds, the figures its error_thresholds file ships
+// (rdma-core infiniband-diags/etc/error_thresholds, read by ibqueryerrors/ibcheckerrors): a
+// counter whose value since it was last cleared exceeds its threshold is reported.
+std::map<std::string, double> DefaultIbaThresholds();
+
+struct DoctorOptions {
+  uint64_t window_ns = 10'000'000'000ULL;  // between the two collections; 0: one, no rates
+  bool window_set = false;                 // --window given: passed on to /doctor as ?window=
+  std::string exporter = "auto";           // URL, "auto" (the local serve if it answers), "none"
+  uint64_t exporter_timeout_ns = 5'000'000'000ULL;  // the whole GET of /doctor
+  Format format = Format::kText;
+  bool fail_on_crit_only = false;          // --fail-on=crit: warn exits 0
+  int roce_priority = 3;                   // RdmaPfcNotOnRocePriority's priority="3"
+  double min_netdev_mtu = 4200;            // RdmaNetdevMtuTooSmallForRoce
+  double cq_ratio_warn = 1.5;              // RdmaCqUndersized: capacity < 1.5 x feeding WRs
+  double cq_ratio_crit = 1.0;              // capacity below the feeding WRs: overflow is possible
+  double retransmissions_per_second = 10;  // RdmaRetransmissions
+  double remote_numa_ratio = 0.5;          // RdmaProcessOffNicNumaNode
+  double memlock_warn_ratio = 0.8;         // pinned / RLIMIT_MEMLOCK
+  double hugepage_unaligned_ratio = 0.5;   // RdmaMrNotOnHugePages
+  double pinned_growth_bytes = 64 << 20;   // RdmaPinnedMemoryGrowing: delta over the hour
+  std::map<std::string, double> iba_thresholds = DefaultIbaThresholds();
+};
+
+}  // namespace rdmascope::doctor

@@ -1,0 +1,215 @@
+#include "doctor/report.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+
+namespace rdmascope::doctor {
+namespace {
+
+constexpr const char* kAreas[] = {"links", "roce", "nic", "queues", "memory", "host"};
+
+int AreaRank(const std::string& area) {
+  for (int i = 0; i < static_cast<int>(std::size(kAreas)); ++i) {
+    if (area == kAreas[i]) return i;
+  }
+  return static_cast<int>(std::size(kAreas));
+}
+
+// Worst first; skipped checks last: they are what doctor could not see.
+int SeverityRank(Severity severity) {
+  switch (severity) {
+    case Severity::kCrit:
+      return 0;
+    case Severity::kWarn:
+      return 1;
+    case Severity::kInfo:
+      return 2;
+    case Severity::kOk:
+      return 3;
+    case Severity::kSkip:
+      return 4;
+  }
+  return 5;
+}
+
+const char* AreaTitle(const std::string& area) {
+  if (area == "links") return "Links and ports";
+  if (area == "roce") return "RoCE network configuration";
+  if (area == "nic") return "NIC, PCIe and firmware";
+  if (area == "queues") return "Queues";
+  if (area == "memory") return "Memory registrations";
+  if (area == "host") return "Host and exporter";
+  return "Other";
+}
+
+constexpr Severity kSeverities[] = {Severity::kCrit, Severity::kWarn, Severity::kInfo,
+                                    Severity::kOk, Severity::kSkip};
+
+std::map<Severity, int> Count(const std::vector<Finding>& findings) {
+  std::map<Severity, int> count;
+  for (Severity severity : kSeverities) count[severity] = 0;
+  for (const Finding& finding : findings) ++count[finding.severity];
+  return count;
+}
+
+std::string ScopeText(const Scope& scope) {
+  std::string text;
+  for (const auto& [key, value] : scope) text += (text.empty() ? "" : " ") + key + "=" + value;
+  return text;
+}
+
+const char* Colour(Severity severity) {
+  switch (severity) {
+    case Severity::kCrit:
+      return "\033[1;31m";
+    case Severity::kWarn:
+      return "\033[33m";
+    case Severity::kInfo:
+      return "\033[36m";
+    case Severity::kOk:
+      return "\033[32m";
+    case Severity::kSkip:
+      return "\033[2m";
+  }
+  return "";
+}
+
+std::string Window(double seconds) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%gs", seconds);
+  return buffer;
+}
+
+}  // namespace
+
+void SortFindings(std::vector<Finding>& findings) {
+  std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    const auto key = [](const Finding& f) {
+      return std::tuple(AreaRank(f.area), SeverityRank(f.severity), std::string_view(f.id));
+    };
+    return key(a) < key(b);
+  });
+}
+
+std::string RenderJson(const std::vector<Finding>& findings, const ReportContext& context) {
+  nlohmann::ordered_json out;
+  out["schema_version"] = 1;
+  out["host"] = context.host;
+  out["generated"] = context.generated;
+  out["window_seconds"] = context.window_seconds;
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const Finding& finding : findings) {
+    nlohmann::ordered_json item;
+    item["id"] = finding.id;
+    item["area"] = finding.area;
+    item["severity"] = std::string(SeverityName(finding.severity));
+    nlohmann::ordered_json scope = nlohmann::ordered_json::object();
+    for (const auto& [key, value] : finding.scope) scope[key] = value;
+    item["scope"] = std::move(scope);
+    item["observed"] = finding.observed;
+    item["expected"] = finding.expected;
+    item["advice"] = finding.advice;
+    item["fix"] = finding.fix;
+    item["runbook"] = finding.runbook;
+    list.push_back(std::move(item));
+  }
+  out["findings"] = std::move(list);
+  nlohmann::ordered_json summary;
+  const auto count = Count(findings);
+  for (Severity severity : kSeverities) {
+    summary[std::string(SeverityName(severity))] = count.at(severity);
+  }
+  out["summary"] = std::move(summary);
+  // Label values from drivers may hold invalid UTF-8: replace rather than throw.
+  return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
+  const auto json = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) return std::unexpected("not a JSON object");
+  try {
+    if (json.at("schema_version").get<int>() != 1) {
+      return std::unexpected("schema_version " + json.at("schema_version").dump() +
+                             ", this doctor reads 1");
+    }
+    ParsedReport report;
+    report.context.host = json.at("host").get<std::string>();
+    report.context.generated = json.at("generated").get<std::string>();
+    report.context.window_seconds = json.at("window_seconds").get<double>();
+    for (const auto& item : json.at("findings")) {
+      Finding finding;
+      finding.id = item.at("id").get<std::string>();
+      finding.area = item.at("area").get<std::string>();
+      const std::string severity = item.at("severity").get<std::string>();
+      bool known = false;
+      for (Severity candidate : kSeverities) {
+        if (SeverityName(candidate) == severity) {
+          finding.severity = candidate;
+          known = true;
+        }
+      }
+      if (!known) return std::unexpected("unknown severity " + severity);
+      for (const auto& [key, value] : item.at("scope").items()) {
+        finding.scope.emplace_back(key, value.get<std::string>());
+      }
+      finding.observed = item.at("observed").get<std::string>();
+      finding.expected = item.at("expected").get<std::string>();
+      finding.advice = item.at("advice").get<std::string>();
+      finding.fix = item.at("fix").get<std::string>();
+      finding.runbook = item.at("runbook").get<std::string>();
+      report.findings.push_back(std::move(finding));
+    }
+    return report;
+  } catch (const nlohmann::json::exception& e) {
+    return std::unexpected(std::string("not a doctor report: ") + e.what());
+  }
+}
+
+std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
+                       bool colour) {
+  const auto count = Count(findings);
+  std::string text =
+      "rdmascope doctor on " + context.host + " (window " + Window(context.window_seconds) + "): ";
+  for (Severity severity : kSeverities) {
+    text += std::to_string(count.at(severity)) + " " + std::string(SeverityName(severity)) +
+            (severity == Severity::kSkip ? "\n" : ", ");
+  }
+  const char* reset = colour ? "\033[0m" : "";
+  std::string area;
+  for (const Finding& finding : findings) {
+    if (finding.area != area) {
+      area = finding.area;
+      text += std::string("\n== ") + AreaTitle(area) + " ==\n";
+    }
+    std::string tag(SeverityName(finding.severity));
+    for (char& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    text += std::string(colour ? Colour(finding.severity) : "") + "[" + tag + "]" + reset + " " +
+            finding.id;
+    const std::string scope = ScopeText(finding.scope);
+    if (!scope.empty()) text += "  " + scope;
+    text += "\n";
+    // ok and skip fit one line: what was seen, or why the check did not run.
+    if (finding.severity == Severity::kOk || finding.severity == Severity::kSkip) {
+      text += "       " + finding.observed + "\n";
+      continue;
+    }
+    text += "       observed: " + finding.observed + "\n";
+    text += "       expected: " + finding.expected + "\n";
+    text += "       advice:   " + finding.advice + "\n";
+    if (!finding.fix.empty()) text += "       fix:      " + finding.fix + "\n";
+    text += "       runbook:  " + finding.runbook + "\n";
+  }
+  return text;
+}
+
+int ExitCode(const std::vector<Finding>& findings, const DoctorOptions& options) {
+  bool warn = false;
+  for (const Finding& finding : findings) {
+    if (finding.severity == Severity::kCrit) return 2;
+    warn |= finding.severity == Severity::kWarn;
+  }
+  return warn && !options.fail_on_crit_only ? 1 : 0;
+}
+
+}  // namespace rdmascope::doctor

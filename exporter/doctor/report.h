@@ -1,0 +1,42 @@
+// Doctor's output: text for a person (grouped by area, worst first, colour on a terminal only)
+// or JSON for a fleet tool (docs/doctor.md), on stdout; logs go to stderr. The exit code
+// follows the Nagios convention.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "doctor/finding.h"
+#include "doctor/options.h"
+
+namespace rdmascope::doctor {
+
+struct ReportContext {
+  std::string host;
+  std::string generated;  // RFC 3339 UTC
+  double window_seconds = 0;
+};
+
+inline constexpr int kExitCannotRun = 3;  // Nagios UNKNOWN: doctor itself could not run
+
+// Findings in report order: by area (links, roce, queues, memory, host), then crit, warn,
+// info, ok, skip, then id; stable otherwise (collection order).
+void SortFindings(std::vector<Finding>& findings);
+
+std::string RenderJson(const std::vector<Finding>& findings, const ReportContext& context);
+// A document RenderJson made (schema_version 1), read back: what `doctor --exporter` gets from
+// /doctor. The error says what is wrong with it (not JSON, another schema, a missing field).
+struct ParsedReport {
+  std::vector<Finding> findings;
+  ReportContext context;
+};
+std::expected<ParsedReport, std::string> ParseJson(const std::string& text);
+
+std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
+                       bool colour);
+
+// 0 ok/info (and skip), 1 warn (0 with --fail-on=crit), 2 crit.
+int ExitCode(const std::vector<Finding>& findings, const DoctorOptions& options);
+
+}  // namespace rdmascope::doctor

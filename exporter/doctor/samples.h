@@ -1,0 +1,98 @@
+// A snapshot of what the collectors produced in one run (the families /metrics would serve),
+// indexed so that checks find series by name and labels, plus each collector's outcome. Checks
+// read only this: they never touch the host, so doctor and the exporter cannot disagree.
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace rdmascope::doctor {
+
+struct Sample {
+  std::map<std::string, std::string> labels;
+  double value = 0;
+
+  // The label's value, "" when absent (as PromQL treats a missing label).
+  const std::string& Label(const std::string& name) const;
+};
+
+// How a collector fared in this run; a collector absent from the map was disabled.
+struct CollectorOutcome {
+  bool failed = false;
+  bool no_data = false;
+  std::string detail;       // the error of a failed collector, or what it saw
+  std::string probe_error;  // why its eBPF probes did not attach (empty if they did)
+};
+
+using Matchers = std::vector<std::pair<std::string, std::string>>;  // label == value, all
+
+class Snapshot;
+
+// What a running exporter kept over time (doctor/history.h), attached to the snapshot of a
+// /doctor request. Snapshots doctor collected itself have none: their history checks skip.
+struct HistoryView {
+  std::shared_ptr<const Snapshot> first;              // the first collection after start, whole
+  std::vector<std::shared_ptr<const Snapshot>> kept;  // trend series only, oldest first
+
+  // The oldest kept snapshot holding the series `name` with exactly these labels, nullptr when
+  // none does (the subject appeared after the last kept snapshot).
+  const Snapshot* Earliest(std::string_view name,
+                           const std::map<std::string, std::string>& labels) const;
+};
+
+class Snapshot {
+ public:
+  // `seconds`: when the collection ran, on a monotonic clock (only differences matter).
+  // Histograms are indexed as NAME_sum and NAME_count.
+  Snapshot(const std::vector<prometheus::MetricFamily>& families, double seconds,
+           std::map<std::string, CollectorOutcome> collectors = {});
+
+  // Series of `name` whose labels equal every matcher, in exposition order.
+  std::vector<const Sample*> Find(std::string_view name, const Matchers& matchers = {}) const;
+  // The first such series' value.
+  std::optional<double> Value(std::string_view name, const Matchers& matchers = {}) const;
+  // The series of `name` with exactly these labels.
+  const Sample* Exact(std::string_view name,
+                      const std::map<std::string, std::string>& labels) const;
+
+  double seconds() const { return seconds_; }
+
+  // A copy holding only the series of these names (and no collector outcomes): what the
+  // history ring keeps, so that its memory grows with the trend series, not with /metrics.
+  Snapshot Only(std::span<const std::string_view> names) const;
+  size_t SeriesCount() const;
+
+  // The exporter's history, when the snapshot was taken by `serve` for /doctor; else nullptr.
+  const HistoryView* history() const { return history_.get(); }
+  void set_history(std::shared_ptr<const HistoryView> history) { history_ = std::move(history); }
+
+  // Why data of `collector` is missing from this snapshot: disabled, or failed with its error.
+  // nullopt when it ran (and when the snapshot records no collectors at all, as in tests that
+  // build families by hand).
+  std::optional<std::string> Unavailable(std::string_view collector) const;
+  const std::map<std::string, CollectorOutcome>& collectors() const { return collectors_; }
+
+ private:
+  std::map<std::string, std::vector<Sample>, std::less<>> series_;
+  double seconds_;
+  std::map<std::string, CollectorOutcome> collectors_;
+  std::shared_ptr<const HistoryView> history_;
+};
+
+// The increase of counter series `series` (taken from the later snapshot) since `before`;
+// nullopt when it is absent from `before`, or went down (a counter reset: a driver reload, a reused
+// pid), which gives no honest figure.
+std::optional<double> Increase(const Snapshot& before, std::string_view name, const Sample& series);
+// The same per second; nullopt also when no time passed.
+std::optional<double> Rate(const Snapshot& now, const Snapshot& before, std::string_view name,
+                           const Sample& series);
+
+}  // namespace rdmascope::doctor

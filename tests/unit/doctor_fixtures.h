@@ -1,0 +1,225 @@
+// Snapshots for the doctor tests, built as the collectors build them (MetricSet families with
+// the names and labels of docs/metrics.md): a host where every check fires, and a healthy one.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/metric_set.h"
+#include "doctor/samples.h"
+
+namespace rdmascope::doctor::testing {
+
+class Families {
+ public:
+  Families& Gauge(std::string_view name, const std::vector<Label>& labels, double value) {
+    return Add(name, prometheus::MetricType::Gauge, labels, value);
+  }
+  Families& Counter(std::string_view name, const std::vector<Label>& labels, double value) {
+    return Add(name, prometheus::MetricType::Counter, labels, value);
+  }
+  Families& Histogram(std::string_view name, std::initializer_list<Label> labels, double sum,
+                      uint64_t count) {
+    set_.AddHistogram({name, "test", prometheus::MetricType::Histogram}, labels, {}, sum, count);
+    return *this;
+  }
+  Snapshot Build(double seconds, std::map<std::string, CollectorOutcome> collectors = {}) {
+    return Snapshot(set_.Take(), seconds, std::move(collectors));
+  }
+
+ private:
+  Families& Add(std::string_view name, prometheus::MetricType type,
+                const std::vector<Label>& labels, double value) {
+    set_.Add({name, "test", type}, labels, value);
+    return *this;
+  }
+  MetricSet set_;
+};
+
+// Every collector ran.
+inline std::map<std::string, CollectorOutcome> AllRan() {
+  std::map<std::string, CollectorOutcome> ran;
+  for (const char* name :
+       {"ethtool", "rdma", "resources", "mr", "verbs", "perf", "occupancy", "host"}) {
+    ran[name] = {.detail = "test"};
+  }
+  return ran;
+}
+
+// The host collector's series and the device identity and GID table (checks_nic.cc,
+// checks_gid.cc, checks_host_tuning.cc): mlx5_0 trained x8 of x16 (bad), two NICs of one board
+// on different firmware, no routable RoCE v2 GID, eth2's IRQs and XPS mostly on the other node,
+// UC QPs, CQE compression off, THP always, the huge page pool exhausted,
+// numa_balancing on, CPUs on powersave, a process with an 8 MiB memlock limit.
+inline void AddHostTuning(Families& f, bool bad) {
+  for (const char* kind : {"current", "max"}) {
+    const bool current = std::string_view(kind) == "current";
+    for (const char* end : {"device", "upstream"}) {
+      if (current && std::string_view(end) == "upstream") continue;
+      const std::vector<Label> link{
+          {"device", "mlx5_0"}, {"pci_address", "0000:3b:00.0"}, {"end", end}, {"kind", kind}};
+      f.Gauge("rdma_pcie_link_speed_transfers_per_second", link, 16e9);
+      f.Gauge("rdma_pcie_link_width_lanes", link, current && bad ? 8 : 16);
+    }
+  }
+  for (const auto& [device, fw] : {std::pair{"mlx5_0", "22.36.1010"},
+                                   std::pair{"mlx5_1", bad ? "22.35.1012" : "22.36.1010"}}) {
+    f.Gauge("rdma_device_info",
+            {{"device", device},
+             {"node_type", "CA"},
+             {"fw_ver", fw},
+             {"board_id", "MT_0000000359"},
+             {"hca_type", "MT4125"},
+             {"node_guid", ""}},
+            1);
+  }
+  f.Gauge("rdma_port_gid_info",
+          {{"device", "mlx5_0"},
+           {"port", "1"},
+           {"index", "1"},
+           {"gid", "fe80:0000:0000:0000:bace:f6ff:fee4:1a2c"},
+           {"type", "RoCE v2"},
+           {"netdev", "eth2"}},
+          1);
+  if (!bad) {
+    f.Gauge("rdma_port_gid_info",
+            {{"device", "mlx5_0"},
+             {"port", "1"},
+             {"index", "3"},
+             {"gid", "0000:0000:0000:0000:0000:ffff:c0a8:0a0b"},
+             {"type", "RoCE v2"},
+             {"netdev", "eth2"}},
+            1);
+  }
+  for (const char* mode : {"always", "madvise", "never"}) {
+    f.Gauge("rdma_host_transparent_hugepage_mode", {{"mode", mode}},
+            std::string_view(mode) == (bad ? "always" : "madvise") ? 1 : 0);
+  }
+  f.Gauge("rdma_host_hugepages", {{"state", "total"}}, 512);
+  f.Gauge("rdma_host_hugepages", {{"state", "free"}}, bad ? 0 : 100);
+  f.Gauge("rdma_host_hugepage_size_bytes", {}, 2 * 1024 * 1024);
+  f.Gauge("rdma_host_numa_balancing", {}, bad ? 1 : 0);
+  f.Gauge("rdma_process_qps",
+          {{"device", "mlx5_0"},
+           {"pid", "4242"},
+           {"comm", "trainer"},
+           {"type", bad ? "UC" : "RC"},
+           {"state", "RTS"}},
+          4);
+  f.Gauge("rdma_netdev_private_flag", {{"device", "eth2"}, {"flag", "rx_cqe_compress"}},
+          bad ? 0 : 1);
+  f.Gauge("rdma_netdev_irq_local_node_ratio", {{"device", "eth2"}}, bad ? 0.25 : 1);
+  f.Gauge("rdma_netdev_xps_configured_ratio", {{"device", "eth2"}}, 1);
+  f.Gauge("rdma_netdev_xps_local_node_ratio", {{"device", "eth2"}}, bad ? 0.25 : 1);
+  f.Gauge("rdma_host_cpu_frequency_governor_cpus",
+          {{"governor", bad ? "powersave" : "performance"}}, 8);
+  if (bad) {
+    f.Gauge("rdma_process_locked_memory_limit_bytes", {{"pid", "31"}, {"comm", "small"}},
+            8.0 * (1 << 20));
+  }
+}
+
+// One host, 10 s apart: `bad` makes every check fire, otherwise everything is healthy.
+// Counters are `base` in the earlier snapshot, `base + increase` in the later one.
+inline Snapshot Host(bool bad, bool later) {
+  const double t = later ? 110 : 100;
+  const auto counter = [later](double base, double increase) {
+    return later ? base + increase : base;
+  };
+  Families f;
+  // A RoCE port (mlx5_0, netdev eth2) and an InfiniBand port (mlx5_1); port 2 of mlx5_1 is
+  // cabled but down when bad, Disabled when healthy.
+  f.Gauge("rdma_port_info",
+          {{"device", "mlx5_0"},
+           {"port", "1"},
+           {"link_layer", "Ethernet"},
+           {"state", "ACTIVE"},
+           {"phys_state", "LinkUp"},
+           {"netdev", "eth2"}},
+          1);
+  f.Gauge("rdma_port_info",
+          {{"device", "mlx5_1"},
+           {"port", "1"},
+           {"link_layer", "InfiniBand"},
+           {"state", "ACTIVE"},
+           {"phys_state", "LinkUp"},
+           {"netdev", ""}},
+          1);
+  f.Gauge("rdma_port_info",
+          {{"device", "mlx5_1"},
+           {"port", "2"},
+           {"link_layer", "InfiniBand"},
+           {"state", bad ? "INIT" : "DOWN"},
+           {"phys_state", bad ? "LinkUp" : "Disabled"},
+           {"netdev", ""}},
+          1);
+  f.Gauge("rdma_port_state", {{"device", "mlx5_0"}, {"port", "1"}}, 4);
+  f.Gauge("rdma_port_state", {{"device", "mlx5_1"}, {"port", "1"}}, 4);
+  f.Gauge("rdma_port_state", {{"device", "mlx5_1"}, {"port", "2"}}, bad ? 2 : 1);
+  f.Gauge("rdma_port_physical_state", {{"device", "mlx5_0"}, {"port", "1"}}, 5);
+  f.Gauge("rdma_port_physical_state", {{"device", "mlx5_1"}, {"port", "1"}}, 5);
+  f.Gauge("rdma_port_physical_state", {{"device", "mlx5_1"}, {"port", "2"}}, bad ? 5 : 3);
+  f.Gauge("rdma_device_numa_node", {{"device", "mlx5_0"}}, 1);
+  f.Counter("rdma_port_symbol_errors_total", {{"device", "mlx5_1"}, {"port", "1"}},
+            counter(bad ? 31 : 2, bad ? 4 : 0));
+  f.Counter("rdma_port_link_downed_total", {{"device", "mlx5_1"}, {"port", "1"}},
+            counter(1, bad ? 1 : 0));
+  f.Counter("rdma_port_transmit_wait_total", {{"device", "mlx5_1"}, {"port", "1"}},
+            counter(bad ? 5000 : 10, 0));
+  f.Gauge("rdma_port_stat_saturated",
+          {{"device", "mlx5_1"}, {"port", "1"}, {"counter", "symbol_error"}}, bad ? 1 : 0);
+  f.Gauge("rdma_port_stat_saturated",
+          {{"device", "mlx5_1"}, {"port", "1"}, {"counter", "port_xmit_data"}}, 1);
+  f.Counter("rdma_port_hw_counter_total",
+            {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "local_ack_timeout_err"}},
+            counter(1000, bad ? 150 : 5));
+  f.Counter("rdma_port_hw_counter_total",
+            {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "packet_seq_err"}},
+            counter(20, bad ? 10 : 0));
+  f.Counter("rdma_port_hw_counter_total",
+            {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "out_of_buffer"}},
+            counter(7, bad ? 30 : 0));
+  f.Gauge("rdma_port_active_mtu_bytes", {{"device", "mlx5_0"}, {"port", "1"}}, bad ? 1024 : 4096);
+  f.Gauge("rdma_port_max_mtu_bytes", {{"device", "mlx5_0"}, {"port", "1"}}, 4096);
+  // The RoCE netdev and a management NIC whose CRC errors are not RDMA's.
+  f.Gauge("rdma_netdev_mtu_bytes", {{"device", "eth2"}}, bad ? 1500 : 9000);
+  f.Gauge("rdma_netdev_mtu_bytes", {{"device", "eno1"}}, 1500);
+  f.Counter("rdma_netdev_crc_errors_total", {{"device", "eth2"}}, counter(3, bad ? 2 : 0));
+  f.Counter("rdma_netdev_crc_errors_total", {{"device", "eno1"}}, counter(3, 50));
+  f.Gauge("rdma_netdev_pfc_enabled", {{"device", "eth2"}, {"priority", "3"}}, bad ? 0 : 1);
+  f.Gauge("rdma_netdev_pfc_enabled", {{"device", "eth2"}, {"priority", "0"}}, 0);
+  f.Counter("rdma_netdev_pause_frames_total",
+            {{"device", "eth2"}, {"direction", "rx"}, {"priority", "global"}},
+            counter(0, bad ? 40 : 0));
+  f.Counter("rdma_netdev_pause_storm_events_total", {{"device", "eth2"}, {"level", "error"}},
+            counter(0, bad ? 1 : 0));
+  f.Gauge("rdma_netdev_coalesce_usecs", {{"device", "eth2"}, {"direction", "rx"}}, bad ? 0 : 8);
+  f.Gauge("rdma_netdev_coalesce_adaptive", {{"device", "eth2"}, {"direction", "rx"}}, 0);
+  // Queues of one process: CQ 31 entries fed by 128 WRs (bad) or 256 by 128 (healthy).
+  const std::vector<Label> cq{
+      {"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}, {"cq", "3"}};
+  f.Gauge("rdma_cq_capacity_entries", cq, bad ? 31 : 256);
+  f.Gauge("rdma_cq_feeding_wrs", cq, 128);
+  const std::vector<Label> srq{
+      {"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}, {"srq", "1"}};
+  f.Gauge("rdma_srq_max_wrs", srq, 1024);
+  f.Gauge("rdma_srq_limit_wrs", srq, bad ? 0 : 64);
+  // Registrations and pinned memory.
+  const std::vector<Label> proc{{"pid", "4242"}, {"comm", "trainer"}};
+  f.Counter("rdma_mr_registrations_total", proc, 200);
+  f.Counter("rdma_mr_length_not_page_multiple_total", proc, bad ? 50 : 0);
+  f.Counter("rdma_mr_not_hugepage_aligned_bytes_total", proc, bad ? 3.0 * (1 << 30) : 0);
+  f.Histogram("rdma_mr_registration_size_bytes", {{"comm", "trainer"}}, 4.0 * (1 << 30), 200);
+  f.Gauge("rdma_process_pinned_bytes", proc, bad ? 60.0 * (1 << 20) : 4.0 * (1 << 20));
+  f.Gauge("rdma_process_locked_memory_limit_bytes", proc, 64.0 * (1 << 20));
+  f.Gauge("rdma_process_remote_numa_thread_ratio",
+          {{"pid", "4242"}, {"comm", "trainer"}, {"device", "mlx5_0"}}, bad ? 0.75 : 0);
+  AddHostTuning(f, bad);
+  // The exporter itself.
+  f.Gauge("rdmascope_probe_attached", {{"probe", "mr"}}, 1);
+  f.Gauge("rdmascope_probe_attached", {{"probe", "verbs"}}, 1);
+  return f.Build(t, AllRan());
+}
+
+}  // namespace rdmascope::doctor::testing

@@ -1,0 +1,294 @@
+// Doctor's report: the JSON schema (golden file), the text layout, the exit codes and
+// --fail-on, and the invariant that every finding that asks for action says what to do and
+// links a runbook section that exists.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "cli/doctor.h"
+#include "cli/http_get.h"
+#include "doctor/checks.h"
+#include "doctor/report.h"
+#include "unit/doctor_fixtures.h"
+
+namespace rdmascope::doctor {
+namespace {
+
+using testing::Host;
+
+const std::string kFixtures = RDMASCOPE_FIXTURES;
+
+std::vector<Finding> BadHost(bool window = true) {
+  const Snapshot before = Host(true, false);
+  auto findings = RunChecks(Host(true, true), window ? &before : nullptr, {});
+  SortFindings(findings);
+  return findings;
+}
+
+// GitHub-style anchors of the runbook's "## " headings, as tests/rules/check_rules.py reads them.
+std::set<std::string> RunbookAnchors() {
+  std::ifstream in(kFixtures + "/../../docs/runbook.md");
+  std::set<std::string> anchors;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("## ")) continue;
+    std::string anchor;
+    for (char c : line.substr(3)) {
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        anchor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else if (c == ' ' || c == '-') {
+        anchor += '-';
+      }
+    }
+    anchors.insert(anchor);
+  }
+  return anchors;
+}
+
+Finding WithSeverity(Severity severity) {
+  Finding finding;
+  finding.id = "test.one";
+  finding.area = "host";
+  finding.severity = severity;
+  return finding;
+}
+
+TEST(DoctorReport, EveryFindingThatAsksForActionHasAdviceAndAnExistingRunbookAnchor) {
+  const auto anchors = RunbookAnchors();
+  ASSERT_GT(anchors.size(), 20U);
+  std::vector<Finding> all = BadHost(true);
+  const auto no_window = BadHost(false);
+  all.insert(all.end(), no_window.begin(), no_window.end());
+  for (const Check& check : AllChecks()) {
+    EXPECT_TRUE(anchors.contains(std::string(check.runbook))) << check.id;
+  }
+  size_t actionable = 0;
+  for (const Finding& finding : all) {
+    const std::string prefix = "docs/runbook.md#";
+    ASSERT_TRUE(finding.runbook.starts_with(prefix)) << finding.id;
+    EXPECT_TRUE(anchors.contains(finding.runbook.substr(prefix.size())))
+        << finding.id << " " << finding.runbook;
+    EXPECT_FALSE(finding.id.empty());
+    EXPECT_TRUE(finding.id.starts_with(finding.area + ".")) << finding.id;
+    if (finding.severity == Severity::kOk || finding.severity == Severity::kSkip) continue;
+    ++actionable;
+    EXPECT_FALSE(finding.advice.empty()) << finding.id;
+    EXPECT_FALSE(finding.observed.empty()) << finding.id;
+    EXPECT_FALSE(finding.expected.empty()) << finding.id;
+    // The advice carries a figure, the computed number a person acts on; a port's state has
+    // none to give.
+    if (finding.id != "links.port_state") {
+      EXPECT_TRUE(std::regex_search(finding.advice, std::regex("[0-9]"))) << finding.advice;
+    }
+  }
+  EXPECT_GT(actionable, 15U);
+}
+
+TEST(DoctorReport, JsonMatchesTheGoldenFile) {
+  const std::string json = RenderJson(
+      BadHost(),
+      {.host = "golden-host", .generated = "2026-01-01T00:00:00Z", .window_seconds = 10});
+  const std::string golden = kFixtures + "/golden/doctor.json";
+  if (const char* update = std::getenv("RDMASCOPE_UPDATE_GOLDEN"); update && *update == '1') {
+    std::ofstream(golden) << json;
+  }
+  std::ifstream in(golden);
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(json, expected.str()) << "RDMASCOPE_UPDATE_GOLDEN=1 rewrites " << golden;
+}
+
+TEST(DoctorReport, JsonSchema) {
+  const auto findings = BadHost();
+  const auto doc = nlohmann::json::parse(RenderJson(findings, {.host = "h", .generated = "g"}));
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["host"], "h");
+  ASSERT_EQ(doc["findings"].size(), findings.size());
+  int total = 0;
+  for (const char* severity : {"ok", "info", "warn", "crit", "skip"}) {
+    total += doc["summary"][severity].get<int>();
+  }
+  EXPECT_EQ(total, static_cast<int>(findings.size()));
+  for (const auto& finding : doc["findings"]) {
+    for (const char* key :
+         {"id", "area", "severity", "scope", "observed", "expected", "advice", "fix", "runbook"}) {
+      EXPECT_TRUE(finding.contains(key)) << key;
+    }
+    EXPECT_TRUE(finding["scope"].is_object());
+  }
+}
+
+TEST(DoctorReport, JsonSurvivesInvalidUtf8InLabels) {
+  Finding finding = WithSeverity(Severity::kOk);
+  finding.scope = {{"netdev", "we\xff\xfeird"}};
+  EXPECT_NO_THROW(nlohmann::json::parse(RenderJson({finding}, {})));
+}
+
+TEST(DoctorReport, TextGroupsByAreaWorstFirstWithoutColourUnlessAsked) {
+  const auto findings = BadHost();
+  const std::string text = RenderText(findings, {.host = "h", .window_seconds = 10}, false);
+  EXPECT_EQ(text.find('\033'), std::string::npos);
+  const size_t links = text.find("== Links and ports ==");
+  const size_t roce = text.find("== RoCE network configuration ==");
+  const size_t host = text.find("== Host and exporter ==");
+  ASSERT_NE(links, std::string::npos);
+  EXPECT_LT(links, roce);
+  EXPECT_LT(roce, host);
+  // Within links the critical port comes before the warnings and the oks.
+  EXPECT_LT(text.find("[CRIT] links.port_state"), text.find("[WARN] links."));
+  EXPECT_LT(text.find("[WARN] links."), text.find("[OK] links."));
+  EXPECT_NE(text.find("fix:      ip link set dev eth2 mtu 4200"), std::string::npos);
+  EXPECT_NE(RenderText(findings, {}, true).find("\033[1;31m[CRIT]"), std::string::npos);
+}
+
+TEST(DoctorReport, ExitCodesFollowNagiosAndFailOn) {
+  DoctorOptions warn_fails;
+  DoctorOptions crit_only;
+  crit_only.fail_on_crit_only = true;
+  const std::vector<Finding> quiet{WithSeverity(Severity::kOk), WithSeverity(Severity::kInfo),
+                                   WithSeverity(Severity::kSkip)};
+  EXPECT_EQ(ExitCode(quiet, warn_fails), 0);
+  EXPECT_EQ(ExitCode({}, warn_fails), 0);
+  auto warn = quiet;
+  warn.push_back(WithSeverity(Severity::kWarn));
+  EXPECT_EQ(ExitCode(warn, warn_fails), 1);
+  EXPECT_EQ(ExitCode(warn, crit_only), 0);
+  auto crit = warn;
+  crit.push_back(WithSeverity(Severity::kCrit));
+  EXPECT_EQ(ExitCode(crit, warn_fails), 2);
+  EXPECT_EQ(ExitCode(crit, crit_only), 2);
+  EXPECT_EQ(ExitCode(BadHost(), warn_fails), 2);
+}
+
+TEST(DoctorReport, JsonReadsBackAsItWasWritten) {
+  const auto findings = BadHost();
+  const ReportContext context{
+      .host = "h", .generated = "2026-01-01T00:00:00Z", .window_seconds = 10};
+  const std::string json = RenderJson(findings, context);
+  const auto parsed = ParseJson(json);
+  ASSERT_TRUE(parsed.has_value()) << parsed.error();
+  EXPECT_EQ(RenderJson(parsed->findings, parsed->context), json);
+  EXPECT_EQ(RenderText(parsed->findings, parsed->context, false),
+            RenderText(findings, context, false));
+}
+
+TEST(DoctorReport, JsonThatIsNotAReportIsRefusedWithTheReason) {
+  EXPECT_EQ(ParseJson("<html>").error(), "not a JSON object");
+  EXPECT_EQ(ParseJson("[1]").error(), "not a JSON object");
+  EXPECT_EQ(ParseJson(R"({"schema_version": 2})").error(), "schema_version 2, this doctor reads 1");
+  EXPECT_NE(ParseJson(R"({"schema_version": 1, "host": "h"})").error().find("not a doctor report"),
+            std::string::npos);
+  std::string json = RenderJson(BadHost(), {.host = "h", .generated = "g"});
+  json.replace(json.find("\"crit\""), 6, "\"dire\"");
+  EXPECT_EQ(ParseJson(json).error(), "unknown severity dire");
+}
+
+// --- /doctor in serve (cli/doctor.h DoctorService) -----------------------------------------
+
+// The mr collector of a process that registers 1 MiB more at every collection and keeps old
+// regions, or (`port`) the rdma collector of a port whose retransmissions rise 1000 a collection.
+class LeakingHost : public Collector {
+ public:
+  explicit LeakingHost(bool port) : port_(port) {}
+  CollectResult Collect(MetricSet& out) const override {
+    const double n = ++calls_;
+    if (port_) {
+      out.Add({"rdma_port_hw_counter_total", "t", prometheus::MetricType::Counter},
+              {{"device", "rxe0"}, {"port", "1"}, {"counter", "local_ack_timeout_err"}}, n * 1000);
+      return {.detail = "test"};
+    }
+    out.Add({"rdma_mr_outstanding_bytes", "t", prometheus::MetricType::Gauge},
+            {{"pid", "4242"}, {"comm", "mr_leaker"}}, n * 1048576);
+    out.Add({"rdma_mr_leak_suspect_bytes", "t", prometheus::MetricType::Gauge},
+            {{"pid", "4242"}, {"comm", "mr_leaker"}}, 1048576);
+    return {.detail = "test"};
+  }
+
+ private:
+  bool port_;
+  mutable std::atomic<int> calls_{0};
+};
+
+std::unique_ptr<DoctorService> LeakingService() {
+  std::vector<NamedCollector> collectors;
+  collectors.push_back({"mr", std::make_unique<LeakingHost>(false)});
+  collectors.push_back({"rdma", std::make_unique<LeakingHost>(true)});
+  auto runner =
+      std::make_shared<CollectorRunner>(std::move(collectors), BuildInfo{"t", "t"}, "/proc");
+  // A tick of an hour: only the synchronous first collection at start is kept, the test does
+  // not race the thread.
+  return std::make_unique<DoctorService>(runner, std::map<std::string, std::string>{}, 3600);
+}
+
+TEST(DoctorRoute, ServesTheReportWithHistoryAtSlashDoctor) {
+  auto service = LeakingService();
+  DebugRoutes routes;
+  service->AddRoute(routes);
+  ASSERT_TRUE(routes.contains("/doctor"));
+  const auto report = ParseJson(routes.at("/doctor")(""));
+  ASSERT_TRUE(report.has_value()) << report.error();
+  EXPECT_GT(report->context.window_seconds, 0);  // counter rates since start
+  const Finding* leak = nullptr;
+  const Finding* retrans = nullptr;
+  for (const Finding& f : report->findings) {
+    if (f.id == "memory.mr_leak") leak = &f;
+    if (f.id == "links.retransmissions") retrans = &f;
+  }
+  ASSERT_NE(leak, nullptr);
+  EXPECT_EQ(leak->severity, Severity::kWarn);
+  EXPECT_EQ(leak->scope, (Scope{{"pid", "4242"}, {"comm", "mr_leaker"}}));
+  EXPECT_NE(leak->observed.find("1 MiB -> 2 MiB"), std::string::npos) << leak->observed;
+  ASSERT_NE(retrans, nullptr);
+  EXPECT_NE(retrans->severity, Severity::kSkip) << retrans->observed;
+  // The same schema as `doctor --format json`.
+  const auto json = nlohmann::json::parse(routes.at("/doctor")(""));
+  EXPECT_EQ(json["schema_version"], 1);
+  EXPECT_TRUE(json.contains("summary"));
+}
+
+TEST(DoctorRoute, WindowZeroSkipsTheCounterChecksAndABadWindowIsRefused) {
+  auto service = LeakingService();
+  const auto report = ParseJson(service->Report("window=0s"));
+  ASSERT_TRUE(report.has_value()) << report.error();
+  EXPECT_EQ(report->context.window_seconds, 0);
+  for (const Finding& f : report->findings) {
+    if (f.id == "links.retransmissions") {
+      EXPECT_EQ(f.severity, Severity::kSkip);
+    }
+    if (f.id == "memory.mr_leak") {
+      EXPECT_EQ(f.severity, Severity::kWarn);  // history still
+    }
+  }
+  EXPECT_THROW(service->Report("window=soon"), std::invalid_argument);
+  EXPECT_THROW(service->Report("x=1&window=2h"), std::invalid_argument);
+}
+
+// --- doctor --exporter's URL (cli/http_get.h); the client itself: tests/e2e/doctor_exporter.py
+
+TEST(DoctorExporterUrl, HttpOnlyWithHostPortAndPath) {
+  const auto plain = ParseHttpUrl("http://127.0.0.1:9879");
+  ASSERT_TRUE(plain.has_value()) << plain.error();
+  EXPECT_EQ(plain->host, "127.0.0.1");
+  EXPECT_EQ(plain->port, "9879");
+  EXPECT_EQ(plain->path, "");
+  const auto v6 = ParseHttpUrl("http://[::1]:19879/rdma/");
+  ASSERT_TRUE(v6.has_value()) << v6.error();
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, "19879");
+  EXPECT_EQ(v6->path, "/rdma");  // doctor appends /doctor
+  EXPECT_EQ(ParseHttpUrl("http://node17")->port, "80");
+  for (const char* bad : {"https://127.0.0.1:9879", "127.0.0.1:9879", "http://", "http://:9879",
+                          "http://h:", "http://h:0", "http://h:65536", "http://h:9x",
+                          "http://u:p@h:1", "http://[::1:1"}) {
+    EXPECT_FALSE(ParseHttpUrl(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace rdmascope::doctor
