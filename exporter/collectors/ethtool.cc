@@ -53,6 +53,10 @@ constexpr MetricDesc kCoalesceUsecs{"rdma_netdev_coalesce_usecs",
 constexpr MetricDesc kCoalesceAdaptive{"rdma_netdev_coalesce_adaptive",
                                        "1 if adaptive interrupt coalescing is on.",
                                        MetricType::Gauge};
+constexpr MetricDesc kPrivateFlag{"rdma_netdev_private_flag",
+                                  "1 if the driver's private flag is on (ethtool "
+                                  "--show-priv-flags; mlx5 rx_cqe_compress...).",
+                                  MetricType::Gauge};
 constexpr MetricDesc kNuma{"rdma_netdev_numa_node",
                            "NUMA node of the interface's device (-1: the platform reports none).",
                            MetricType::Gauge};
@@ -148,6 +152,11 @@ void MapConfig(const NetdevSnapshot& dev, MetricSet& out) {
             dev.coalesce->adaptive_rx ? 1 : 0);
     out.Add(kCoalesceAdaptive, {{"device", dev.name}, {"direction", "tx"}},
             dev.coalesce->adaptive_tx ? 1 : 0);
+  }
+  if (dev.private_flags) {
+    for (const auto& [flag, on] : *dev.private_flags) {
+      out.Add(kPrivateFlag, {{"device", dev.name}, {"flag", flag}}, on ? 1 : 0);
+    }
   }
   if (dev.pfc) {
     static constexpr std::string_view kPriorities[] = {"0", "1", "2", "3", "4", "5", "6", "7"};

@@ -48,6 +48,7 @@ std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) 
     snap.driver = Keep(ethtool->GetDriverInfo(name), name, "drvinfo");
     snap.stats = Keep(ethtool->GetStats(name), name, "stats");
     snap.coalesce = Keep(ethtool->GetCoalesce(name), name, "coalesce");
+    snap.private_flags = Keep(ethtool->GetPrivateFlags(name), name, "priv-flags");
     // PFC lives on physical ports. Interfaces without a parent device (veth, bridge, bond,
     // VLAN) have no DCB operations; skipping them saves a netlink round trip each.
     std::error_code ec;

@@ -19,6 +19,7 @@ struct NetdevSnapshot {
   std::optional<sys::DriverInfo> driver;
   std::optional<sys::EthtoolStats> stats;
   std::optional<sys::CoalesceSettings> coalesce;
+  std::optional<sys::PrivateFlags> private_flags;
   std::optional<sys::PfcConfig> pfc;
   std::optional<int64_t> mtu;
   std::optional<int64_t> numa_node;

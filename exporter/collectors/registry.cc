@@ -3,6 +3,7 @@
 #include <array>
 
 #include "collectors/ethtool.h"
+#include "collectors/host_tuning.h"
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
 #include "collectors/perf.h"
@@ -48,7 +49,11 @@ std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
   return std::make_unique<MrCollector>(config.mr, config.procfs, config.sysfs);
 }
 
-constexpr std::array<CollectorEntry, 7> kCollectors{{
+std::unique_ptr<Collector> MakeHostTuning(const ServeConfig& config) {
+  return std::make_unique<HostTuningCollector>(config.sysfs, config.procfs);
+}
+
+constexpr std::array<CollectorEntry, 8> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
@@ -68,6 +73,10 @@ constexpr std::array<CollectorEntry, 7> kCollectors{{
     {"occupancy",
      "Exact CQ and SRQ fill levels of applications run with librdmascope_preload.so (opt-in)", true,
      &MakeOccupancy},
+    {"host",
+     "Host tuning: PCIe link of RDMA devices against their capability, huge pages, THP, "
+     "numa_balancing, CPU frequency governors (sysfs, procfs)",
+     true, &MakeHostTuning},
 }};
 
 }  // namespace

@@ -234,6 +234,40 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
   return std::unexpected(last_error);
 }
 
+std::expected<PrivateFlags, int> Ethtool::GetPrivateFlags(std::string_view ifname) const {
+  // The flags are one u32 bitmap (ETHTOOL_GPFLAGS), so a driver has at most 32 of them; the
+  // set is fixed per driver (mlx5: mlx5e_priv_flags[]), unlike the stats.
+  constexpr uint32_t kMaxFlags = 32;
+  alignas(ethtool_sset_info) char info_buffer[sizeof(ethtool_sset_info) + sizeof(uint32_t)] = {};
+  auto* info = reinterpret_cast<ethtool_sset_info*>(info_buffer);
+  info->cmd = ETHTOOL_GSSET_INFO;
+  info->sset_mask = 1ULL << ETH_SS_PRIV_FLAGS;
+  if (const int err = Ioctl(ifname, info); err != 0) return std::unexpected(err);
+  if ((info->sset_mask & (1ULL << ETH_SS_PRIV_FLAGS)) == 0) return std::unexpected(EOPNOTSUPP);
+  uint32_t count;
+  std::memcpy(&count, info_buffer + sizeof(ethtool_sset_info), sizeof count);
+  if (count > kMaxFlags) return std::unexpected(EOVERFLOW);
+  if (count == 0) return PrivateFlags{};
+  // The kernel copies as many names as the driver has *now* (ethtool_get_strings()): room for
+  // the 32 a bitmap allows, so even a driver that changed between the calls cannot overrun.
+  std::vector<char> buffer(sizeof(ethtool_gstrings) + size_t{kMaxFlags} * ETH_GSTRING_LEN);
+  auto* strings = reinterpret_cast<ethtool_gstrings*>(buffer.data());
+  strings->cmd = ETHTOOL_GSTRINGS;
+  strings->string_set = ETH_SS_PRIV_FLAGS;
+  strings->len = count;
+  if (const int err = Ioctl(ifname, strings); err != 0) return std::unexpected(err);
+  if (strings->len != count) return std::unexpected(EAGAIN);  // not the set just counted
+  ethtool_value value{};
+  value.cmd = ETHTOOL_GPFLAGS;
+  if (const int err = Ioctl(ifname, &value); err != 0) return std::unexpected(err);
+  PrivateFlags flags;
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* name = reinterpret_cast<const char*>(strings->data) + size_t{i} * ETH_GSTRING_LEN;
+    flags.emplace_back(FixedString(name, ETH_GSTRING_LEN), ((value.data >> i) & 1U) != 0);
+  }
+  return flags;
+}
+
 std::expected<CoalesceSettings, int> Ethtool::GetCoalesce(std::string_view ifname) const {
   ethtool_coalesce coalesce{};
   coalesce.cmd = ETHTOOL_GCOALESCE;

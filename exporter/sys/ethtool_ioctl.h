@@ -27,6 +27,9 @@ struct CoalesceSettings {
   bool adaptive_tx = false;
 };
 
+// (name, on) in the driver's order, as `ethtool --show-priv-flags` prints them.
+using PrivateFlags = std::vector<std::pair<std::string, bool>>;
+
 // (name, value) in the driver's order, as `ethtool -S` prints them.
 using EthtoolStats = std::vector<std::pair<std::string, uint64_t>>;
 
@@ -47,6 +50,8 @@ class Ethtool {
   std::expected<DriverInfo, int> GetDriverInfo(std::string_view ifname) const;
   std::expected<EthtoolStats, int> GetStats(std::string_view ifname) const;
   std::expected<CoalesceSettings, int> GetCoalesce(std::string_view ifname) const;
+  // ETH_SS_PRIV_FLAGS names, then ETHTOOL_GPFLAGS (bit i is name i): mlx5's rx_cqe_compress...
+  std::expected<PrivateFlags, int> GetPrivateFlags(std::string_view ifname) const;
   // SIOCGIFMTU on the same socket: cheaper than opening <sysfs>/class/net/X/mtu.
   std::expected<int, int> GetMtu(std::string_view ifname) const;
 

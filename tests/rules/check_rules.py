@@ -3,12 +3,15 @@
 1. `promtool check rules` (syntax, templates);
 2. every alert has a severity, a summary, a description and a runbook_url whose anchor exists
    in docs/runbook.md;
-3. every alert has a firing and a not-firing case in rules/tests/rdmascope.rules.test.yml;
+3. every alert has a firing and a not-firing case in rules/tests/*.yml;
 4. `promtool test rules` on a copy of the rules without annotations (the cases check when
-   alerts fire and with which labels; the annotations are checked by 1 and 2).
+   alerts fire and with which labels; the annotations are checked by 1 and 2);
+5. `promtool test rules` on every other rules/tests/*.yml as is (real rules, rendered
+   annotations compared with exp_annotations, which each expected alert must give).
 
 Usage: check_rules.py RULES_DIR RUNBOOK"""
 
+import glob
 import os
 import re
 import shutil
@@ -56,12 +59,29 @@ def main(rules_dir, runbook):
             if anchor not in known_anchors:
                 failures.append(f"{name}: runbook anchor #{anchor} not in {runbook}")
 
-    with open(tests_file) as f:
-        tests = yaml.safe_load(f)
+    # Other files in rules/tests/ run as users run them (plain `promtool test rules`, the real
+    # rules with their annotations): each expected alert must list its exp_annotations.
+    plain_files = sorted(f for f in glob.glob(os.path.join(rules_dir, "tests", "*.yml"))
+                         if os.path.abspath(f) != os.path.abspath(tests_file))
     firing, quiet = set(), set()
-    for case in tests["tests"]:
-        for test in case.get("alert_rule_test", []):
-            (firing if test.get("exp_alerts") else quiet).add(test["alertname"])
+    for path in [tests_file] + plain_files:
+        with open(path) as f:
+            tests = yaml.safe_load(f)
+        for case in tests["tests"]:
+            for test in case.get("alert_rule_test", []):
+                (firing if test.get("exp_alerts") else quiet).add(test["alertname"])
+                if path == tests_file:
+                    continue
+                for alert in test.get("exp_alerts") or []:
+                    if not alert.get("exp_annotations"):
+                        failures.append(f"{os.path.basename(path)}: {test['alertname']} at "
+                                        f"{test['eval_time']} has no exp_annotations")
+    for path in plain_files:
+        plain = subprocess.run(["promtool", "test", "rules", os.path.basename(path)],
+                               cwd=os.path.dirname(path), capture_output=True, text=True)
+        print(plain.stdout.strip(), plain.stderr.strip())
+        if plain.returncode != 0:
+            failures.append(f"promtool test rules {os.path.basename(path)}")
     for name in alerts:
         if name not in firing:
             failures.append(f"{name}: no firing test case")

@@ -1,0 +1,62 @@
+// The host collector: the host settings RDMA performance depends on that no other collector
+// reads. PCIe link of every RDMA device (and of every PCI netdev without one) against the
+// capability of the device and of the port above it (drivers/pci/pci-sysfs.c), IRQ affinity
+// and XPS of PCI netdevs against their NUMA node, transparent huge pages, the huge page pool
+// (/proc/meminfo), kernel.numa_balancing and the CPU frequency governors. Every value comes from
+// one file; a file that is absent or unparsable gives no series (a VM has no cpufreq, a VF has no
+// link of its own), never a 0.
+#pragma once
+
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/collector.h"
+
+namespace rdmascope {
+
+// "16.0 GT/s PCIe" (pci_speed_string(), drivers/pci/probe.c, since Linux 5.x) or "8 GT/s"
+// (older current_link_speed_show()) -> 16e9 / 8e9 transfers per second; "Unknown" or anything
+// else -> nullopt.
+std::optional<double> ParsePcieSpeed(std::string_view text);
+
+// "always [madvise] never" (mm/huge_memory.c enabled_show) -> "madvise"; nullopt without
+// exactly one bracketed mode.
+std::optional<std::string> SelectedMode(std::string_view text);
+
+// One PCIe function the collector reports, found from a class device's `device` link.
+struct PcieFunction {
+  std::string device;              // RDMA device name, or the netdev name for a netdev without one
+  std::string pci_address;         // 0000:3b:00.0
+  std::filesystem::path dir;       // resolved sysfs directory of the function
+  std::filesystem::path upstream;  // the port above it (its parent directory), may lack links
+};
+
+// RDMA devices first, then PCI netdevs whose function carries no RDMA device; virtual
+// functions (a `physfn` link: no link of their own) and non-PCI devices are left out.
+std::vector<PcieFunction> FindPcieFunctions(const std::filesystem::path& sysfs);
+
+class HostTuningCollector : public Collector {
+ public:
+  HostTuningCollector(std::filesystem::path sysfs, std::filesystem::path procfs);
+  CollectResult Collect(MetricSet& out) const override;
+
+ private:
+  size_t CollectPcie(MetricSet& out) const;
+  size_t CollectQueues(MetricSet& out) const;  // IRQ affinity and XPS of PCI netdevs
+  size_t CollectMemory(MetricSet& out) const;
+  size_t CollectScheduler(MetricSet& out) const;
+  // Logs an unparsable file once per path, not on every scrape.
+  void WarnOnce(const std::filesystem::path& path, std::string_view what) const;
+
+  std::filesystem::path sysfs_;
+  std::filesystem::path procfs_;
+  mutable std::mutex mutex_;
+  mutable std::set<std::string> warned_;
+};
+
+}  // namespace rdmascope
