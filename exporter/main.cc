@@ -1,14 +1,17 @@
 // rdmascope: RDMA observability exporter and profiler.
 //   rdmascope serve   run the Prometheus exporter
 //   rdmascope check   build every collector once, report and exit
+//   rdmascope doctor  diagnose the host's RDMA set-up, with advice (docs/doctor.md)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
+#include "cli/doctor.h"
 #include "cli/serve.h"
 #include "cli/serve_flags.h"
 #include "core/log.h"
 #include "core/version.h"
+#include "doctor/report.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"rdmascope: RDMA observability for Linux hosts (Prometheus exporter)", "rdmascope"};
@@ -24,17 +27,28 @@ int main(int argc, char** argv) {
       "Attach every probe and open every counter as `serve` would (same flags), collect once, "
       "print each collector's state and exit (1 if one failed)");
   rdmascope::AddServeFlags(*check, config);
+  rdmascope::doctor::DoctorOptions doctor_options;
+  CLI::App* doctor = app.add_subcommand(
+      "doctor",
+      "Run the collectors as `serve` would (same flags), twice --window apart, and report every "
+      "RDMA pitfall found with advice; exit 0 ok, 1 warn, 2 crit, 3 could not run");
+  rdmascope::AddCollectorFlags(*doctor, config);  // no --web.*: doctor serves nothing
+  rdmascope::AddDoctorFlags(*doctor, doctor_options);
 
   try {
     app.parse(argc, argv);
     rdmascope::FinishServeConfig(config);
+    if (doctor->parsed()) rdmascope::FinishDoctorOptions(doctor_options);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    // Nagios: a doctor that cannot run is UNKNOWN (3), not a finding.
+    return code != 0 && doctor->parsed() ? rdmascope::doctor::kExitCannotRun : code;
   }
 
   try {
     if (serve->parsed()) return rdmascope::RunServe(config);
     if (check->parsed()) return rdmascope::RunCheck(config);
+    if (doctor->parsed()) return rdmascope::RunDoctor(config, doctor_options);
   } catch (const std::exception& e) {
     rdmascope::log::Error("fatal", {{"err", e.what()}});
     return 1;

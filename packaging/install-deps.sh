@@ -17,6 +17,7 @@ build_pkgs=(
   libpfm4-dev libdw-dev libelf-dev       # perf event encoding, ELF/DWARF symbolisation
   nlohmann-json3-dev                     # JSON for the /debug endpoints
   zlib1g-dev                             # gzip of /metrics
+  libyaml-cpp-dev libgnutls28-dev libcrypt-dev  # --web.config.file: YAML, TLS, bcrypt
 )
 test_pkgs=(
   libgtest-dev libgmock-dev              # unit tests
@@ -27,6 +28,7 @@ test_pkgs=(
   prometheus-node-exporter hyperfine wrk # benchmarks side by side
   qemu-system-x86 busybox-static cpio    # soft-RoCE lab tier
   ibverbs-utils perftest rdma-core
+  golang-github-prometheus-exporter-toolkit-dev openssl  # web config fixtures; test certs
 )
 
 pkgs=("${build_pkgs[@]}")

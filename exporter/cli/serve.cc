@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 
+#include "cli/doctor.h"
 #include "collectors/registry.h"
 #include "core/collector_runner.h"
 #include "core/sysfs.h"
@@ -69,7 +71,70 @@ std::vector<NamedCollector> BuildCollectors(const ServeConfig& config) {
   return collectors;
 }
 
+// The web config's effect, said once at start-up (exporter-toolkit logs "TLS is enabled").
+void LogWebSecurity(const WebOptions& web) {
+  if (!web.security) {
+    log::Info("TLS is disabled, no authentication: see --web.config.file");
+    return;
+  }
+  const web::WebConfig& security = *web.security;
+  log::Info(security.tls.enabled ? "TLS is enabled" : "TLS is disabled",
+            {{"basic_auth_users", std::to_string(security.basic_auth_users.size())},
+             {"headers", std::to_string(security.headers.size())},
+             {"config_file", web.config_file}});
+  for (const std::string& note : security.notes) log::Info(note);
+}
+
+// How often --web.config.file and the files it names are compared with what is loaded.
+constexpr int kWebConfigPollSeconds = 5;
+
+// Waits for SIGINT or SIGTERM and returns it. Meanwhile, with --web.config.file, re-reads the
+// file on SIGHUP and when it or a certificate, key or CA file it names changes (exporter-
+// toolkit re-reads it on every connection): a valid new file replaces the old one; a bad one
+// is logged, once per change, and the old one keeps serving.
+int WaitForShutdown(const sigset_t& signals, const WebOptions& options, HttpServer& server) {
+  std::shared_ptr<const web::WebConfig> current = options.security;
+  std::string fingerprint =
+      current ? web::Fingerprint(options.config_file, *current) : std::string();
+  for (;;) {
+    timespec tick{kWebConfigPollSeconds, 0};
+    const int signal =
+        current ? sigtimedwait(&signals, nullptr, &tick) : sigwaitinfo(&signals, nullptr);
+    if (signal == SIGINT || signal == SIGTERM) return signal;
+    if (!current) continue;  // no file to re-read; SIGHUP is ignored
+    const bool hangup = signal == SIGHUP;
+    if (!hangup && (signal >= 0 || errno != EAGAIN ||
+                    web::Fingerprint(options.config_file, *current) == fingerprint)) {
+      continue;
+    }
+    auto loaded = web::LoadWebConfig(options.config_file);
+    fingerprint = web::Fingerprint(options.config_file, loaded ? *loaded : *current);
+    if (!loaded) {
+      log::Error("web config not reloaded, the previous one stays in force",
+                 {{"err", loaded.error()}});
+      continue;
+    }
+    auto next = std::make_shared<const web::WebConfig>(std::move(*loaded));
+    try {
+      server.Reload(next);
+    } catch (const std::exception& e) {
+      log::Error("web config not reloaded, the previous one stays in force", {{"err", e.what()}});
+      continue;
+    }
+    current = std::move(next);
+    WebOptions reloaded = options;
+    reloaded.security = current;
+    log::Info("web config reloaded", {{"trigger", hangup ? "SIGHUP" : "file change"}});
+    LogWebSecurity(reloaded);
+  }
+}
+
 int RunServe(const ServeConfig& config) {
+  if (config.web.config_check) {
+    // FinishServeConfig has loaded and validated the file; an invalid one never gets here.
+    std::printf("%s SUCCESS\n", config.web.config_file.c_str());
+    return 0;
+  }
   // Two arenas are plenty for a few HTTP threads and keep RSS small on many-core hosts.
   mallopt(M_ARENA_MAX, 2);
   log::SetLevel(config.log_level);
@@ -81,9 +146,11 @@ int RunServe(const ServeConfig& config) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);  // re-read --web.config.file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   std::vector<NamedCollector> collectors = BuildCollectors(config);
+  std::map<std::string, std::string> probe_errors = ProbeErrors(collectors);  // for /doctor
   LogHostInventory(config);
   // Loading the BPF probes parses the kernel's BTF (megabytes, freed right after): hand the
   // freed memory back so the exporter's steady RSS is what it uses.
@@ -91,14 +158,17 @@ int RunServe(const ServeConfig& config) {
 
   auto runner = std::make_shared<CollectorRunner>(std::move(collectors),
                                                   BuildInfo{kVersion, kRevision}, config.procfs);
-  HttpServer server(config.web, runner, runner->CollectDebugRoutes());
+  LogWebSecurity(config.web);
+  DebugRoutes routes = runner->CollectDebugRoutes();
+  // Declared before the server, so destroyed after it: no /doctor request outlives it.
+  DoctorService doctor(runner, std::move(probe_errors));
+  doctor.AddRoute(routes);
+  HttpServer server(config.web, runner, std::move(routes));
   log::Info("listening", {{"address", config.web.listen_address},
                           {"port", std::to_string(server.port())},
                           {"telemetry_path", config.web.telemetry_path}});
 
-  int received = 0;
-  while (sigwait(&signals, &received) != 0) {
-  }
+  const int received = WaitForShutdown(signals, config.web, server);
   log::Info("shutting down", {{"signal", strsignal(received)}});
   return 0;
 }

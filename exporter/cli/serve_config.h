@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "bpf/mr_probe.h"
@@ -13,6 +14,7 @@
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
 #include "core/log.h"
+#include "web/web_config.h"
 
 namespace rdmascope {
 
@@ -25,6 +27,11 @@ struct WebOptions {
   int threads = 4;                // libmicrohttpd's thread pool (each thread an epoll loop)
   int idle_timeout_seconds = 60;  // a connection silent this long is closed (keep-alive or not)
   int max_connections = 1024;     // open connections at most; more wait in the listen queue
+  // --web.config.file (exporter-toolkit's format): TLS, basic auth, headers. Loaded and
+  // validated by FinishServeConfig; null without the flag (plain HTTP, no auth).
+  std::string config_file;
+  std::shared_ptr<const web::WebConfig> security;
+  bool config_check = false;  // --web.config.check: validate the file and exit
 };
 
 struct ServeConfig {

@@ -32,6 +32,11 @@ void AddDeviceFilters(CLI::App& serve, const std::string& collector, std::string
 }  // namespace
 
 void AddServeFlags(CLI::App& serve, ServeConfig& config) {
+  AddWebFlags(serve, config);
+  AddCollectorFlags(serve, config);
+}
+
+void AddWebFlags(CLI::App& serve, ServeConfig& config) {
   serve
       .add_option("--web.listen-address", config.web.listen_address,
                   "Address to listen on, [host]:port; port 0 picks a free port")
@@ -68,6 +73,19 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       ->capture_default_str()
       ->check(CLI::Range(1, 65536))
       ->group("Web");
+  serve
+      .add_option("--web.config.file", config.web.config_file,
+                  "exporter-toolkit web configuration file: TLS, client certificates, basic "
+                  "auth, response headers (docs/security.md)")
+      ->group("Web");
+  serve
+      .add_flag("--web.config.check", config.web.config_check,
+                "Validate --web.config.file (and the files it names), print the verdict and exit "
+                "(0 valid, 1 invalid), as `promtool check web-config` does")
+      ->group("Web");
+}
+
+void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
   serve
       .add_option("--path.sysfs", config.sysfs, "sysfs mount point (e.g. /host/sys in a container)")
       ->capture_default_str()
@@ -264,6 +282,13 @@ void FinishServeConfig(ServeConfig& config) {
   }
   if (const auto address = ParseListenAddress(config.web.listen_address); !address) {
     throw CLI::ValidationError("--web.listen-address", address.error());
+  }
+  if (!config.web.config_file.empty()) {
+    auto web_config = web::LoadWebConfig(config.web.config_file);
+    if (!web_config) throw CLI::ValidationError("--web.config.file", web_config.error());
+    config.web.security = std::make_shared<const web::WebConfig>(std::move(*web_config));
+  } else if (config.web.config_check) {
+    throw CLI::ValidationError("--web.config.check", "needs --web.config.file");
   }
   for (const auto& [flag, path] :
        {std::pair{"--path.sysfs", config.sysfs}, std::pair{"--path.procfs", config.procfs}}) {

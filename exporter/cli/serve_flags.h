@@ -10,6 +10,10 @@ namespace rdmascope {
 
 // Registers the flags on `serve`, writing into `config`.
 void AddServeFlags(CLI::App& serve, ServeConfig& config);
+// Its two groups: --web.* (the HTTP server), and the rest (paths, logging, collectors and
+// their options, probes), which `doctor` shares.
+void AddWebFlags(CLI::App& serve, ServeConfig& config);
+void AddCollectorFlags(CLI::App& serve, ServeConfig& config);
 
 // After parsing: decides which collectors run and checks what CLI11 cannot (regexes
 // compile, paths exist). Throws CLI::ValidationError.

@@ -58,7 +58,7 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
       "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
       HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
       ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) +
-      "\">Metrics</a></p>\n"
+      "\">Metrics</a></p>\n<p><a href=\"/doctor\">Doctor report</a> (JSON)</p>\n"
       "<h2>Collectors</h2>\n<table><tr><th>collector</th><th>last status</th><th>detail</th>"
       "<th>series</th><th>duration</th></tr>\n";
   for (const CollectorState& state : runner.States()) {
