@@ -2,11 +2,14 @@
 //   rdmascope serve   run the Prometheus exporter
 //   rdmascope check   build every collector once, report and exit
 //   rdmascope doctor  diagnose the host's RDMA set-up, with advice (docs/doctor.md)
+//   rdmascope profile a time-bounded profile of one RDMA process (docs/profile.md)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 
+#include "bpf/mr_kernel_probe.h"
 #include "cli/doctor.h"
+#include "cli/profile.h"
 #include "cli/serve.h"
 #include "cli/serve_flags.h"
 #include "core/log.h"
@@ -34,11 +37,27 @@ int main(int argc, char** argv) {
       "RDMA pitfall found with advice; exit 0 ok, 1 warn, 2 crit, 3 could not run");
   rdmascope::AddCollectorFlags(*doctor, config);  // no --web.*: doctor serves nothing
   rdmascope::AddDoctorFlags(*doctor, doctor_options);
+  rdmascope::ProfileOptions profile_options;
+  CLI::App* profile = app.add_subcommand(
+      "profile",
+      "Profile one RDMA process: launch it (-- COMMAND ARGS...) or attach (--pid) with the "
+      "collectors `serve` runs, until it exits, --duration ends or Ctrl-C; writes a summary, "
+      "profile.json, pprof, folded stacks and an HTML report");
+  rdmascope::AddCollectorFlags(*profile, config);
+  rdmascope::AddProfileFlags(*profile, profile_options);
 
   try {
     app.parse(argc, argv);
     rdmascope::FinishServeConfig(config);
     if (doctor->parsed()) rdmascope::FinishDoctorOptions(doctor_options);
+    if (profile->parsed()) {
+      rdmascope::FinishProfileOptions(profile_options);
+      // A profile is read for its call sites: the kernel path's stacks stop inside libc's
+      // ioctl when libibverbs has no frame pointers (Debian's), the uprobes' start at the
+      // caller of ibv_reg_mr. --mr.tracking still chooses.
+      if (profile->count("--mr.tracking") == 0)
+        config.mr.tracking = rdmascope::MrTracking::kUprobes;
+    }
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     // Nagios: a doctor that cannot run is UNKNOWN (3), not a finding.
@@ -49,6 +68,7 @@ int main(int argc, char** argv) {
     if (serve->parsed()) return rdmascope::RunServe(config);
     if (check->parsed()) return rdmascope::RunCheck(config);
     if (doctor->parsed()) return rdmascope::RunDoctor(config, doctor_options);
+    if (profile->parsed()) return rdmascope::RunProfile(config, profile_options);
   } catch (const std::exception& e) {
     rdmascope::log::Error("fatal", {{"err", e.what()}});
     return 1;

@@ -18,6 +18,10 @@ build_pkgs=(
   nlohmann-json3-dev                     # JSON for the /debug endpoints
   zlib1g-dev                             # gzip of /metrics
   libyaml-cpp-dev libgnutls28-dev libcrypt-dev  # --web.config.file: YAML, TLS, bcrypt
+  help2man                               # rdmascope(1) from --help
+  libcap-dev                             # dropping capabilities after start-up (libcap)
+  protobuf-compiler libprotobuf-dev      # profile: pprof's profile.proto, compiled and written
+  golang-github-google-pprof-dev         # ... the profile.proto itself (pprof's sources)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev              # unit tests
@@ -29,6 +33,9 @@ test_pkgs=(
   qemu-system-x86 busybox-static cpio    # soft-RoCE lab tier
   ibverbs-utils perftest rdma-core
   golang-github-prometheus-exporter-toolkit-dev openssl  # web config fixtures; test certs
+  debhelper lintian fakeroot             # packaging tier: the .deb and its checks
+  mmdebstrap buildah umoci               # packaging tier: bookworm chroot, OCI image
+  chromium                               # profile's HTML report rendered in a real browser
 )
 
 pkgs=("${build_pkgs[@]}")

@@ -3,7 +3,9 @@
  * create/destroy of CQs, QPs and SRQs) and, in each device context the application opens,
  * replaces the data path operations (poll_cq, post_send, post_recv, post_srq_recv:
  * <infiniband/verbs.h> calls them through context->ops) with wrappers that count into a
- * shared stats file (stats_file.h).
+ * shared stats file (stats_file.h): per CQ and SRQ, their occupancy; per process, the sizes
+ * of the work requests posted and the post-to-poll time of a sample of signalled sends (what
+ * `rdmascope profile` reports, issue #14).
  *
  * Hot path: a pointer compare to find the context's original operations, one bounded probe of
  * an open-addressing table to find the CQ's slot, then the counters: exact when several
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "stats_file.h"
 #include "tables.h"
@@ -170,9 +173,12 @@ static int no_operations(void) {
 }
 
 /* This thread's number for the owner scheme of stats_file.h: 1, 2, ... in order of first
- * use, never reused (a 32-bit count of threads that ever updated a counter). Initial-exec
- * TLS: the library is preloaded, so its TLS is in the static block; one %fs-relative load. */
-static __thread uint32_t thread_number __attribute__((tls_model("initial-exec")));
+ * use, never reused (a 32-bit count of threads that ever updated a counter); UNNUMBERED until
+ * then, a value no owner word ever holds (0: unowned), so that the owner check is one TLS
+ * load and one compare. Initial-exec TLS: the library is preloaded, so its TLS is in the
+ * static block. */
+#define UNNUMBERED UINT32_MAX
+static __thread uint32_t thread_number __attribute__((tls_model("initial-exec"))) = UNNUMBERED;
 static uint32_t threads_numbered;
 
 static __attribute__((noinline)) uint32_t number_this_thread(void) {
@@ -180,18 +186,149 @@ static __attribute__((noinline)) uint32_t number_this_thread(void) {
   return thread_number;
 }
 
-/* 1 if this thread owns the group whose owner word is `owner` (claiming it if unowned). */
-static inline __attribute__((always_inline)) int owns(uint32_t* owner) {
+static inline __attribute__((always_inline)) uint32_t my_number(void) {
   uint32_t me = thread_number;
-  if (__builtin_expect(me == 0, 0)) me = number_this_thread();
+  return __builtin_expect(me == UNNUMBERED, 0) ? number_this_thread() : me;
+}
+
+/* The first update of a group by this thread: claims it if unowned. */
+static __attribute__((noinline)) int claim(uint32_t* owner) {
+  uint32_t me = my_number();
   uint32_t current = __atomic_load_n(owner, __ATOMIC_RELAXED);
-  if (__builtin_expect(current == me, 1)) return 1;
+  if (current == me) return 1;
   return current == 0 &&
          __atomic_compare_exchange_n(owner, &current, me, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }
 
+/* 1 if this thread owns the group whose owner word is `owner` (claiming it if unowned). */
+static inline __attribute__((always_inline)) int owns(uint32_t* owner) {
+  if (__builtin_expect(__atomic_load_n(owner, __ATOMIC_RELAXED) == thread_number, 1)) return 1;
+  return claim(owner);
+}
+
 static inline uint64_t load(const uint64_t* word) {
   return __atomic_load_n(word, __ATOMIC_RELAXED);
+}
+
+/* A counter of a group: the owner's word with a plain store, another thread's atomically. */
+static inline __attribute__((always_inline)) void add_to(uint64_t* word, uint64_t n, int own) {
+  if (own) {
+    occ_add_own(word, n);
+  } else {
+    occ_add(word, n);
+  }
+}
+
+/* This thread's profile shard in the stats file (stats_file.h), NULL if there is no file;
+ * *own: whether the thread owns it (else it is the shared shard). */
+static inline __attribute__((always_inline)) struct occ_shard* my_shard(int* own) {
+  struct occ_file* file = __atomic_load_n(&occ_mapped_file, __ATOMIC_RELAXED);
+  if (!file) return NULL;
+  uint32_t me = my_number();
+  *own = me <= OCC_THREAD_SHARDS;
+  return *own ? &file->shards[me - 1] : &file->shard_shared;
+}
+
+static inline unsigned ceil_log2(uint64_t x) {
+  return x <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(x - 1);
+}
+
+/* --- Message sizes ------------------------------------------------------------------------ */
+
+static inline uint64_t wr_size(const struct ibv_sge* sg, int num_sge) {
+  uint64_t size = 0;
+  for (int i = 0; i < num_sge; i++) size += sg[i].length;
+  return size;
+}
+
+static inline __attribute__((always_inline)) void count_size(struct occ_sizes* sizes, uint64_t size,
+                                                             int own) {
+  unsigned b = ceil_log2(size);
+  add_to(&sizes->bytes, size, own);
+  add_to(&sizes->buckets[b < OCC_SIZE_BUCKETS - 1 ? b : OCC_SIZE_BUCKETS - 1], 1, own);
+}
+
+/* --- Completion latency, sampled ----------------------------------------------------------
+ * 1 in sample_period signalled sends of each thread (the first one included) is timed: its
+ * (context, QP number, wr_id) and post time go to a small direct-mapped table; a successful
+ * send completion that ibv_poll_cq returns with the same key and wr_id gives the post-to-poll
+ * time. Polls look at the table only when they return completions and samples are pending,
+ * one entry per completion. A sample whose completion never matches (its QP destroyed, an
+ * error completion, or polled by another thread before the post call registered it) stays
+ * until another sample hashes to its entry and evicts it (header.samples_dropped). An
+ * application that reuses one wr_id for several sends in flight on a QP gets the time of the
+ * first of them to complete. */
+#define SAMPLE_SLOTS 64
+#define SAMPLE_FREE 0ull       /* keys are qp_num_key()s: never 0 */
+#define SAMPLE_BUSY UINT64_MAX /* nor UINT64_MAX: an entry being written or taken */
+struct sample {
+  uint64_t key; /* published last (release) */
+  uint64_t wr_id;
+  uint64_t posted_ns;
+};
+static struct sample samples[SAMPLE_SLOTS];
+static uint32_t samples_pending; /* entries not free: polls skip the table when 0 */
+#define DEFAULT_SAMPLE_PERIOD 64
+static uint32_t sample_period = DEFAULT_SAMPLE_PERIOD; /* 0: off; set once, at load */
+/* Signalled sends of this thread until the next timed one: the first one is timed. */
+static __thread uint32_t sample_countdown __attribute__((tls_model("initial-exec"))) = 1;
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct sample* sample_entry(uint64_t key, uint64_t wr_id) {
+  return &samples[((key ^ wr_id) * 0x9E3779B97F4A7C15ull) >> (64 - 6)];
+}
+
+static void count_dropped_sample(void) {
+  struct occ_file* file = occ_file_current();
+  if (file) occ_add(&file->header.samples_dropped, 1);
+}
+
+static void record_sample(uint64_t key, uint64_t wr_id, uint64_t posted_ns) {
+  struct sample* s = sample_entry(key, wr_id);
+  uint64_t old = __atomic_load_n(&s->key, __ATOMIC_RELAXED);
+  if (old == SAMPLE_BUSY || !__atomic_compare_exchange_n(&s->key, &old, SAMPLE_BUSY, 0,
+                                                         __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+    count_dropped_sample(); /* another thread is on this entry: this one is not timed */
+    return;
+  }
+  if (old == SAMPLE_FREE) {
+    /* Before the key is published: a poll that sees the key sees a non-zero count. */
+    __atomic_add_fetch(&samples_pending, 1, __ATOMIC_RELAXED);
+  } else {
+    count_dropped_sample(); /* evicted: its completion never came, or has not yet */
+  }
+  __atomic_store_n(&s->wr_id, wr_id, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->posted_ns, posted_ns, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
+}
+
+/* Frees the entries whose key matches (key & mask) == want: a destroyed QP's or a closed
+ * context's, whose QP numbers may come back. Control path. */
+static void forget_samples(uint64_t mask, uint64_t want) {
+  for (int i = 0; i < SAMPLE_SLOTS; i++) {
+    uint64_t k = __atomic_load_n(&samples[i].key, __ATOMIC_ACQUIRE);
+    if (k == SAMPLE_FREE || k == SAMPLE_BUSY || (k & mask) != want) continue;
+    if (__atomic_compare_exchange_n(&samples[i].key, &k, SAMPLE_FREE, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED)) {
+      __atomic_sub_fetch(&samples_pending, 1, __ATOMIC_RELAXED);
+    }
+  }
+}
+
+static void record_latency(uint64_t ns) {
+  int own;
+  struct occ_shard* shard = my_shard(&own);
+  if (!shard) return;
+  unsigned b = ceil_log2(ns);
+  unsigned i = b <= OCC_LATENCY_MIN_LOG2 ? 0 : b - OCC_LATENCY_MIN_LOG2;
+  add_to(&shard->latency_sum_ns, ns, own);
+  add_to(&shard->latency_buckets[i < OCC_LATENCY_BUCKETS - 1 ? i : OCC_LATENCY_BUCKETS - 1], 1,
+         own);
 }
 
 static void note_posted(struct occ_cq* cq, uint64_t count) {
@@ -240,41 +377,78 @@ static __attribute__((noinline)) uint64_t count_srq_receives(struct ibv_cq* cq,
   return direct;
 }
 
-#define COUNT_POLL(add, c)                                                       \
-  do {                                                                           \
-    add(&(c)->polls, 1);                                                         \
-    add(&(c)->requested_entries, (uint64_t)(num_entries > 0 ? num_entries : 0)); \
-    if (n <= 0) {                                                                \
-      add(&(c)->empty_polls, 1);                                                 \
-    } else {                                                                     \
-      add(&(c)->polled_entries, (uint64_t)n);                                    \
-      add(&(c)->completed, direct);                                              \
-    }                                                                            \
-  } while (0)
-
-/* Another thread than the owner: atomic adds, out of the owner's fast path. */
-static __attribute__((noinline)) void count_poll_shared(struct occ_cq* slot, int num_entries, int n,
-                                                        uint64_t direct) {
-  COUNT_POLL(occ_add, &slot->polled_shared);
+/* The sampled sends among the n completions a poll returned (samples_pending != 0). */
+static __attribute__((noinline)) void match_samples(const struct context_ops* ops,
+                                                    const struct ibv_wc* wc, int n) {
+  uint64_t now = 0;
+  for (int i = 0; i < n; i++) {
+    /* A send's completion: only successful ones have a defined opcode. */
+    if (wc[i].status != IBV_WC_SUCCESS || (wc[i].opcode & IBV_WC_RECV)) continue;
+    uint64_t key = qp_num_key(ops, wc[i].qp_num);
+    struct sample* s = sample_entry(key, wc[i].wr_id);
+    uint64_t k = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
+    if (k != key || __atomic_load_n(&s->wr_id, __ATOMIC_RELAXED) != wc[i].wr_id) continue;
+    if (!__atomic_compare_exchange_n(&s->key, &k, SAMPLE_BUSY, 0, __ATOMIC_ACQUIRE,
+                                     __ATOMIC_RELAXED)) {
+      continue;
+    }
+    /* Taken: nobody writes it now. Another sample of the QP may have replaced it meanwhile. */
+    if (__atomic_load_n(&s->wr_id, __ATOMIC_RELAXED) != wc[i].wr_id) {
+      __atomic_store_n(&s->key, key, __ATOMIC_RELEASE);
+      continue;
+    }
+    uint64_t posted = __atomic_load_n(&s->posted_ns, __ATOMIC_RELAXED);
+    __atomic_sub_fetch(&samples_pending, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->key, SAMPLE_FREE, __ATOMIC_RELEASE);
+    if (!now) now = now_ns();
+    record_latency(now > posted ? now - posted : 0);
+  }
 }
 
+/* A poll that returned n > 0 completions. */
+static inline __attribute__((always_inline)) void count_completions(
+    struct ibv_cq* cq, const struct context_ops* ops, struct occ_cq* slot, int num_entries,
+    const struct ibv_wc* wc, int n) {
+  uint64_t direct = __atomic_load_n(&slot->srq_fed, __ATOMIC_RELAXED)
+                        ? count_srq_receives(cq, ops, wc, n)
+                        : (uint64_t)n;
+  if (__atomic_load_n(&samples_pending, __ATOMIC_RELAXED)) match_samples(ops, wc, n);
+  int own = owns(&slot->poll_owner);
+  struct occ_poll_counters* c = own ? &slot->polled : &slot->polled_shared;
+  add_to(&c->nonempty_polls, 1, own);
+  add_to(&c->requested_entries, (uint64_t)num_entries, own);
+  add_to(&c->polled_entries, (uint64_t)n, own);
+  add_to(&c->completed, direct, own);
+}
+
+/* The hot path of a busy-polling application is the empty poll: one counter word. */
 static int wrap_poll_cq(struct ibv_cq* cq, int num_entries, struct ibv_wc* wc) {
   const struct context_ops* ops = ops_of(cq->context);
   if (!ops) return -no_operations();
   int n = ops->poll_cq(cq, num_entries, wc);
   struct occ_cq* slot = occ_table_find(&cq_slots, (uintptr_t)cq);
   if (!slot) return n;
-  uint64_t direct = 0;
-  if (n > 0) {
-    direct = __atomic_load_n(&slot->srq_fed, __ATOMIC_RELAXED) ? count_srq_receives(cq, ops, wc, n)
-                                                               : (uint64_t)n;
-  }
-  if (__builtin_expect(owns(&slot->poll_owner), 1)) {
-    COUNT_POLL(occ_add_own, &slot->polled);
+  if (__builtin_expect(n > 0, 0)) {
+    count_completions(cq, ops, slot, num_entries, wc, n);
+  } else if (__builtin_expect(owns(&slot->poll_owner), 1)) {
+    occ_add_own(&slot->polled.empty_polls, 1);
   } else {
-    count_poll_shared(slot, num_entries, n, direct);
+    occ_add(&slot->polled_shared.empty_polls, 1);
   }
   return n;
+}
+
+/* The countdown reached 0 at a signalled send: time it (from before the post call when the
+ * countdown said so then, `*posted_ns` != 0) and restart the countdown. */
+static __attribute__((noinline)) void sample_send(const struct context_ops* ops,
+                                                  const struct ibv_qp* qp,
+                                                  const struct ibv_send_wr* w,
+                                                  uint64_t* posted_ns) {
+  uint32_t period = sample_period;
+  sample_countdown = period ? period : UINT32_MAX;
+  if (!period) return;
+  if (!*posted_ns) *posted_ns = now_ns();
+  record_sample(qp_num_key(ops, qp->qp_num), w->wr_id, *posted_ns);
 }
 
 static int wrap_post_send(struct ibv_qp* qp, struct ibv_send_wr* wr, struct ibv_send_wr** bad) {
@@ -283,15 +457,37 @@ static int wrap_post_send(struct ibv_qp* qp, struct ibv_send_wr* wr, struct ibv_
     *bad = wr;
     return no_operations();
   }
+  /* The next signalled send is timed: from before the call, so that a completion polled at
+   * once by another thread is not earlier than its post. */
+  uint64_t posted_ns = sample_countdown == 1 && sample_period ? now_ns() : 0;
   int rc = ops->post_send(qp, wr, bad);
   struct qp_info* info = occ_table_find(&qps, (uintptr_t)qp);
   if (!info) return rc;
+  int own = 0;
+  struct occ_shard* shard = my_shard(&own);
   uint64_t signalled = 0;
   for (struct ibv_send_wr* w = wr; w && !(rc && w == *bad); w = w->next) {
-    if (info->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED)) signalled++;
+    if (shard) count_size(&shard->send, wr_size(w->sg_list, w->num_sge), own);
+    if (info->sq_sig_all || (w->send_flags & IBV_SEND_SIGNALED)) {
+      signalled++;
+      if (__builtin_expect(--sample_countdown == 0, 0)) sample_send(ops, qp, w, &posted_ns);
+    }
   }
   note_posted(info->send_cq, signalled);
   return rc;
+}
+
+/* Counts the receive work requests that were posted (all of them, or those before *bad),
+ * and their sizes. */
+static uint64_t count_receives(struct ibv_recv_wr* wr, int rc, struct ibv_recv_wr** bad) {
+  int own = 0;
+  struct occ_shard* shard = my_shard(&own);
+  uint64_t posted = 0;
+  for (struct ibv_recv_wr* w = wr; w && !(rc && w == *bad); w = w->next) {
+    if (shard) count_size(&shard->recv, wr_size(w->sg_list, w->num_sge), own);
+    posted++;
+  }
+  return posted;
 }
 
 static int wrap_post_recv(struct ibv_qp* qp, struct ibv_recv_wr* wr, struct ibv_recv_wr** bad) {
@@ -303,9 +499,7 @@ static int wrap_post_recv(struct ibv_qp* qp, struct ibv_recv_wr* wr, struct ibv_
   int rc = ops->post_recv(qp, wr, bad);
   struct qp_info* info = occ_table_find(&qps, (uintptr_t)qp);
   if (!info) return rc;
-  uint64_t posted = 0;
-  for (struct ibv_recv_wr* w = wr; w && !(rc && w == *bad); w = w->next) posted++;
-  note_posted(info->recv_cq, posted);
+  note_posted(info->recv_cq, count_receives(wr, rc, bad));
   return rc;
 }
 
@@ -319,8 +513,7 @@ static int wrap_post_srq_recv(struct ibv_srq* srq, struct ibv_recv_wr* wr,
   int rc = ops->post_srq_recv(srq, wr, bad);
   struct occ_srq* slot = occ_table_find(&srq_slots, (uintptr_t)srq);
   if (!slot) return rc;
-  uint64_t posted = 0;
-  for (struct ibv_recv_wr* w = wr; w && !(rc && w == *bad); w = w->next) posted++;
+  uint64_t posted = count_receives(wr, rc, bad);
   if (owns(&slot->post_owner)) {
     occ_add_own(&slot->posted, posted);
   } else {
@@ -341,8 +534,27 @@ static void unlock_after_fork(void) {
   pthread_mutex_unlock(&control_lock);
   pthread_mutex_unlock(&resolve_lock);
 }
-__attribute__((constructor)) static void register_fork_handlers(void) {
+/* RDMASCOPE_PRELOAD_SAMPLE: time 1 in N signalled sends (0: none). A bad value keeps the
+ * default, with one line on stderr. */
+static void read_sample_period(void) {
+  const char* text = getenv("RDMASCOPE_PRELOAD_SAMPLE");
+  if (!text || !*text) return;
+  char* end;
+  errno = 0;
+  unsigned long value = strtoul(text, &end, 10);
+  if (errno || *end || text[0] == '-' || value > UINT32_MAX) {
+    fprintf(stderr,
+            "librdmascope_preload: RDMASCOPE_PRELOAD_SAMPLE=%s is not a count; timing 1 in %d "
+            "signalled sends\n",
+            text, DEFAULT_SAMPLE_PERIOD);
+    return;
+  }
+  sample_period = (uint32_t)value;
+}
+
+__attribute__((constructor)) static void initialise(void) {
   pthread_atfork(lock_for_fork, unlock_after_fork, unlock_after_fork);
+  read_sample_period();
 }
 
 EXPORT struct ibv_context* ibv_open_device(struct ibv_device* device) {
@@ -350,7 +562,9 @@ EXPORT struct ibv_context* ibv_open_device(struct ibv_device* device) {
   struct ibv_context* context = real_ibv_open_device(device);
   if (!context) return context;
   pthread_mutex_lock(&control_lock);
-  if (!occ_file_open()) goto out;
+  struct occ_file* file = occ_file_open();
+  if (!file) goto out;
+  file->header.sample_period = sample_period;
   struct context_ops* ops = NULL;
   for (int i = 0; i < context_high && !ops; i++) {
     if (!contexts[i].context) ops = &contexts[i];
@@ -402,6 +616,7 @@ EXPORT int ibv_close_device(struct ibv_context* context) {
     if (saved.post_srq_recv) context->ops.post_srq_recv = saved.post_srq_recv;
     __atomic_store_n(&ops->context, NULL, __ATOMIC_RELEASE);
     forget_qp_nums(ops);
+    forget_samples(~0xffffffffull, qp_num_key(ops, 0));
   }
   pthread_mutex_unlock(&control_lock);
   int rc = real_ibv_close_device(context);
@@ -517,6 +732,7 @@ EXPORT int ibv_destroy_qp(struct ibv_qp* qp) {
   /* Kept allocated: a poller may still hold it. */
   struct qp_info* info = occ_table_remove(&qps, (uintptr_t)qp);
   if (info && num_key) occ_table_remove(&qp_nums, num_key);
+  if (num_key) forget_samples(UINT64_MAX, num_key); /* its number may come back */
   pthread_mutex_unlock(&control_lock);
   int rc = real_ibv_destroy_qp(qp);
   if (rc != 0 && info && ops) {

@@ -20,8 +20,10 @@
 #include <stdint.h>
 
 #define OCC_MAGIC 0x31434f4353414d52ULL /* "RMASCOC1" little-endian */
-/* 2: owner/shared counter words, pid_ns, lost_qps; file naming and OFD-lock liveness */
-#define OCC_VERSION 2
+/* 2: owner/shared counter words, pid_ns, lost_qps; file naming and OFD-lock liveness
+ * 3: empty and non-empty polls counted apart (polls = their sum; requested entries summed over
+ *    non-empty polls only), per-thread shards of message sizes and completion latency */
+#define OCC_VERSION 3
 #define OCC_MAX_CQS 1024
 #define OCC_MAX_SRQS 256
 #define OCC_DEVICE_LEN 64
@@ -37,9 +39,11 @@ struct occ_header {
   uint32_t max_srqs;
   uint64_t lost_cqs; /* CQs not tracked: every slot taken, or their context untracked */
   uint64_t lost_srqs;
-  uint64_t pid_ns;   /* inode of /proc/self/ns/pid */
-  uint64_t lost_qps; /* QPs the library could not track (its QP tables were full) */
-  uint64_t reserved[2];
+  uint64_t pid_ns;        /* inode of /proc/self/ns/pid */
+  uint64_t lost_qps;      /* QPs the library could not track (its QP tables were full) */
+  uint32_t sample_period; /* 1 in this many signalled sends is timed; 0: sampling off */
+  uint32_t reserved0;
+  uint64_t samples_dropped; /* timed sends whose sample was evicted before its completion */
 };
 
 /* Counters updated by several threads are exact without a lock prefix on the common path:
@@ -48,11 +52,13 @@ struct occ_header {
  * only writer); any other thread adds to the `shared` words with atomic read-modify-write.
  * A reader sums both. */
 struct occ_poll_counters {
-  uint64_t completed;         /* completions polled that were expected (post side) */
-  uint64_t polls;             /* ibv_poll_cq calls */
-  uint64_t empty_polls;       /* calls that returned nothing */
+  uint64_t completed; /* completions polled that were expected (post side) */
+  /* ibv_poll_cq calls = empty_polls + nonempty_polls: an empty poll, the most frequent call of
+   * a busy-polling application, writes one word. */
+  uint64_t empty_polls;       /* calls that returned nothing (0, or an error) */
+  uint64_t nonempty_polls;    /* calls that returned completions */
   uint64_t polled_entries;    /* completions returned, all kinds */
-  uint64_t requested_entries; /* summed num_entries asked for: fullness = polled / requested */
+  uint64_t requested_entries; /* num_entries summed over the non-empty calls: their fullness */
 };
 
 /* One completion queue; 64-byte aligned so that two CQs never share a cache line. The post
@@ -96,19 +102,50 @@ struct occ_srq {
   uint8_t pad2[44];
 };
 
+/* Per-process profile counters (message sizes, completion latency), in shards: thread number
+ * t (1, 2, ... in order of first use, never reused; preload.c) owns shards[t - 1] and writes
+ * it with plain loads and stores; threads numbered beyond OCC_THREAD_SHARDS share
+ * `shard_shared` with atomic adds. A reader sums all of them. Counts are the bucket sums, so
+ * that a histogram read while it is updated stays consistent (count = sum of its buckets). */
+#define OCC_THREAD_SHARDS 64
+/* Bucket b counts sizes in (2^(b-1), 2^b] bytes (b = 0: 0 and 1 byte), b = 0..31; bucket 32
+ * counts sizes above 2^31. A work request's size is the sum of its scatter-gather lengths. */
+#define OCC_SIZE_BUCKETS 33
+/* Bucket i counts post-to-poll times in (2^(i+6), 2^(i+7)] ns (i = 0: up to 128 ns),
+ * i = 0..23 (up to 2^30 ns); bucket 24 counts longer ones. */
+#define OCC_LATENCY_MIN_LOG2 7
+#define OCC_LATENCY_BUCKETS 25
+
+struct occ_sizes {
+  uint64_t bytes; /* summed sizes */
+  uint64_t buckets[OCC_SIZE_BUCKETS];
+};
+
+struct occ_shard {
+  struct occ_sizes send; /* ibv_post_send work requests */
+  struct occ_sizes recv; /* ibv_post_recv and ibv_post_srq_recv work requests */
+  uint64_t latency_sum_ns;
+  uint64_t latency_buckets[OCC_LATENCY_BUCKETS];
+  uint8_t pad[16];
+};
+
 struct occ_file {
   struct occ_header header;
   uint8_t pad[128 - sizeof(struct occ_header)];
   struct occ_cq cqs[OCC_MAX_CQS];
   struct occ_srq srqs[OCC_MAX_SRQS];
+  struct occ_shard shards[OCC_THREAD_SHARDS];
+  struct occ_shard shard_shared;
 };
 
 #ifdef __cplusplus
 static_assert(sizeof(struct occ_cq) == 320, "occ_cq: 5 cache lines");
 static_assert(sizeof(struct occ_srq) == 256, "occ_srq: 4 cache lines");
+static_assert(sizeof(struct occ_shard) == 768, "occ_shard: 12 cache lines");
 #else
 _Static_assert(sizeof(struct occ_cq) == 320, "occ_cq: 5 cache lines");
 _Static_assert(sizeof(struct occ_srq) == 256, "occ_srq: 4 cache lines");
+_Static_assert(sizeof(struct occ_shard) == 768, "occ_shard: 12 cache lines");
 #endif
 
 #endif /* RDMASCOPE_PRELOAD_STATS_FILE_H */

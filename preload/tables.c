@@ -14,6 +14,7 @@
 
 /* Guarded by the library's control lock (preload.c), which callers hold. */
 static struct occ_file* file;
+struct occ_file* occ_mapped_file; /* = file, read by the data path (tables.h) */
 static int file_tried; /* this process image (or forked child) already tried to open one */
 static int file_fd = -1;
 static char file_path[4096];
@@ -109,10 +110,16 @@ static void after_fork_in_child(void) {
   if (file_fd >= 0) close(file_fd);
   file_fd = -1;
   file = 0;
+  __atomic_store_n(&occ_mapped_file, 0, __ATOMIC_RELAXED);
   file_tried = 0;
 }
 
 static void remove_at_exit(void) {
+  /* `rdmascope profile` sets RDMASCOPE_PRELOAD_KEEP_AT_EXIT=1 in its private directory: it
+   * reads the final figures once the program has exited (the file is stale then: no lock),
+   * and removes the directory itself. */
+  const char* keep = getenv("RDMASCOPE_PRELOAD_KEEP_AT_EXIT");
+  if (keep && keep[0] == '1') return;
   if (file && getpid() == file_owner) unlink(file_path);
 }
 
@@ -179,6 +186,7 @@ static void open_file(void) {
   file_fd = fd; /* kept open for life: it holds the liveness lock */
   file_owner = getpid();
   file = f;
+  __atomic_store_n(&occ_mapped_file, f, __ATOMIC_RELEASE);
   return;
 fail:
   unlink(file_path);

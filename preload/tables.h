@@ -65,6 +65,9 @@ void* occ_table_remove(const struct occ_table* table, uint64_t key);
 struct occ_file* occ_file_open(void);
 /* The file if open, without trying to open it. */
 struct occ_file* occ_file_current(void);
+/* The same, for the data path (no call): set once the file is mapped, 0 in a forked child
+ * until it opens its own. */
+extern struct occ_file* occ_mapped_file;
 
 struct occ_cq* occ_cq_alloc(void);
 void occ_cq_free(struct occ_cq* slot);

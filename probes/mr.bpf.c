@@ -4,7 +4,8 @@
  * Entry probes stash the call per thread; return probes of the outermost call record the
  * region (keyed by the struct ibv_mr * the application got) and per-process totals. Regions
  * leave on a successful ibv_dereg_mr, or with their process (sched_process_exit -> ring buffer
- * -> user space). Everything is aggregated here; user space reads maps at scrape time. */
+ * -> user space), or with their image (sched_process_exec marks the old image's entry, user
+ * space reaps it). Everything is aggregated here; user space reads maps at scrape time. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -126,6 +127,12 @@ static __always_inline __u64 leader_start_ns(void) {
   return BPF_CORE_READ(task, group_leader, start_boottime);
 }
 
+/* The exec generation of the current image (see mr_proc_key in mr.h). */
+static __always_inline __u32 current_exec_id(void) {
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  return (__u32)BPF_CORE_READ(task, self_exec_id);
+}
+
 /* On x86-64 a call pushes the return address: at a return probe the stack pointer is one slot
  * above the one the entry probe saw. */
 #define RETURN_ADDRESS_BYTES 8
@@ -134,8 +141,8 @@ static __always_inline __u64 leader_start_ns(void) {
  * first registrations: the entry is built whole in per-CPU scratch and inserted with
  * BPF_NOEXIST, so one thread's entry wins and every thread counts into it. A reused pid has
  * another start time, hence another key: nothing is ever reset in place. */
-static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u64 start_ns) {
-  struct mr_proc_key key = {.tgid = tgid, .start_ns = start_ns};
+static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u32 exec_id, __u64 start_ns) {
+  struct mr_proc_key key = {.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
   struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
   if (proc) return proc;
   __u32 zero = 0;
@@ -160,8 +167,10 @@ static __always_inline __u64 region_bytes(const struct mr_region* region) {
 
 /* A region is gone (deregistered, unimported, or its pointer handed out again by the
  * library): count it out of its process. */
-static __always_inline void count_release(__u32 tgid, const struct mr_region* region) {
-  struct mr_proc_key key = {.tgid = tgid, .start_ns = region->proc_start_ns};
+static __always_inline void count_release(const struct mr_region_key* region_key,
+                                          const struct mr_region* region) {
+  struct mr_proc_key key = {
+      .tgid = region_key->tgid, .exec_id = region_key->exec_id, .start_ns = region->proc_start_ns};
   struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
   if (!proc) return;
   __sync_fetch_and_add(&proc->deregistrations, 1);
@@ -179,7 +188,7 @@ static __always_inline void release_region(struct mr_region_key* key) {
   struct mr_region region = *found;
   /* Only the caller whose delete succeeds counts: two racing releases count once. */
   if (bpf_map_delete_elem(&regions, key) != 0) return;
-  count_release(key->tgid, &region);
+  count_release(key, &region);
 }
 
 /* A deregistration ends: on success its region (taken out at entry) is counted out, on
@@ -187,11 +196,11 @@ static __always_inline void release_region(struct mr_region_key* key) {
  * library already handed the pointer to a new registration: then the old one is gone. */
 static __always_inline void settle_pending(__u32 tgid, struct mr_call* call, int succeeded) {
   if (!call->pending) return;
-  struct mr_region_key key = {.tgid = tgid, .mr = call->mr};
+  struct mr_region_key key = {.tgid = tgid, .exec_id = call->exec_id, .mr = call->mr};
   struct mr_region region = call->region;
   call->pending = 0;
   if (!succeeded && bpf_map_update_elem(&regions, &key, &region, BPF_NOEXIST) == 0) return;
-  count_release(tgid, &region);
+  count_release(&key, &region);
 }
 
 /* A call record whose return was never seen (lost uretprobe, longjmp out of the call, probes
@@ -214,9 +223,13 @@ static __always_inline int enter(struct pt_regs* ctx, enum mr_call_kind kind, __
      * did not recognise also lands here; it is then counted from the inner entry point.) */
     abandon(id, call);
   }
-  struct mr_call fresh = {
-      .start_ns = bpf_ktime_get_ns(), .sp = sp, .mr = mr, .access = access, .kind = kind};
-  struct mr_region_key key = {.tgid = id >> 32, .mr = mr};
+  struct mr_call fresh = {.start_ns = bpf_ktime_get_ns(),
+                          .sp = sp,
+                          .mr = mr,
+                          .access = access,
+                          .kind = kind,
+                          .exec_id = current_exec_id()};
+  struct mr_region_key key = {.tgid = id >> 32, .exec_id = fresh.exec_id, .mr = mr};
   if (kind == MR_CALL_DEREG) {
     struct mr_region* region = bpf_map_lookup_elem(&regions, &key);
     if (region) {
@@ -277,11 +290,12 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
   if (!call) return 0;
   __u32 tgid = id >> 32;
   __u64 start_ns = leader_start_ns();
+  __u32 exec_id = call->exec_id;
   __u32 access = call->access;
   __u64 latency_ns = bpf_ktime_get_ns() - call->start_ns;
   bpf_map_delete_elem(&calls, &id);
 
-  struct mr_proc* proc = proc_stats(tgid, start_ns);
+  struct mr_proc* proc = proc_stats(tgid, exec_id, start_ns);
   if (!proc) return 0;
   if (!mr) {
     __sync_fetch_and_add(&proc->failures, 1);
@@ -291,7 +305,7 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
   if (bpf_probe_read_user(&user_mr, sizeof(user_mr), mr) != 0) return 0;
   /* rdma-core stores the length asked for: SIZE_MAX for an implicit ODP registration. */
   int implicit_odp = user_mr.length == ~0ULL;
-  struct mr_region_key key = {.tgid = tgid, .mr = (__u64)mr};
+  struct mr_region_key key = {.tgid = tgid, .exec_id = exec_id, .mr = (__u64)mr};
   struct mr_region region = {
       .addr = user_mr.addr,
       .length = implicit_odp ? 0 : user_mr.length,
@@ -355,7 +369,8 @@ int BPF_KPROBE(import_mr_entry) { return enter(ctx, MR_CALL_REG, 0, 0); }
 /* ibv_unimport_mr(mr) returns nothing and cannot fail; removed at entry, before the free. */
 SEC("uprobe")
 int BPF_KPROBE(unimport_mr_entry, void* mr) {
-  struct mr_region_key key = {.tgid = bpf_get_current_pid_tgid() >> 32, .mr = (__u64)mr};
+  struct mr_region_key key = {
+      .tgid = bpf_get_current_pid_tgid() >> 32, .exec_id = current_exec_id(), .mr = (__u64)mr};
   release_region(&key);
   return 0;
 }
@@ -372,7 +387,7 @@ int BPF_KRETPROBE(rereg_mr_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
   struct mr_call* call = leave(ctx, id, MR_CALL_REREG);
   if (!call) return 0;
-  struct mr_region_key key = {.tgid = id >> 32, .mr = call->mr};
+  struct mr_region_key key = {.tgid = id >> 32, .exec_id = call->exec_id, .mr = call->mr};
   __u32 flags = call->access;
   bpf_map_delete_elem(&calls, &id);
   if (rc != 0 || !(flags & MR_REREG_CHANGE_TRANSLATION)) return 0;
@@ -384,7 +399,8 @@ int BPF_KRETPROBE(rereg_mr_return, int rc) {
   __s64 delta = (__s64)user_mr.length - (__s64)region->length;
   region->addr = user_mr.addr;
   region->length = user_mr.length;
-  struct mr_proc_key proc_key = {.tgid = key.tgid, .start_ns = region->proc_start_ns};
+  struct mr_proc_key proc_key = {
+      .tgid = key.tgid, .exec_id = key.exec_id, .start_ns = region->proc_start_ns};
   struct mr_proc* proc = bpf_map_lookup_elem(&procs, &proc_key);
   if (proc) __sync_fetch_and_add(&proc->outstanding_bytes, delta);
   return 0;
@@ -408,7 +424,9 @@ int BPF_PROG(handle_exit, struct task_struct* task) {
    * one with group_dead set. Threads exiting together may both read 0: user space drops a
    * process once. */
   if (BPF_CORE_READ(task, signal, live.counter) != 0) return 0;
+  /* Every thread has the current image's generation (the exec killed the others). */
   struct mr_proc_key key = {.tgid = tgid,
+                            .exec_id = (__u32)BPF_CORE_READ(task, self_exec_id),
                             .start_ns = BPF_CORE_READ(task, group_leader, start_boottime)};
   if (!bpf_map_lookup_elem(&procs, &key)) return 0;
   struct mr_exit_event* event = bpf_ringbuf_reserve(&exits, sizeof(*event), 0);
@@ -418,9 +436,39 @@ int BPF_PROG(handle_exit, struct task_struct* task) {
     return 0;
   }
   event->tgid = tgid;
-  event->pad = 0;
+  event->exec_id = key.exec_id;
   event->start_ns = key.start_ns;
   BPF_CORE_READ_STR_INTO(&event->comm, task, comm);
   bpf_ringbuf_submit(event, 0);
+  return 0;
+}
+
+/* An exec ends the old image's registrations: its uverbs fds are O_CLOEXEC, so the kernel
+ * destroys every region they hold (ib_uverbs_close -> uverbs_destroy_ufile_hw). tgid and
+ * start time survive the exec (de_thread() gives a non-leader thread the leader's pid and
+ * start times), the exec generation does not: the old image's entry is marked here and user
+ * space reaps it and its regions at the next scrape, as for an exit, with no walk here.
+ *
+ * fs/exec.c (6.1): exec_binprm() fires sched_process_exec(current, old_pid, bprm) after
+ * load_binary -> begin_new_exec(), which has run de_thread() (the other threads are dead),
+ * do_close_on_exec(), __set_task_comm() (comm is already the new image's: the old one is the
+ * comm kept in the entry) and self_exec_id + 1. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct* task, pid_t old_pid) {
+  __u32 tgid = BPF_CORE_READ(task, tgid);
+  /* The exec'ing thread's call record is under its pid before the exec (a non-leader thread
+   * takes the leader's pid): a deregistration it had begun is put back under the old image,
+   * whose regions user space reaps. */
+  __u64 old_id = ((__u64)tgid << 32) | (__u32)old_pid;
+  struct mr_call* call = bpf_map_lookup_elem(&calls, &old_id);
+  if (call) {
+    settle_pending(tgid, call, 0);
+    bpf_map_delete_elem(&calls, &old_id);
+  }
+  struct mr_proc_key key = {.tgid = tgid,
+                            .exec_id = (__u32)(BPF_CORE_READ(task, self_exec_id) - 1),
+                            .start_ns = BPF_CORE_READ(task, group_leader, start_boottime)};
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
+  if (proc) proc->exec_ended = 1;
   return 0;
 }

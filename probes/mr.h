@@ -61,21 +61,26 @@ struct mr_call {
    * reusing the freed pointer before the return cannot be mistaken for it), committed or put
    * back at the return by the return value. */
   __u32 pending;
-  __u32 pad;
+  __u32 exec_id; /* the process's exec generation at entry (see mr_proc_key) */
   struct mr_region region;
 };
 
 struct mr_region_key {
   __u32 tgid;
-  __u32 pad;
-  __u64 mr; /* the struct ibv_mr * the application holds */
+  __u32 exec_id; /* exec generation of the registering image (see mr_proc_key) */
+  __u64 mr;      /* the struct ibv_mr * the application holds */
 };
 
 /* The key of a process's totals: a reused pid is another process, never a reset in place
- * (a reset would race with the new process's other threads counting into the entry). */
+ * (a reset would race with the new process's other threads counting into the entry).
+ * An exec is another image too: the uverbs fd is O_CLOEXEC, so the kernel releases every
+ * region of the old image (ib_uverbs_close -> uverbs_destroy_ufile_hw), while tgid and start
+ * time survive the exec. The exec generation tells the images apart: task->self_exec_id, which
+ * begin_new_exec() (fs/exec.c) increments on every exec and every thread inherits at clone,
+ * truncated to 32 bits. */
 struct mr_proc_key {
   __u32 tgid;
-  __u32 pad;
+  __u32 exec_id;
   __u64 start_ns; /* start_boottime of the thread-group leader (/proc/PID/stat field 22) */
 };
 
@@ -84,6 +89,10 @@ struct mr_proc_key {
 /* Per-process totals, updated atomically by every thread of the process. */
 struct mr_proc {
   __u64 start_ns; /* as in the key */
+  /* Set by the sched_process_exec program: this image is gone, its regions were released by
+   * the kernel; user space reaps the entry and its regions at the next scrape. */
+  __u32 exec_ended;
+  __u32 pad;
   __u64 registrations;
   __u64 deregistrations;
   __u64 failures; /* registration calls that returned NULL */
@@ -112,7 +121,7 @@ struct mr_globals {
 /* Sent when the last thread of a process exits: user space drops the process's state. */
 struct mr_exit_event {
   __u32 tgid;
-  __u32 pad;
+  __u32 exec_id;
   __u64 start_ns;
   char comm[MR_COMM_LEN]; /* the process's per-process entry may already be reused */
 };

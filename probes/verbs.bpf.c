@@ -6,7 +6,8 @@
  *
  * Entry probes stash the arguments per thread; return probes record the object under the
  * pointer the application holds once the call succeeded. Objects of exited processes are
- * removed by user space, which tells a reused pid apart by the owner's start time. */
+ * removed by user space, which tells a reused pid apart by the owner's start time; those of
+ * an image that exec'd once the exec program below has removed their owner. */
 #include "vmlinux.h"
 
 #include <bpf/bpf_core_read.h>
@@ -79,6 +80,18 @@ static __always_inline __u64 owner_start(void) {
   return BPF_CORE_READ(task, group_leader, start_boottime);
 }
 
+/* The current image's exec generation (see verbs_proc_key in verbs.h). */
+static __always_inline __u32 owner_exec_id(void) {
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  return (__u32)BPF_CORE_READ(task, self_exec_id);
+}
+
+/* The key of an object of the current image. */
+static __always_inline struct verbs_key object_key(__u32 tgid, __u64 object) {
+  struct verbs_key key = {.tgid = tgid, .exec_id = owner_exec_id(), .object = object};
+  return key;
+}
+
 /* A user-space pointer or u32 at an offset of a user struct; 0 if unreadable. */
 static __always_inline __u64 user_u64(__u64 base, __u32 offset) {
   __u64 value = 0;
@@ -104,7 +117,7 @@ static __always_inline void device_name(__u64 object, char* name) {
  * reused pid has another start, hence another key: nothing is reset in place (a reset would
  * wipe what the new process's other threads count meanwhile), as in mr.bpf.c. */
 static __always_inline struct verbs_proc* owner(__u32 tgid, __u64 start) {
-  struct verbs_proc_key key = {.tgid = tgid, .proc_start = start};
+  struct verbs_proc_key key = {.tgid = tgid, .exec_id = owner_exec_id(), .proc_start = start};
   struct verbs_proc* proc = bpf_map_lookup_elem(&procs, &key);
   if (proc) return proc;
   __u32 zero = 0;
@@ -163,7 +176,7 @@ int BPF_KRETPROBE(create_cq_return, void* cq) {
   __u32 tgid = id >> 32;
   __u64 start = owner_start();
   if (!owner(tgid, start)) return 0;
-  struct verbs_key key = {.tgid = tgid, .object = (__u64)cq};
+  struct verbs_key key = object_key(tgid, (__u64)cq);
   struct verbs_cq value = {
       .proc_start = start,
       .requested_entries = call.value,
@@ -186,7 +199,7 @@ int BPF_KRETPROBE(resize_cq_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
   struct verbs_call call = leave(id, VERBS_CALL_RESIZE_CQ);
   if (!call.kind || rc != 0) return 0;
-  struct verbs_key key = {.tgid = id >> 32, .object = call.object};
+  struct verbs_key key = object_key(id >> 32, call.object);
   struct verbs_cq* value = bpf_map_lookup_elem(&cqs, &key);
   if (!value) return 0;
   value->requested_entries = call.value;
@@ -203,7 +216,7 @@ int BPF_KRETPROBE(destroy_cq_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
   struct verbs_call call = leave(id, VERBS_CALL_DESTROY_CQ);
   if (!call.kind || rc != 0) return 0;
-  struct verbs_key key = {.tgid = id >> 32, .object = call.object};
+  struct verbs_key key = object_key(id >> 32, call.object);
   bpf_map_delete_elem(&cqs, &key);
   return 0;
 }
@@ -224,7 +237,7 @@ int BPF_KRETPROBE(create_qp_return, void* qp) {
   __u32 tgid = id >> 32;
   __u64 start = owner_start();
   if (!owner(tgid, start)) return 0;
-  struct verbs_key key = {.tgid = tgid, .object = (__u64)qp};
+  struct verbs_key key = object_key(tgid, (__u64)qp);
   struct verbs_qp value = {
       .proc_start = start,
       .send_cq = user_u64(call.attr, VERBS_QP_INIT_SEND_CQ),
@@ -252,7 +265,7 @@ int BPF_KRETPROBE(modify_qp_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
   struct verbs_call call = leave(id, VERBS_CALL_MODIFY_QP);
   if (!call.kind || rc != 0 || !(call.value & VERBS_QP_STATE_MASK)) return 0;
-  struct verbs_key key = {.tgid = id >> 32, .object = call.object};
+  struct verbs_key key = object_key(id >> 32, call.object);
   struct verbs_qp* value = bpf_map_lookup_elem(&qps, &key);
   if (value) value->state = user_u32(call.attr, VERBS_QP_ATTR_STATE);
   return 0;
@@ -266,7 +279,7 @@ int BPF_KRETPROBE(destroy_qp_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
   struct verbs_call call = leave(id, VERBS_CALL_DESTROY_QP);
   if (!call.kind || rc != 0) return 0;
-  struct verbs_key key = {.tgid = id >> 32, .object = call.object};
+  struct verbs_key key = object_key(id >> 32, call.object);
   bpf_map_delete_elem(&qps, &key);
   return 0;
 }
@@ -288,7 +301,7 @@ int BPF_KRETPROBE(create_srq_return, void* srq) {
   __u32 tgid = id >> 32;
   __u64 start = owner_start();
   if (!owner(tgid, start)) return 0;
-  struct verbs_key key = {.tgid = tgid, .object = (__u64)srq};
+  struct verbs_key key = object_key(tgid, (__u64)srq);
   struct verbs_srq value = {
       .proc_start = start,
       .max_wr = user_u32(call.attr, VERBS_SRQ_INIT_MAX_WR),
@@ -310,7 +323,7 @@ int BPF_KRETPROBE(modify_srq_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
   struct verbs_call call = leave(id, VERBS_CALL_MODIFY_SRQ);
   if (!call.kind || rc != 0) return 0;
-  struct verbs_key key = {.tgid = id >> 32, .object = call.object};
+  struct verbs_key key = object_key(id >> 32, call.object);
   struct verbs_srq* value = bpf_map_lookup_elem(&srqs, &key);
   if (!value) return 0;
   if (call.value & VERBS_SRQ_LIMIT_MASK) value->limit = user_u32(call.attr, VERBS_SRQ_ATTR_LIMIT);
@@ -329,7 +342,7 @@ int BPF_KRETPROBE(destroy_srq_return, int rc) {
   __u64 id = bpf_get_current_pid_tgid();
   struct verbs_call call = leave(id, VERBS_CALL_DESTROY_SRQ);
   if (!call.kind || rc != 0) return 0;
-  struct verbs_key key = {.tgid = id >> 32, .object = call.object};
+  struct verbs_key key = object_key(id >> 32, call.object);
   bpf_map_delete_elem(&srqs, &key);
   return 0;
 }
@@ -355,7 +368,7 @@ int BPF_KRETPROBE(get_async_event_return, int rc) {
   __sync_fetch_and_add(&proc->async_events[type & (VERBS_ASYNC_EVENT_TYPES - 1)], 1);
   if (type == VERBS_EVENT_SRQ_LIMIT_REACHED) {
     /* The device disarms the limit when it fires: it reads 0 until the next ibv_modify_srq. */
-    struct verbs_key key = {.tgid = tgid, .object = user_u64(call.attr, VERBS_ASYNC_EVENT_ELEMENT)};
+    struct verbs_key key = object_key(tgid, user_u64(call.attr, VERBS_ASYNC_EVENT_ELEMENT));
     struct verbs_srq* srq = bpf_map_lookup_elem(&srqs, &key);
     if (srq) {
       srq->limit = 0;
@@ -370,5 +383,23 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(verbs_exit, struct task_struct* task) {
   __u64 id = ((__u64)BPF_CORE_READ(task, tgid) << 32) | BPF_CORE_READ(task, pid);
   bpf_map_delete_elem(&calls, &id);
+  return 0;
+}
+
+/* An exec destroys the old image's objects in the kernel (its uverbs fds are O_CLOEXEC:
+ * ib_uverbs_close -> uverbs_destroy_ufile_hw), while tgid and start time survive it. The old
+ * image's owner entry goes now; user space then deletes its objects (owner no longer in the
+ * map) at the next scrape. fs/exec.c (6.1): exec_binprm() fires
+ * sched_process_exec(current, old_pid, bprm) after begin_new_exec() has run de_thread() and
+ * self_exec_id + 1, so the old image is generation - 1. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(verbs_exec, struct task_struct* task, pid_t old_pid) {
+  __u32 tgid = BPF_CORE_READ(task, tgid);
+  __u64 old_id = ((__u64)tgid << 32) | (__u32)old_pid; /* the exec'ing thread before de_thread */
+  bpf_map_delete_elem(&calls, &old_id);
+  struct verbs_proc_key key = {.tgid = tgid,
+                               .exec_id = (__u32)(BPF_CORE_READ(task, self_exec_id) - 1),
+                               .proc_start = BPF_CORE_READ(task, group_leader, start_boottime)};
+  bpf_map_delete_elem(&procs, &key);
   return 0;
 }

@@ -66,10 +66,11 @@ struct verbs_call {
   __u32 value;  /* create_cq: requested entries; modify: the attribute mask */
 };
 
-/* Every object is keyed by its owner and the pointer the application holds. */
+/* Every object is keyed by its owner (tgid and exec generation) and the pointer the
+ * application holds. */
 struct verbs_key {
   __u32 tgid;
-  __u32 pad;
+  __u32 exec_id; /* the owner image's exec generation, as in verbs_proc_key */
   __u64 object;
 };
 
@@ -104,10 +105,13 @@ struct verbs_srq {
   char device[VERBS_DEVICE_NAME_LEN];
 };
 
-/* A process: a reused pid is another key (see owner() in verbs.bpf.c). */
+/* A process image: a reused pid is another key (see owner() in verbs.bpf.c), and so is an
+ * exec, which destroys every object of the old image in the kernel (the uverbs fd is
+ * O_CLOEXEC) while tgid and start time survive it. exec_id is task->self_exec_id, incremented
+ * by begin_new_exec() (fs/exec.c) and inherited by threads, truncated to 32 bits. */
 struct verbs_proc_key {
   __u32 tgid;
-  __u32 pad;
+  __u32 exec_id;
   __u64 proc_start;
 };
 

@@ -172,8 +172,15 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
         Errno(err));
   }
 
-  const std::vector<std::string> targets = UprobeTargets(options.libraries, options.binaries);
-  if (targets.empty()) return std::unexpected("no libibverbs to attach to");
+  // fentry/fexit on uverbs and ib_core when the kernel allows it: every program whatever its
+  // libibverbs, and no trap. Else (or with --mr.tracking=uprobes) uprobes on the libraries.
+  if (const auto kernel = probe->AttachKernelPath(options); !kernel) {
+    return std::unexpected(kernel.error());
+  }
+  const std::vector<std::string> targets = probe->kernel_
+                                               ? std::vector<std::string>{}
+                                               : UprobeTargets(options.libraries, options.binaries);
+  if (targets.empty() && !probe->kernel_) return std::unexpected("no libibverbs to attach to");
   Programs& programs = probe->skel_->progs;
   std::vector<UprobeEntryPoint> table;
   for (const EntryPoint& entry : kEntryPoints) {
@@ -197,6 +204,11 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
     return std::unexpected("cannot attach sched_process_exit: " + Errno(errno));
   }
   probe->links_.push_back(exit_link);
+  bpf_link* exec_link = bpf_program__attach(probe->skel_->progs.handle_exec);
+  if (exec_link == nullptr) {
+    return std::unexpected("cannot attach sched_process_exec: " + Errno(errno));
+  }
+  probe->links_.push_back(exec_link);
   probe->exits_ = ring_buffer__new(bpf_map__fd(probe->skel_->maps.exits), &MrProbe::OnExit,
                                    probe.get(), nullptr);
   if (probe->exits_ == nullptr) return std::unexpected("cannot open the exit ring buffer");
@@ -214,17 +226,19 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
   mr_exit_event event;
   std::memcpy(&event, data, sizeof event);
   static_cast<MrProbe*>(context)->pending_exits_.push_back(
-      {event.tgid, event.start_ns,
-       std::string(event.comm, strnlen(event.comm, sizeof event.comm))});
+      {.tgid = event.tgid,
+       .exec_id = event.exec_id,
+       .start_ns = event.start_ns,
+       .comm = std::string(event.comm, strnlen(event.comm, sizeof event.comm))});
   return 0;
 }
 
 void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
-  // (tgid, start) -> comm, for the processes that still held regions.
-  std::map<std::pair<uint32_t, uint64_t>, std::string> holders;
-  for (const auto& [tgid, start_ns, exit_comm] : exited) {
-    const mr_proc_key key{.tgid = tgid, .pad = 0, .start_ns = start_ns};
+  // The images that still held regions -> their comm, and whether an exec ended them.
+  std::map<ProcId, std::pair<std::string, bool>> holders;
+  for (const auto& [tgid, exec_id, start_ns, exit_comm, at_exec] : exited) {
+    const mr_proc_key key{.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
     mr_proc proc{};
     // Not found: already dropped (threads exiting together can both report the end).
     if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
@@ -237,35 +251,33 @@ void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
       retired.comm = comm;
       retired.AddCounters(ProcessOf(tgid, proc));
     }
-    if (proc.outstanding_regions > 0) holders[{tgid, start_ns}] = comm;
+    if (proc.outstanding_regions > 0) holders[{tgid, exec_id, start_ns}] = {comm, at_exec};
   }
   if (holders.empty()) return;
 
   std::vector<std::pair<mr_region_key, mr_region>> doomed;
   ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
-    if (holders.contains({key.tgid, region.proc_start_ns})) doomed.emplace_back(key, region);
+    if (holders.contains({key.tgid, key.exec_id, region.proc_start_ns})) {
+      doomed.emplace_back(key, region);
+    }
     return true;
   });
   const int regions_fd = bpf_map__fd(skel_->maps.regions);
-  std::map<std::string, MrReleasedAtExit> released;
   for (const auto& [key, region] : doomed) {
     // Counted only by the delete that succeeds: a region the walk returned twice (map reads
     // restart when entries move under them) is released once.
     if (bpf_map_delete_elem(regions_fd, &key) != 0) continue;
-    const std::string& comm = holders.at({key.tgid, region.proc_start_ns});
+    const auto& [holder_comm, at_exec] = holders.at({key.tgid, key.exec_id, region.proc_start_ns});
+    auto& released = at_exec ? released_at_exec_ : released_;
+    std::string comm = holder_comm;
+    if (!released.contains(comm) && released.size() >= kMaxReleasedComms) comm = "other";
     released[comm].regions += 1;
     released[comm].bytes += region.length;  // 0 for implicit ODP
-  }
-  for (const auto& [holder_comm, counts] : released) {
-    std::string comm = holder_comm;
-    if (!released_.contains(comm) && released_.size() >= kMaxReleasedComms) comm = "other";
-    released_[comm].regions += counts.regions;
-    released_[comm].bytes += counts.bytes;
   }
 }
 
 void MrProbe::CountLeakSuspects(std::vector<MrProcess>& processes,
-                                const std::map<std::pair<uint32_t, uint64_t>, size_t>& index) {
+                                const std::map<ProcId, size_t>& index) {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);  // bpf_ktime_get_ns() is CLOCK_MONOTONIC
   const uint64_t now_ns =
@@ -274,11 +286,11 @@ void MrProbe::CountLeakSuspects(std::vector<MrProcess>& processes,
   const uint64_t threshold = now_ns - leak_age_ns_;
   std::set<mr_region_key, bool (*)(const mr_region_key&, const mr_region_key&)> seen(
       [](const mr_region_key& a, const mr_region_key& b) {
-        return std::tie(a.tgid, a.mr) < std::tie(b.tgid, b.mr);
+        return std::tie(a.tgid, a.exec_id, a.mr) < std::tie(b.tgid, b.exec_id, b.mr);
       });
   ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
     if (region.registered_ns > threshold) return true;
-    const auto proc = index.find({key.tgid, region.proc_start_ns});
+    const auto proc = index.find({key.tgid, key.exec_id, region.proc_start_ns});
     if (proc == index.end() || !seen.insert(key).second) return true;
     processes[proc->second].leak_suspect_regions += 1;
     processes[proc->second].leak_suspect_bytes += region.length;
@@ -321,9 +333,8 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
   const uint64_t now_ns =
       static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
   MrStacksReport report;
-  // Processes, by (tgid, start).
-  using ProcKey = std::pair<uint32_t, uint64_t>;
-  std::map<ProcKey, MrProcessStacks> processes;
+  // Live images, by (tgid, exec generation, start).
+  std::map<ProcId, MrProcessStacks> processes;
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   mr_proc_key key{};
   mr_proc_key next{};
@@ -333,9 +344,10 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
     previous = &key;
     mr_proc proc{};
     if ((pid && key.tgid != *pid) || bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
-    processes[{key.tgid, key.start_ns}] = {.pid = key.tgid, .comm = CommOf(proc)};
+    if (proc.exec_ended) continue;  // an exec released its regions: not outstanding
+    processes[{key.tgid, key.exec_id, key.start_ns}] = {.pid = key.tgid, .comm = CommOf(proc)};
   }
-  std::map<std::tuple<uint32_t, uint64_t, int32_t>, MrStack> by_site;
+  std::map<std::pair<ProcId, int32_t>, MrStack> by_site;
   ForEachRegion([&](const mr_region_key& region_key, const mr_region& region) {
     if (report.regions_walked >= limits.max_regions) {
       report.truncated = true;
@@ -347,9 +359,10 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
       report.truncated_reason = "stopped after " + std::to_string(limits.budget.count()) + " ms";
       return false;
     }
-    const auto proc = processes.find({region_key.tgid, region.proc_start_ns});
+    const ProcId owner{region_key.tgid, region_key.exec_id, region.proc_start_ns};
+    const auto proc = processes.find(owner);
     if (proc == processes.end()) return true;
-    MrStack& site = by_site[{region_key.tgid, region.proc_start_ns, region.stack_id}];
+    MrStack& site = by_site[{owner, region.stack_id}];
     site.stack_id = region.stack_id;
     site.regions += 1;
     site.bytes += region.length;
@@ -361,7 +374,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
     return true;
   });
   for (auto& [site_key, site] : by_site) {
-    processes[{std::get<0>(site_key), std::get<1>(site_key)}].stacks.push_back(site);
+    processes[site_key.first].stacks.push_back(site);
   }
 
   const int stacks_fd = bpf_map__fd(skel_->maps.stacks);
@@ -395,7 +408,7 @@ MrSnapshot MrProbe::Snapshot() {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;
   std::map<std::string, MrHistograms> live_histograms;
-  std::map<std::pair<uint32_t, uint64_t>, size_t> index;  // (tgid, start) -> processes[i]
+  std::map<ProcId, size_t> index;  // image -> processes[i]
   mr_proc_key key{};
   mr_proc_key next{};
   const void* previous = nullptr;
@@ -404,19 +417,36 @@ MrSnapshot MrProbe::Snapshot() {
     previous = &key;
     mr_proc proc{};
     if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
+    // The process exec'd: this image's regions were released by the kernel (the process,
+    // under its new image, is another entry). Dropped below, not reported.
+    if (proc.exec_ended) {
+      pending_exits_.push_back({.tgid = key.tgid,
+                                .exec_id = key.exec_id,
+                                .start_ns = key.start_ns,
+                                .comm = CommOf(proc),
+                                .at_exec = true});
+      continue;
+    }
     // This very process exited (its event is pending): drop it below, do not report it.
-    const bool exit_seen = std::any_of(
-        pending_exits_.begin(), pending_exits_.end(),
-        [&](const Exited& e) { return e.tgid == key.tgid && e.start_ns == key.start_ns; });
-    if (exit_seen) continue;
+    const bool exit_seen =
+        std::any_of(pending_exits_.begin(), pending_exits_.end(), [&](const Exited& e) {
+          return e.tgid == key.tgid && e.exec_id == key.exec_id && e.start_ns == key.start_ns;
+        });
+    if (exit_seen) {
+      if (exit_observer_) exit_observer_(ProcessOf(key.tgid, proc));
+      continue;
+    }
     // Safety net for a lost exit event: a process positively gone (no such pid, or the pid
     // reused by another process) is dropped; one we cannot check now is kept.
     const Liveness liveness = ProcessLiveness(procfs_, key.tgid, key.start_ns, ns_per_tick_);
     if (liveness == Liveness::kGone) {
-      pending_exits_.push_back({key.tgid, key.start_ns, ""});
+      pending_exits_.push_back(
+          {.tgid = key.tgid, .exec_id = key.exec_id, .start_ns = key.start_ns});
+      if (exit_observer_) exit_observer_(ProcessOf(key.tgid, proc));
       continue;
     }
-    if (!index.emplace(std::pair{key.tgid, key.start_ns}, snapshot.processes.size()).second) {
+    if (!index.emplace(ProcId{key.tgid, key.exec_id, key.start_ns}, snapshot.processes.size())
+             .second) {
       continue;  // the walk restarted and returned this entry again
     }
     snapshot.processes.push_back(ProcessOf(key.tgid, proc));
@@ -438,6 +468,7 @@ MrSnapshot MrProbe::Snapshot() {
     snapshot.stale_calls = globals.stale_calls;
   }
   snapshot.released = released_;
+  snapshot.released_at_exec = released_at_exec_;
   snapshot.histograms = retired_histograms_;
   snapshot.retired_counters = retired_counters_;
   for (const auto& [comm, histograms] : live_histograms) snapshot.histograms[comm].Add(histograms);

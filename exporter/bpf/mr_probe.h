@@ -7,13 +7,17 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
+
+#include "bpf/mr_kernel_probe.h"
 
 struct mr_bpf;
 struct ring_buffer;
@@ -25,6 +29,9 @@ struct MrProbeOptions {
   std::vector<std::string> libraries;  // libibverbs.so.1 files (default: the one we link)
   std::vector<std::string> binaries;   // statically linked programs
   uint32_t max_regions = 262144;
+  // Which path feeds the MR metrics: fentry/fexit in the kernel (mr_kernel_probe.h) when it
+  // can attach, else uprobes on the libraries and binaries above.
+  MrTracking tracking = MrTracking::kAuto;
   uint32_t max_processes = 4096;  // ~0.8 KiB of kernel memory each
   // Outstanding regions older than this are leak suspects; 0 disables the (O(regions)) scan.
   uint64_t leak_age_ns = 600ULL * 1000000000ULL;
@@ -93,7 +100,10 @@ struct MrProcessStacks {
 struct MrSnapshot {
   std::vector<MrProcess> processes;                  // by pid
   std::map<std::string, MrReleasedAtExit> released;  // by comm, since start
-  std::map<std::string, MrHistograms> histograms;    // by comm: live + exited processes
+  // Regions the kernel released when their process exec'd (the uverbs fd is O_CLOEXEC), by
+  // the old image's comm, since start.
+  std::map<std::string, MrReleasedAtExit> released_at_exec;
+  std::map<std::string, MrHistograms> histograms;  // by comm: live + exited processes
   // Counter fields (registrations, failures...) of exited processes, by comm, so that
   // per-comm aggregates stay monotonic.
   std::map<std::string, MrProcess> retired_counters;
@@ -124,33 +134,51 @@ class MrProbe {
   MrProbe(const MrProbe&) = delete;
   MrProbe& operator=(const MrProbe&) = delete;
 
-  size_t link_count() const { return links_.size(); }
+  size_t link_count() const { return links_.size() + (kernel_ ? kernel_->link_count() : 0); }
+  // True when the kernel path (fentry/fexit on uverbs/ib_core) feeds the maps, not uprobes.
+  bool kernel_path() const { return kernel_ != nullptr; }
   MrSnapshot Snapshot();
   // Call sites of outstanding regions, per live process (all, or one pid), top `top` by bytes.
   // Reads the maps without the scrape lock (scrapes never wait for it), within `limits`.
   MrStacksReport OutstandingStacks(size_t top, std::optional<uint32_t> pid,
                                    const MrStacksLimits& limits = {});
+  // Called by Snapshot() for each process whose exit it is about to process, before that
+  // process and its regions are dropped: the last moment its figures and the call sites of
+  // its outstanding regions can be read (`rdmascope profile` reports the regions left at
+  // exit). Runs under the scrape lock; OutstandingStacks() may be called from it.
+  void SetExitObserver(std::function<void(const MrProcess& last)> observer) {
+    exit_observer_ = std::move(observer);
+  }
 
  private:
   MrProbe() = default;
-  // Removes exited processes and their regions in one pass over the regions map (only if
-  // one of them still had regions: the pass costs two syscalls per tracked region).
+  // Removes exited processes and images replaced by an exec, and their regions, in one pass
+  // over the regions map (only if one of them still had regions: the pass costs two syscalls
+  // per tracked region).
   // Counts, per process, outstanding regions older than the leak age (batched map reads).
   // Calls `visit(key, region)` for every region, reading the map in batches, until it
   // returns false.
   template <typename Visitor>
   void ForEachRegion(Visitor visit);
-  void CountLeakSuspects(std::vector<MrProcess>& processes,
-                         const std::map<std::pair<uint32_t, uint64_t>, size_t>& index);
+  // One image of a process: tgid, exec generation, leader start time (mr_proc_key).
+  using ProcId = std::tuple<uint32_t, uint32_t, uint64_t>;
+  void CountLeakSuspects(std::vector<MrProcess>& processes, const std::map<ProcId, size_t>& index);
   struct Exited {
     uint32_t tgid;
+    uint32_t exec_id;
     uint64_t start_ns;
-    std::string comm;  // from the exit event; empty when found by the /proc safety net
+    std::string comm;      // from the exit event; empty when found by the /proc safety net
+    bool at_exec = false;  // the image was replaced by an exec, the process lives on
   };
   void DropProcesses(const std::vector<Exited>& exited);
   static int OnExit(void* context, void* data, size_t size);
 
+  // Tries the kernel path as options.tracking asks (defined in mr_kernel_probe.cc): an error
+  // only when it was required; kernel_ stays null when uprobes must be attached instead.
+  std::expected<void, std::string> AttachKernelPath(const MrProbeOptions& options);
+
   mr_bpf* skel_ = nullptr;
+  std::unique_ptr<MrKernelProbe> kernel_;
   ring_buffer* exits_ = nullptr;
   std::vector<bpf_link*> links_;
   std::filesystem::path procfs_;
@@ -158,9 +186,11 @@ class MrProbe {
   uint64_t leak_age_ns_ = 0;
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
   std::map<std::string, MrReleasedAtExit> released_;
+  std::map<std::string, MrReleasedAtExit> released_at_exec_;
   std::vector<Exited> pending_exits_;                       // filled by OnExit
   std::map<std::string, MrHistograms> retired_histograms_;  // of exited processes
   std::map<std::string, MrProcess> retired_counters_;       // of exited processes
+  std::function<void(const MrProcess&)> exit_observer_;
   static constexpr size_t kMaxReleasedComms = 1024;
 };
 

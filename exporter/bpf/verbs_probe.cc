@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "bpf/process_liveness.h"
 #include "bpf/uprobe_attach.h"
@@ -112,6 +113,23 @@ std::map<uint64_t, CqFeeding> ComputeCqFeeding(const std::vector<VerbsQpLinks>& 
   return feeding;
 }
 
+std::map<std::string, RcSendWrsRange> RcSendWrs(const std::vector<VerbsQpLinks>& qps,
+                                                const std::map<uint64_t, std::string>& cq_devices) {
+  std::map<std::string, RcSendWrsRange> range;
+  for (const VerbsQpLinks& qp : qps) {
+    if (qp.type != IBV_QPT_RC || qp.max_send_wr == 0) continue;
+    const auto device = cq_devices.find(qp.send_cq);
+    if (device == cq_devices.end()) continue;
+    const auto [it, inserted] =
+        range.try_emplace(device->second, RcSendWrsRange{qp.max_send_wr, qp.max_send_wr});
+    if (!inserted) {
+      it->second.min = std::min(it->second.min, qp.max_send_wr);
+      it->second.max = std::max(it->second.max, qp.max_send_wr);
+    }
+  }
+  return range;
+}
+
 std::expected<std::unique_ptr<VerbsProbe>, std::string> VerbsProbe::Attach(
     const VerbsProbeOptions& options, std::filesystem::path procfs) {
   RouteLibbpfLogs();
@@ -161,6 +179,11 @@ std::expected<std::unique_ptr<VerbsProbe>, std::string> VerbsProbe::Attach(
     return std::unexpected("cannot attach sched_process_exit: " + ErrnoText(errno));
   }
   probe->links_.push_back(exit_link);
+  bpf_link* exec_link = bpf_program__attach(p.verbs_exec);
+  if (exec_link == nullptr) {
+    return std::unexpected("cannot attach sched_process_exec: " + ErrnoText(errno));
+  }
+  probe->links_.push_back(exec_link);
   return probe;
 }
 
@@ -172,13 +195,15 @@ VerbsProbe::~VerbsProbe() {
 VerbsSnapshot VerbsProbe::Snapshot() {
   std::lock_guard lock(mutex_);
   VerbsSnapshot snapshot;
-  // Owners not known to be gone: (pid -> start). Owners positively gone (no such pid, or the
-  // pid reused) are deleted with their objects; an owner whose /proc entry could not be read
-  // this time is kept and reported, and asked again at the next scrape.
-  std::map<uint32_t, uint64_t> live_start;
+  // Owners not known to be gone: (pid, exec generation, start). Owners positively gone (no
+  // such pid, or the pid reused) are deleted with their objects; an owner whose /proc entry
+  // could not be read this time is kept and reported, and asked again at the next scrape.
+  // The owner of an image that exec'd was deleted by the probe (verbs_exec).
+  std::set<std::tuple<uint32_t, uint32_t, uint64_t>> live;
   std::map<uint32_t, VerbsProcess> processes;
-  ForEach<verbs_proc_key, verbs_proc>(bpf_map__fd(skel_->maps.procs), [&](const verbs_proc_key& key,
-                                                                          const verbs_proc& proc) {
+  const int procs_fd = bpf_map__fd(skel_->maps.procs);
+  ForEach<verbs_proc_key, verbs_proc>(procs_fd, [&](const verbs_proc_key& key,
+                                                    const verbs_proc& proc) {
     const uint32_t pid = key.tgid;
     const Liveness liveness = ProcessLiveness(procfs_, pid, proc.proc_start, ns_per_tick_);
     if (liveness == Liveness::kGone) return true;
@@ -186,7 +211,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
       log::Debug("verbs: cannot tell whether a process still runs; keeping its objects",
                  {{"pid", std::to_string(pid)}});
     }
-    live_start[pid] = proc.proc_start;
+    live.insert({pid, key.exec_id, proc.proc_start});
     VerbsProcess& out = processes[pid];
     out.pid = pid;
     out.comm = sysfs::FixedString(proc.comm, sizeof proc.comm);
@@ -194,21 +219,30 @@ VerbsSnapshot VerbsProbe::Snapshot() {
     return false;
   });
   const auto owned_by_live = [&](const verbs_key& key, uint64_t proc_start) {
-    const auto it = live_start.find(key.tgid);
-    return it != live_start.end() && it->second == proc_start;
+    return live.contains({key.tgid, key.exec_id, proc_start});
+  };
+  // An object not owned by a live owner is reported by no one; it is deleted only once its
+  // owner's entry is gone (deleted above, or by the exec probe): an owner the walk above
+  // missed because it registered meanwhile keeps its objects.
+  const auto orphaned = [&](const verbs_key& key, uint64_t proc_start) {
+    const verbs_proc_key owner{.tgid = key.tgid, .exec_id = key.exec_id, .proc_start = proc_start};
+    verbs_proc proc{};
+    return bpf_map_lookup_elem(procs_fd, &owner, &proc) != 0;
   };
 
   std::map<std::pair<uint32_t, uint64_t>, verbs_cq> cqs;
   ForEach<verbs_key, verbs_cq>(bpf_map__fd(skel_->maps.cqs),
                                [&](const verbs_key& key, const verbs_cq& cq) {
-                                 if (!owned_by_live(key, cq.proc_start)) return true;
+                                 if (!owned_by_live(key, cq.proc_start)) {
+                                   return orphaned(key, cq.proc_start);
+                                 }
                                  cqs[{key.tgid, key.object}] = cq;
                                  return false;
                                });
   std::map<uint32_t, std::map<uint64_t, uint32_t>> srq_depths;  // pid -> srq -> max_wr
   ForEach<verbs_key, verbs_srq>(
       bpf_map__fd(skel_->maps.srqs), [&](const verbs_key& key, const verbs_srq& srq) {
-        if (!owned_by_live(key, srq.proc_start)) return true;
+        if (!owned_by_live(key, srq.proc_start)) return orphaned(key, srq.proc_start);
         srq_depths[key.tgid][key.object] = srq.max_wr;
         snapshot.srqs.push_back({.pid = key.tgid,
                                  .comm = processes[key.tgid].comm,
@@ -222,14 +256,22 @@ VerbsSnapshot VerbsProbe::Snapshot() {
   std::map<uint32_t, std::vector<VerbsQpLinks>> qps;
   ForEach<verbs_key, verbs_qp>(
       bpf_map__fd(skel_->maps.qps), [&](const verbs_key& key, const verbs_qp& qp) {
-        if (!owned_by_live(key, qp.proc_start)) return true;
-        qps[key.tgid].push_back({qp.send_cq, qp.recv_cq, qp.srq, qp.max_send_wr, qp.max_recv_wr});
+        if (!owned_by_live(key, qp.proc_start)) return orphaned(key, qp.proc_start);
+        qps[key.tgid].push_back(
+            {qp.send_cq, qp.recv_cq, qp.srq, qp.max_send_wr, qp.max_recv_wr, qp.type});
         processes[key.tgid].qps += 1;
         return false;
       });
 
   std::map<uint32_t, std::map<uint64_t, CqFeeding>> feeding;
   for (const auto& [pid, links] : qps) feeding[pid] = ComputeCqFeeding(links, srq_depths[pid]);
+  std::map<uint32_t, std::map<uint64_t, std::string>> cq_devices;  // pid -> cq -> device
+  for (const auto& [key, cq] : cqs) {
+    cq_devices[key.first][key.second] = sysfs::FixedString(cq.device, sizeof cq.device);
+  }
+  for (const auto& [pid, links] : qps) {
+    processes[pid].rc_send_wrs = RcSendWrs(links, cq_devices[pid]);
+  }
   for (const auto& [key, cq] : cqs) {
     const CqFeeding fed = feeding[key.first][key.second];
     snapshot.cqs.push_back({.pid = key.first,
@@ -246,8 +288,10 @@ VerbsSnapshot VerbsProbe::Snapshot() {
   };
   std::sort(snapshot.cqs.begin(), snapshot.cqs.end(), by_pid_handle);
   std::sort(snapshot.srqs.begin(), snapshot.srqs.end(), by_pid_handle);
+  std::set<uint32_t> live_pids;
+  for (const auto& owner : live) live_pids.insert(std::get<0>(owner));
   for (auto& [pid, process] : processes) {
-    if (live_start.contains(pid)) snapshot.processes.push_back(std::move(process));
+    if (live_pids.contains(pid)) snapshot.processes.push_back(std::move(process));
   }
 
   verbs_globals globals{};

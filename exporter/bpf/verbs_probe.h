@@ -50,11 +50,21 @@ struct VerbsSrq {
   uint64_t limit_events = 0;
 };
 
+struct RcSendWrsRange {
+  uint32_t min = 0;
+  uint32_t max = 0;
+  bool operator==(const RcSendWrsRange&) const = default;
+};
+
 struct VerbsProcess {
   uint32_t pid = 0;
   std::string comm;
   uint32_t qps = 0;
   std::array<uint64_t, kVerbsAsyncEventTypes> async_events{};
+  // Per device: the smallest and the largest send queue depth of the process's RC QPs
+  // (RcSendWrs). Two figures per (process, device), never one per QP, so the series count
+  // stays bounded.
+  std::map<std::string, RcSendWrsRange> rc_send_wrs;
 };
 
 struct VerbsSnapshot {
@@ -73,6 +83,7 @@ struct VerbsQpLinks {
   uint64_t srq = 0;
   uint32_t max_send_wr = 0;
   uint32_t max_recv_wr = 0;
+  uint32_t type = 0;  // enum ibv_qp_type
 };
 
 // Per CQ pointer: the work that can complete into it. Send queues count their depth on their
@@ -84,6 +95,15 @@ struct CqFeeding {
 };
 std::map<uint64_t, CqFeeding> ComputeCqFeeding(const std::vector<VerbsQpLinks>& qps,
                                                const std::map<uint64_t, uint32_t>& srq_max_wr);
+
+// Per device (the device of each QP's send CQ, `cq_devices`: CQ pointer -> device name): the
+// smallest and largest max_send_wr of the RC QPs. The send queue depth bounds the work a QP
+// keeps in flight, so the shallowest RC QP is the one that cannot fill the bandwidth-delay
+// product, and the deepest the one holding work-queue memory the link can never use (doctor's
+// queues.qp_depth). QPs whose send CQ is unknown (created before the probes attached) and
+// receive-only QPs (max_send_wr 0) give no figure.
+std::map<std::string, RcSendWrsRange> RcSendWrs(const std::vector<VerbsQpLinks>& qps,
+                                                const std::map<uint64_t, std::string>& cq_devices);
 
 class VerbsProbe {
  public:

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -18,6 +19,7 @@
 #include "core/collector_runner.h"
 #include "core/version.h"
 #include "doctor/checks.h"
+#include "doctor/query.h"
 #include "doctor/report.h"
 
 namespace rdmascope {
@@ -124,6 +126,11 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       ->default_str("text")
       ->group("Doctor");
   doctor
+      .add_flag("--show-skipped", options.show_skipped,
+                "Text output: print every skipped check with its reason (default: one line "
+                "naming them; --log.level=debug does the same)")
+      ->group("Doctor");
+  doctor
       .add_option_function<std::string>(
           "--fail-on",
           [&options](const std::string& level) { options.fail_on_crit_only = level == "crit"; },
@@ -158,6 +165,35 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
   AddThreshold(doctor, "--doctor.hugepage-unaligned-ratio", options.hugepage_unaligned_ratio,
                "Share of registered bytes not 2 MiB-aligned above which doctor reports (info)");
   doctor
+      .add_option_function<std::string>(
+          "--doctor.rtt",
+          [&options](const std::string& text) {
+            options.rtt_seconds = *doctor::ParseRttSeconds(text);
+          },
+          "Round trip including queueing that a QP's send queue must cover (80us, 150us, 1ms): "
+          "queues.qp_depth wants max_send_wr >= port rate x rtt / message size")
+      ->check([](const std::string& text) {
+        return doctor::ParseRttSeconds(text) ? std::string()
+                                             : "not a positive duration like 80us or 1ms: " + text;
+      })
+      ->default_str("80us")
+      ->group("Doctor thresholds");
+  AddThreshold(doctor, "--doctor.message-size", options.message_size_bytes,
+               "Bytes per send WR for queues.qp_depth when the preload library measured none");
+  AddThreshold(doctor, "--doctor.qp-depth-excess", options.qp_depth_excess,
+               "queues.qp_depth reports (info) an RC send queue deeper than this many times the "
+               "recommended depth");
+  AddThreshold(doctor, "--doctor.qps-per-core", options.qps_per_core,
+               "Connected QPs per online CPU below which queues.qps_per_core reports (info)");
+  AddThreshold(doctor, "--doctor.nodes", options.nodes,
+               "Nodes the application exchanges messages with (queues.srq_sizing; 0: unknown)");
+  AddThreshold(doctor, "--doctor.flows", options.flows,
+               "Average concurrent flows per node (queues.srq_sizing: limit and depth >= nodes "
+               "x flows x 1.2; 0: unknown)");
+  AddThreshold(doctor, "--doctor.registrations-per-second", options.registrations_per_second,
+               "Registrations per second (nearly all deregistered again) above which "
+               "memory.registration_churn warns");
+  doctor
       .add_option_function<std::vector<std::string>>(
           "--doctor.iba-threshold",
           [&options](const std::vector<std::string>& items) {
@@ -188,6 +224,12 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
 }
 
 void FinishDoctorOptions(const doctor::DoctorOptions& options) {
+  if (!(options.message_size_bytes > 0)) {
+    throw CLI::ValidationError("--doctor.message-size", "must be above 0");
+  }
+  if (options.nodes < 0 || options.flows < 0) {
+    throw CLI::ValidationError("--doctor.nodes/--doctor.flows", "must not be negative");
+  }
   if (!(options.cq_ratio_crit > 0 && options.cq_ratio_crit <= options.cq_ratio_warn)) {
     throw CLI::ValidationError("--doctor.cq-ratio-crit",
                                "must be above 0 and at most --doctor.cq-ratio-warn");
@@ -249,18 +291,29 @@ void DoctorService::AddRoute(DebugRoutes& routes) {
 std::string DoctorService::Report(std::string_view query) {
   // ?window=D: counters observed live over D (at most a minute: the request waits for it);
   // absent: rates since the first collection after start.
+  // Other parameters: thresholds, named as the --doctor.* flags without the prefix.
   std::optional<uint64_t> window_ns;
-  for (size_t at = 0; at <= query.size();) {
+  doctor::DoctorOptions options;
+  for (size_t at = 0; at < query.size();) {
     const size_t end = std::min(query.find('&', at), query.size());
     const std::string_view item = query.substr(at, end - at);
-    if (item.starts_with("window=")) {
-      window_ns = ParseDurationNs(item.substr(7));
-      if (!window_ns || *window_ns > 60'000'000'000ULL) {
-        throw std::invalid_argument("window must be a duration of at most 60s, like 10s: " +
-                                    std::string(item.substr(7)));
-      }
-    }
     at = end + 1;
+    if (item.empty()) continue;
+    const size_t equals = item.find('=');
+    const std::string_view name = item.substr(0, equals);
+    const std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : item.substr(equals + 1);
+    if (name == "window") {
+      window_ns = ParseDurationNs(value);
+      if (!window_ns || *window_ns > 60'000'000'000ULL) {
+        throw BadRequest("window must be a duration of at most 60s, like 10s: " +
+                         std::string(value));
+      }
+      continue;
+    }
+    const auto applied = doctor::ApplyThreshold(name, value, options);
+    if (!applied) throw BadRequest(applied.error());
+    if (!*applied) throw BadRequest("unknown parameter " + std::string(name));
   }
   const auto view = history_.View();
   std::optional<Snapshot> live_before;
@@ -275,7 +328,7 @@ std::string DoctorService::Report(std::string_view query) {
                            : view->first ? view->first.get()
                                          : nullptr;
   now.set_history(view);
-  std::vector<doctor::Finding> findings = doctor::RunChecks(now, before, doctor::DoctorOptions{});
+  std::vector<doctor::Finding> findings = doctor::RunChecks(now, before, options);
   doctor::SortFindings(findings);
   return doctor::RenderJson(
       findings, {.host = HostName(),
@@ -298,10 +351,13 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
     log::Warn("doctor: bad exporter URL, " + fallback, {{"err", parsed.error()}});
     return std::nullopt;
   }
-  std::string target = "/doctor";
+  // The thresholds given here travel with the request: the exporter's report uses them.
+  std::string query = doctor::ThresholdQuery(options);
   if (options.window_set) {
-    target += "?window=" + std::to_string(options.window_ns / 1'000'000) + "ms";
+    query = "window=" + std::to_string(options.window_ns / 1'000'000) + "ms" +
+            (query.empty() ? "" : "&" + query);
   }
+  const std::string target = "/doctor" + (query.empty() ? "" : "?" + query);
   const auto answer =
       HttpGet(*parsed, target, std::chrono::milliseconds(options.exporter_timeout_ns / 1'000'000));
   std::string error;
@@ -311,6 +367,12 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
     std::string body = answer->body.substr(0, 200);
     while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
     error = "HTTP " + std::to_string(answer->status) + (body.empty() ? "" : ": " + body);
+    if (answer->status == 401) {
+      error +=
+          " (the exporter asks for basic auth, --web.config.file; doctor's client sends "
+          "none: fetch " +
+          url + "/doctor with curl -u USER)";
+    }
   } else if (auto report = doctor::ParseJson(answer->body); !report) {
     error = "bad /doctor answer: " + report.error();
   } else {
@@ -327,10 +389,12 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
 }
 
 std::string Render(const std::vector<doctor::Finding>& findings,
-                   const doctor::ReportContext& context, const doctor::DoctorOptions& options) {
+                   const doctor::ReportContext& context, const doctor::DoctorOptions& options,
+                   const ServeConfig& config) {
   return options.format == doctor::Format::kJson
              ? doctor::RenderJson(findings, context)
-             : doctor::RenderText(findings, context, ColourWanted());
+             : doctor::RenderText(findings, context, ColourWanted(),
+                                  options.show_skipped || config.log_level == log::Level::kDebug);
 }
 
 }  // namespace
@@ -340,7 +404,7 @@ int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
   try {
     if (auto remote = FromExporter(options)) {
       doctor::SortFindings(remote->findings);
-      const std::string report = Render(remote->findings, remote->context, options);
+      const std::string report = Render(remote->findings, remote->context, options, config);
       std::fwrite(report.data(), 1, report.size(), stdout);
       std::fflush(stdout);
       return doctor::ExitCode(remote->findings, options);
@@ -363,7 +427,7 @@ int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
         .host = HostName(),
         .generated = NowRfc3339(),
         .window_seconds = static_cast<double>(options.window_ns) / 1e9};
-    const std::string report = Render(findings, context, options);
+    const std::string report = Render(findings, context, options, config);
     std::fwrite(report.data(), 1, report.size(), stdout);
     std::fflush(stdout);
     return doctor::ExitCode(findings, options);

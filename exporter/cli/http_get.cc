@@ -109,10 +109,14 @@ std::expected<std::string, std::string> Unchunk(const std::string& raw) {
 std::expected<HttpUrl, std::string> ParseHttpUrl(const std::string& url) {
   constexpr std::string_view kScheme = "http://";
   if (!url.starts_with(kScheme)) {
+    // Say what is missing and the way around it: an exporter behind --web.config.file.
     return std::unexpected(
-        "not an http:// URL (https is not supported: doctor reads a local "
-        "exporter): " +
-        url);
+        "not an http:// URL: " + url +
+        (url.starts_with("https://")
+             ? " (doctor's client has no TLS and no basic auth, the --web.config.file options; "
+               "fetch the report with curl --cacert CA -u USER " +
+                   url + "/doctor)"
+             : std::string()));
   }
   std::string rest = url.substr(kScheme.size());
   const size_t slash = rest.find('/');

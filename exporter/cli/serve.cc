@@ -13,9 +13,11 @@
 
 #include "cli/doctor.h"
 #include "collectors/registry.h"
+#include "core/capabilities.h"
 #include "core/collector_runner.h"
 #include "core/sysfs.h"
 #include "core/version.h"
+#include "http/listen_address.h"
 #include "http/server.h"
 
 namespace rdmascope {
@@ -69,6 +71,27 @@ std::vector<NamedCollector> BuildCollectors(const ServeConfig& config) {
     collectors.push_back({name, std::move(collector)});
   }
   return collectors;
+}
+
+// Once the collectors are built (probes attached, perf events open), keeps only the
+// capabilities serving needs (docs/security.md, "Capabilities"). Capabilities are per thread
+// and a thread starts with its creator's: this runs before the /doctor thread and the HTTP
+// server's threads exist (caps::DropTo refuses otherwise). Failing to drop is fatal: serving
+// with more privilege than documented is worse than not serving.
+void DropPrivileges(const ServeConfig& config) {
+  const auto address = ParseListenAddress(config.web.listen_address);
+  const caps::CapabilitySet keep = config.capabilities_keep.value_or(
+      caps::ServingNeeds(config.collector_enabled, address ? address->port : 0));
+  const auto report = caps::DropTo(keep);
+  if (!report) throw std::runtime_error("cannot drop capabilities: " + report.error());
+  if (!report->not_permitted.empty()) {
+    log::Warn("capabilities to keep were not held at start-up; what needs them is missing",
+              {{"missing", caps::Names(report->not_permitted)}});
+  }
+  log::Info("capabilities dropped",
+            {{"kept", caps::Names(report->kept)},
+             {"bounding_set", report->bounding_set_cleared ? "kept only" : "unchanged"},
+             {"no_new_privs", "1"}});
 }
 
 // The web config's effect, said once at start-up (exporter-toolkit logs "TLS is enabled").
@@ -155,6 +178,7 @@ int RunServe(const ServeConfig& config) {
   // Loading the BPF probes parses the kernel's BTF (megabytes, freed right after): hand the
   // freed memory back so the exporter's steady RSS is what it uses.
   malloc_trim(0);
+  DropPrivileges(config);
 
   auto runner = std::make_shared<CollectorRunner>(std::move(collectors),
                                                   BuildInfo{kVersion, kRevision}, config.procfs);

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "bpf/mr_probe.h"
@@ -13,6 +14,7 @@
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
+#include "core/capabilities.h"
 #include "core/log.h"
 #include "web/web_config.h"
 
@@ -51,6 +53,9 @@ struct ServeConfig {
   OccupancyOptions occupancy;
   PerfOptions perf;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
+  // --capabilities.keep: what `serve` keeps once the collectors are built. Unset: what the
+  // enabled collectors need while serving (caps::ServingNeeds).
+  std::optional<caps::CapabilitySet> capabilities_keep;
 };
 
 }  // namespace rdmascope

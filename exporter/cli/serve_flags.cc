@@ -29,11 +29,31 @@ void AddDeviceFilters(CLI::App& serve, const std::string& collector, std::string
       ->group("Collector " + collector);
 }
 
+// What `serve` keeps of its capabilities after start-up (docs/security.md, "Capabilities").
+void AddPrivilegeFlags(CLI::App& serve, ServeConfig& config) {
+  serve
+      .add_option_function<std::string>(
+          "--capabilities.keep",
+          [&config](const std::string& list) {
+            config.capabilities_keep = *caps::ParseKeepList(list);
+          },
+          "Capabilities kept once probes are attached and counters opened, comma-separated "
+          "(cap_net_admin,cap_perfmon) or \"none\"; all others are dropped before the HTTP server "
+          "starts. Default: what the enabled collectors need while serving. CAP_SYS_ADMIN and "
+          "CAP_BPF are never kept")
+      ->check([](const std::string& list) {
+        const auto parsed = caps::ParseKeepList(list);
+        return parsed ? std::string() : parsed.error();
+      })
+      ->group("Privileges");
+}
+
 }  // namespace
 
 void AddServeFlags(CLI::App& serve, ServeConfig& config) {
   AddWebFlags(serve, config);
   AddCollectorFlags(serve, config);
+  AddPrivilegeFlags(serve, config);
 }
 
 void AddWebFlags(CLI::App& serve, ServeConfig& config) {
@@ -183,6 +203,19 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
                   "Statically linked program to trace (repeatable)")
       ->check(CLI::ExistingFile)
       ->group("eBPF probes (collectors mr, verbs)");
+  serve
+      .add_option_function<std::string>(
+          "--mr.tracking",
+          [&config](const std::string& text) { config.mr.tracking = *ParseMrTracking(text); },
+          "What feeds the MR metrics: kernel (fentry/fexit on uverbs and ib_core: every "
+          "program whatever its libibverbs, no trap; needs ib_core with BTF), uprobes (on "
+          "--mr.library/--mr.binary), or auto: kernel when it attaches, else uprobes. "
+          "Default auto; for profile, uprobes (their call stacks start at the caller of "
+          "ibv_reg_mr; the kernel path's stop in libc's ioctl without frame pointers)")
+      ->check([](const std::string& text) {
+        return ParseMrTracking(text) ? std::string() : "not auto, kernel or uprobes: " + text;
+      })
+      ->group("Collector mr");
   serve
       .add_option("--mr.max-regions", config.mr.max_regions,
                   "Outstanding regions tracked at most (BPF map size); more are counted in "

@@ -1,5 +1,6 @@
 #include "collectors/ethtool.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -42,6 +43,11 @@ constexpr MetricDesc kPause{"rdma_netdev_pause_frames_total",
 constexpr MetricDesc kPauseStorm{"rdma_netdev_pause_storm_events_total",
                                  "Pause-storm detections by the NIC (device stalled sending "
                                  "pause frames), by level.",
+                                 MetricType::Counter};
+constexpr MetricDesc kLinkErrors{"rdma_netdev_receive_errors_total",
+                                 "Receive errors by kind from the kernel's standard link "
+                                 "statistics (/sys/class/net/<device>/statistics/rx_<error>_errors,"
+                                 " every driver): crc, frame, fifo, missed.",
                                  MetricType::Counter};
 constexpr MetricDesc kInfo{"rdma_netdev_info", "Network interface identity from ETHTOOL_GDRVINFO.",
                            MetricType::Gauge};
@@ -90,14 +96,26 @@ void MapNormalised(const NetdevSnapshot& dev, MetricSet& out) {
     uint64_t value;
   };
   std::map<std::tuple<names::Kind, std::string_view, std::string, std::string_view>, Chosen> best;
-  for (const auto& [stat, value] : *dev.stats) {
-    const auto n = names::Normalise(stat);
-    if (!n) continue;
-    auto key = std::make_tuple(n->kind, n->direction, n->priority, n->level);
-    const auto it = best.find(key);
-    if (it == best.end() || n->preference < it->second.preference) {
-      best[std::move(key)] = {n->preference, value};
+  if (dev.stats) {
+    for (const auto& [stat, value] : *dev.stats) {
+      const auto n = names::Normalise(stat);
+      if (!n) continue;
+      auto key = std::make_tuple(n->kind, n->direction, n->priority, n->level);
+      const auto it = best.find(key);
+      if (it == best.end() || n->preference < it->second.preference) {
+        best[std::move(key)] = {n->preference, value};
+      }
     }
+  }
+  // A NIC outside the driver table still has the kernel's rx_crc_errors: the CRC alert works
+  // on any NIC. A driver name wins when there is one (mlx5's rx_crc_errors_phy counts at the
+  // PHY, before the MAC's own accounting).
+  const auto crc = std::ranges::find(dev.link_errors, std::string("crc"),
+                                     &std::pair<std::string, uint64_t>::first);
+  if (crc != dev.link_errors.end()) {
+    best.try_emplace(std::make_tuple(names::Kind::kCrcErrors, std::string_view(), std::string(),
+                                     std::string_view()),
+                     Chosen{1000, crc->second});
   }
   for (const auto& [key, chosen] : best) {
     const auto& [kind, direction, priority, level] = key;
@@ -173,9 +191,10 @@ void MapNetdevs(const std::vector<NetdevSnapshot>& netdevs, const NameFilter& st
                 QueueStatsMode mode, MetricSet& out) {
   for (const NetdevSnapshot& dev : netdevs) {
     MapConfig(dev, out);
-    if (dev.stats) {
-      MapNormalised(dev, out);
-      MapStats(dev, stats, mode, out);
+    MapNormalised(dev, out);
+    if (dev.stats) MapStats(dev, stats, mode, out);
+    for (const auto& [error, value] : dev.link_errors) {
+      out.Add(kLinkErrors, {{"device", dev.name}, {"error", error}}, static_cast<double>(value));
     }
   }
 }

@@ -358,7 +358,8 @@ size_t HostTuningCollector::CollectScheduler(MetricSet& out) const {
 
 CollectResult HostTuningCollector::Collect(MetricSet& out) const {
   const size_t pcie = CollectPcie(out);
-  const size_t rest = CollectQueues(out) + CollectMemory(out) + CollectScheduler(out);
+  const size_t rest = CollectQueues(out) + CollectMemory(out) + CollectScheduler(out) +
+                      CollectRoceConfig(out) + CollectModules(out);
   CollectResult result;
   result.no_data = pcie + rest == 0;
   result.detail =

@@ -2,7 +2,8 @@
 // reads. PCIe link of every RDMA device (and of every PCI netdev without one) against the
 // capability of the device and of the port above it (drivers/pci/pci-sysfs.c), IRQ affinity
 // and XPS of PCI netdevs against their NUMA node, transparent huge pages, the huge page pool
-// (/proc/meminfo), kernel.numa_balancing and the CPU frequency governors. Every value comes from
+// (/proc/meminfo), kernel.numa_balancing and the CPU frequency governors, rdma_cm's default RoCE
+// ToS, ECN enables and the kernel modules RDMA needs. Every value comes from
 // one file; a file that is absent or unparsable gives no series (a VM has no cpufreq, a VF has no
 // link of its own), never a 0.
 #pragma once
@@ -50,6 +51,10 @@ class HostTuningCollector : public Collector {
   size_t CollectQueues(MetricSet& out) const;  // IRQ affinity and XPS of PCI netdevs
   size_t CollectMemory(MetricSet& out) const;
   size_t CollectScheduler(MetricSet& out) const;
+  // host_tuning_roce.cc: rdma_cm's default RoCE ToS (configfs), mlx5 ECN enables, and the
+  // kernel modules RDMA needs (core modules, the provider of each RDMA-capable NIC driver).
+  size_t CollectRoceConfig(MetricSet& out) const;
+  size_t CollectModules(MetricSet& out) const;
   // Logs an unparsable file once per path, not on every scrape.
   void WarnOnce(const std::filesystem::path& path, std::string_view what) const;
 

@@ -37,6 +37,16 @@ constexpr MetricDesc kReleasedRegions{"rdma_mr_exit_released_regions_total",
 constexpr MetricDesc kReleasedBytes{"rdma_mr_exit_released_bytes_total",
                                     "Bytes of the regions still registered at process exit.",
                                     MetricType::Counter};
+constexpr MetricDesc kExecReleasedRegions{
+    "rdma_mr_exec_released_regions_total",
+    "Regions still registered when their process exec'd (released by the kernel: the uverbs "
+    "fd is close-on-exec), by the command before the exec.",
+    MetricType::Counter};
+constexpr MetricDesc kExecReleasedBytes{
+    "rdma_mr_exec_released_bytes_total",
+    "Bytes of the regions still registered when their process exec'd, by the command before "
+    "the exec.",
+    MetricType::Counter};
 constexpr MetricDesc kImplicitOdp{
     "rdma_mr_outstanding_implicit_odp_regions",
     "Outstanding implicit ODP registrations (length SIZE_MAX, whole address space on demand): "
@@ -223,6 +233,10 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
     out.Add(kReleasedRegions, {{"comm", comm}}, static_cast<double>(released.regions));
     out.Add(kReleasedBytes, {{"comm", comm}}, static_cast<double>(released.bytes));
   }
+  for (const auto& [comm, released] : snapshot.released_at_exec) {
+    out.Add(kExecReleasedRegions, {{"comm", comm}}, static_cast<double>(released.regions));
+    out.Add(kExecReleasedBytes, {{"comm", comm}}, static_cast<double>(released.bytes));
+  }
   out.Add(kLost, {{"reason", "regions"}}, static_cast<double>(lost_regions));
   out.Add(kLost, {{"reason", "processes"}}, static_cast<double>(snapshot.lost_processes));
   out.Add(kLost, {{"reason", "calls"}}, static_cast<double>(snapshot.lost_calls));
@@ -253,6 +267,9 @@ std::optional<uint64_t> MrCollector::ReadHostMemory() const {
 
 CollectResult MrCollector::Collect(MetricSet& out) const {
   out.Add(kProbeAttached, {{"probe", "mr"}}, probe_ ? 1 : 0);
+  // Which path feeds the rdma_mr_* series: 1 for fentry/fexit in the kernel, 0 for uprobes
+  // on libibverbs (or none).
+  out.Add(kProbeAttached, {{"probe", "mr_kernel"}}, probe_ && probe_->kernel_path() ? 1 : 0);
   if (!probe_) {
     MapPinned(pinned_->Read(), out, by_comm_);
     MapHostMemory(ReadHostMemory(), out);
@@ -288,6 +305,12 @@ std::optional<uint64_t> QueryNumber(std::string_view query, std::string_view key
   return std::nullopt;
 }
 
+// Process names (comm), symbols and module paths are arbitrary bytes: invalid UTF-8 becomes
+// U+FFFD rather than nlohmann's type_error 316 (which made the endpoint a 500).
+std::string DumpJson(const nlohmann::json& body) {
+  return body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
 }  // namespace
 
 void MrCollector::AddDebugRoutes(DebugRoutes& routes) {
@@ -298,7 +321,7 @@ std::string MrCollector::StacksJson(std::string_view query) const {
   nlohmann::json body;
   if (!probe_) {
     body["error"] = "eBPF probes not attached: " + attach_error_;
-    return body.dump(2) + "\n";
+    return DumpJson(body);
   }
   const auto top = QueryNumber(query, "top").value_or(5);
   const auto pid = QueryNumber(query, "pid");
@@ -342,7 +365,7 @@ std::string MrCollector::StacksJson(std::string_view query) const {
   body["regions_walked"] = report.regions_walked;
   body["truncated"] = report.truncated;
   if (report.truncated) body["truncated_reason"] = report.truncated_reason;
-  return body.dump(2) + "\n";
+  return DumpJson(body);
 }
 
 }  // namespace rdmascope

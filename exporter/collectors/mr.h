@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -35,6 +36,10 @@ class MrCollector : public Collector {
   // JSON for /debug/mr/stacks; query: pid=N, top=N (default 5, at most 100). Bounded by
   // `limits` (regions walked, time) and kMaxStackFrames; says "truncated" when a bound cut it.
   std::string StacksJson(std::string_view query) const;
+  // Forwards to MrProbe::SetExitObserver (nothing happens without the probes).
+  void SetExitObserver(std::function<void(const MrProcess& last)> observer) {
+    if (probe_) probe_->SetExitObserver(std::move(observer));
+  }
   static constexpr size_t kMaxStackFrames = 4096;
 
  private:

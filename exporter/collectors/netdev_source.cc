@@ -49,11 +49,19 @@ std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) 
     snap.stats = Keep(ethtool->GetStats(name), name, "stats");
     snap.coalesce = Keep(ethtool->GetCoalesce(name), name, "coalesce");
     snap.private_flags = Keep(ethtool->GetPrivateFlags(name), name, "priv-flags");
-    // PFC lives on physical ports. Interfaces without a parent device (veth, bridge, bond,
-    // VLAN) have no DCB operations; skipping them saves a netlink round trip each.
+    // PFC and link errors live on physical ports. Interfaces without a parent device (veth,
+    // bridge, bond, VLAN) have no DCB operations and no wire to corrupt frames; skipping them
+    // saves a netlink round trip and four sysfs reads (~4 us each) per interface and scrape.
     std::error_code ec;
-    if (dcb && (snap.numa_node || std::filesystem::exists(parent, ec))) {
-      snap.pfc = Keep(dcb->QueryPfc(name), name, "dcb-pfc");
+    const bool physical = snap.numa_node || std::filesystem::exists(parent, ec);
+    if (dcb && physical) snap.pfc = Keep(dcb->QueryPfc(name), name, "dcb-pfc");
+    if (physical) {
+      for (const char* error : {"crc", "frame", "fifo", "missed"}) {
+        const auto file = dir / "statistics" / (std::string("rx_") + error + "_errors");
+        if (const auto value = sysfs::ReadUnsigned(file)) {
+          snap.link_errors.emplace_back(error, *value);
+        }
+      }
     }
     out.push_back(std::move(snap));
   }

@@ -23,6 +23,10 @@ struct NetdevSnapshot {
   std::optional<sys::PfcConfig> pfc;
   std::optional<int64_t> mtu;
   std::optional<int64_t> numa_node;
+  // The kernel's standard link statistics, <sysfs>/class/net/<name>/statistics/rx_<error>_errors
+  // (struct rtnl_link_stats64, filled by every driver's ndo_get_stats64): error "crc", "frame",
+  // "fifo", "missed" -> value. Only the files that could be read.
+  std::vector<std::pair<std::string, uint64_t>> link_errors;
 };
 
 class NetdevSource {

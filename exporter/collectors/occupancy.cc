@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -50,6 +51,59 @@ constexpr MetricDesc kUntracked{"rdma_preload_untracked_queues_total",
                                 "not tracked), by kind.",
                                 MetricType::Counter};
 
+constexpr MetricDesc kPostedWrs{"rdma_process_posted_work_requests_total",
+                                "Work requests the process posted (ibv_post_send: send; "
+                                "ibv_post_recv, ibv_post_srq_recv: recv), preload library.",
+                                MetricType::Counter};
+constexpr MetricDesc kPostedBytes{"rdma_process_posted_bytes_total",
+                                  "Bytes of the work requests posted (sum of their "
+                                  "scatter-gather lengths; recv: receive buffer sizes).",
+                                  MetricType::Counter};
+constexpr MetricDesc kMessageSize{"rdma_process_message_size_bytes",
+                                  "Sizes of the work requests posted (sum of their "
+                                  "scatter-gather lengths), preload library.",
+                                  MetricType::Histogram};
+constexpr MetricDesc kLatency{"rdma_process_completion_latency_seconds",
+                              "Time from ibv_post_send to the ibv_poll_cq that returned its "
+                              "completion, for a sample of signalled sends (1 in "
+                              "RDMASCOPE_PRELOAD_SAMPLE), preload library.",
+                              MetricType::Histogram};
+
+static_assert(std::tuple_size_v<decltype(OccupancySizes::buckets)> == OCC_SIZE_BUCKETS);
+static_assert(std::tuple_size_v<decltype(OccupancyProcess::latency_buckets)> ==
+              OCC_LATENCY_BUCKETS);
+
+// Adds `from`'s counters (one shard of the stats file) to `to`.
+void AddSizes(const occ_sizes& from, OccupancySizes& to) {
+  to.bytes += from.bytes;
+  for (size_t b = 0; b < to.buckets.size(); ++b) to.buckets[b] += from.buckets[b];
+}
+
+void AddShard(const occ_shard& shard, OccupancyProcess& to) {
+  AddSizes(shard.send, to.send);
+  AddSizes(shard.recv, to.recv);
+  to.latency_sum_ns += shard.latency_sum_ns;
+  for (size_t i = 0; i < to.latency_buckets.size(); ++i) {
+    to.latency_buckets[i] += shard.latency_buckets[i];
+  }
+}
+
+// Cumulative Prometheus buckets of a log2 histogram: bucket i's upper bound is
+// 2^(i + min_log2) * scale; the last one (above every bound) is +Inf, added from the count.
+template <size_t N>
+std::vector<MetricSet::Bucket> Cumulative(const std::array<uint64_t, N>& buckets, int min_log2,
+                                          double scale, uint64_t& count) {
+  std::vector<MetricSet::Bucket> out;
+  count = 0;
+  for (size_t i = 0; i < N; ++i) {
+    count += buckets[i];
+    if (i + 1 < N) {
+      out.push_back({std::ldexp(scale, static_cast<int>(i) + min_log2), count});
+    }
+  }
+  return out;
+}
+
 // A mapped file, unmapped on scope exit.
 struct Mapping {
   void* data = MAP_FAILED;
@@ -60,6 +114,12 @@ struct Mapping {
 };
 
 }  // namespace
+
+uint64_t OccupancySizes::count() const {
+  uint64_t total = 0;
+  for (const uint64_t n : buckets) total += n;
+  return total;
+}
 
 std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const uint8_t> bytes) {
   if (bytes.size() != sizeof(occ_file)) {
@@ -78,7 +138,8 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
                            .pid_ns = file->header.pid_ns,
                            .lost_cqs = file->header.lost_cqs,
                            .lost_srqs = file->header.lost_srqs,
-                           .lost_qps = file->header.lost_qps};
+                           .lost_qps = file->header.lost_qps,
+                           .sample_period = file->header.sample_period};
   for (const occ_cq& cq : file->cqs) {
     if (!cq.in_use) continue;
     // Each counter is the owner thread's word plus the other threads' (stats_file.h). Read
@@ -87,15 +148,17 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
     const occ_poll_counters& shared = cq.polled_shared;
     const uint64_t expected = cq.expected + cq.expected_shared;
     const uint64_t completed = own.completed + shared.completed;
-    process.cqs.push_back({.device = sysfs::FixedString(cq.device, sizeof cq.device),
-                           .handle = cq.handle,
-                           .entries = cq.entries,
-                           .outstanding = expected > completed ? expected - completed : 0,
-                           .peak = cq.peak,
-                           .polls = own.polls + shared.polls,
-                           .empty_polls = own.empty_polls + shared.empty_polls,
-                           .polled_entries = own.polled_entries + shared.polled_entries,
-                           .requested_entries = own.requested_entries + shared.requested_entries});
+    process.cqs.push_back(
+        {.device = sysfs::FixedString(cq.device, sizeof cq.device),
+         .handle = cq.handle,
+         .entries = cq.entries,
+         .outstanding = expected > completed ? expected - completed : 0,
+         .peak = cq.peak,
+         // Each word only grows: the sum does too, across scrapes.
+         .polls = own.empty_polls + shared.empty_polls + own.nonempty_polls + shared.nonempty_polls,
+         .empty_polls = own.empty_polls + shared.empty_polls,
+         .polled_entries = own.polled_entries + shared.polled_entries,
+         .requested_entries = own.requested_entries + shared.requested_entries});
   }
   for (const occ_srq& srq : file->srqs) {
     if (!srq.in_use) continue;
@@ -107,6 +170,8 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
                             .limit = srq.limit,
                             .posted = posted > consumed ? posted - consumed : 0});
   }
+  for (const occ_shard& shard : file->shards) AddShard(shard, process);
+  AddShard(file->shard_shared, process);
   return process;
 }
 
@@ -137,6 +202,21 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
     out.Add(kUntracked, {pid, comm, {"kind", "cq"}}, static_cast<double>(process.lost_cqs));
     out.Add(kUntracked, {pid, comm, {"kind", "srq"}}, static_cast<double>(process.lost_srqs));
     out.Add(kUntracked, {pid, comm, {"kind", "qp"}}, static_cast<double>(process.lost_qps));
+    // Per process, never per QP: a process may have thousands of QPs.
+    for (const auto& [direction, sizes] :
+         {std::pair{"send", &process.send}, std::pair{"recv", &process.recv}}) {
+      uint64_t count = 0;
+      const auto buckets = Cumulative(sizes->buckets, 0, 1.0, count);
+      const Label dir{"direction", direction};
+      out.Add(kPostedWrs, {pid, comm, dir}, static_cast<double>(count));
+      out.Add(kPostedBytes, {pid, comm, dir}, static_cast<double>(sizes->bytes));
+      out.AddHistogram(kMessageSize, {pid, comm, dir}, buckets, static_cast<double>(sizes->bytes),
+                       count);
+    }
+    uint64_t timed = 0;
+    const auto latency = Cumulative(process.latency_buckets, OCC_LATENCY_MIN_LOG2, 1e-9, timed);
+    out.AddHistogram(kLatency, {pid, comm}, latency,
+                     static_cast<double>(process.latency_sum_ns) * 1e-9, timed);
   }
 }
 
@@ -234,10 +314,39 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     if (fd < 0) continue;
     struct stat st {};
     Mapping map;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-        static_cast<size_t>(st.st_size) == sizeof(occ_file)) {
+    const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (regular && static_cast<size_t>(st.st_size) == sizeof(occ_file)) {
       map.size = sizeof(occ_file);
       map.data = mmap(nullptr, map.size, PROT_READ, MAP_SHARED, fd, 0);
+    }
+    // Deleted only if the name still is the inode tested (an application may have created a
+    // new file there).
+    const auto remove_if_same = [&] {
+      struct stat now {};
+      if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
+        std::error_code ec;
+        std::filesystem::remove(path, ec);
+      }
+    };
+    if (map.data == MAP_FAILED && regular && st.st_size > 0) {
+      // Another size: a library of another version (its magic is at the same place in all
+      // of them). Stale ones are deleted as below; live ones are skipped, and said so.
+      occ_header header{};
+      const bool ours =
+          ::pread(fd, &header, sizeof header, 0) == sizeof header && header.magic == OCC_MAGIC;
+      const auto held = ours ? HeldByItsProcess(fd) : std::nullopt;
+      ::close(fd);
+      if (held && !*held) {
+        remove_if_same();
+      } else {
+        ++rejected;
+        log::Debug("preload stats file skipped",
+                   {{"path", path.string()},
+                    {"err", ours ? "stats file version " + std::to_string(header.version) +
+                                       ", this exporter reads " + std::to_string(OCC_VERSION)
+                                 : "size " + std::to_string(st.st_size) + ", not a stats file"}});
+      }
+      continue;
     }
     const auto held = map.data == MAP_FAILED ? std::nullopt : HeldByItsProcess(fd);
     ::close(fd);
@@ -250,15 +359,10 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     auto process = ParseOccupancyFile({static_cast<const uint8_t*>(map.data), map.size});
     // Nobody holds its lock: its process exited, was killed or exec'd (or died before
     // writing the header: magic still 0). The liveness test needs no /proc, so it holds for
-    // processes of other pid namespaces too. Deleted only if the name still is the inode
-    // tested (an application may have created a new file there).
+    // processes of other pid namespaces too.
     const auto* header = static_cast<const occ_header*>(map.data);
     if (!*held && (process || header->magic == 0)) {
-      struct stat now {};
-      if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
-        std::error_code ec;
-        std::filesystem::remove(path, ec);
-      }
+      remove_if_same();
       continue;
     }
     if (!process) {

@@ -4,6 +4,7 @@
 // process holds locked (its process exited, was killed or exec'd) is deleted.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -39,6 +40,15 @@ struct OccupancySrq {
   uint64_t posted = 0;  // receives posted and not yet consumed: the fill level
 };
 
+// Work requests posted in one direction: log2 histogram of their sizes (the sum of their
+// scatter-gather lengths). buckets[b] counts sizes in (2^(b-1), 2^b] bytes, b = 0..31 (b = 0:
+// 0 and 1 byte); buckets[32] sizes above 2^31 (preload/stats_file.h).
+struct OccupancySizes {
+  uint64_t bytes = 0;
+  std::array<uint64_t, 33> buckets{};
+  uint64_t count() const;
+};
+
 struct OccupancyProcess {
   uint32_t pid = 0;  // in its own pid namespace
   uint64_t start_ticks = 0;
@@ -49,6 +59,13 @@ struct OccupancyProcess {
   uint64_t lost_qps = 0;
   std::vector<OccupancyCq> cqs;
   std::vector<OccupancySrq> srqs;
+  OccupancySizes send;  // ibv_post_send
+  OccupancySizes recv;  // ibv_post_recv and ibv_post_srq_recv
+  // Sampled post-to-poll times of signalled sends: latency_buckets[i] counts times in
+  // (2^(i+6), 2^(i+7)] ns (i = 0: up to 128 ns), i = 0..23; [24] longer ones.
+  uint64_t latency_sum_ns = 0;
+  std::array<uint64_t, 25> latency_buckets{};
+  uint32_t sample_period = 0;  // 1 in this many signalled sends timed (0: off)
 };
 
 // Decodes a stats file's bytes; an error for a short, foreign or other-version file.

@@ -1,5 +1,6 @@
 #include "collectors/rdma.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -143,7 +144,9 @@ void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
       out.Add(kPortCounter, {{"device", device.name}, {"port", number}, {"counter", file}},
               static_cast<double>(value));
     }
-    if (const auto width = PortCounterWidth(file)) {
+    const bool from_64bit =
+        std::ranges::find(port.counters_64bit, file) != port.counters_64bit.end();
+    if (const auto width = PortCounterWidth(file); width && !from_64bit) {
       const uint64_t max = (uint64_t{1} << *width) - 1;
       out.Add(kSaturated, {{"device", device.name}, {"port", number}, {"counter", file}},
               value == max ? 1 : 0);

@@ -72,6 +72,7 @@ RdmaPort ReadPort(const fs::path& port_dir, uint32_t number) {
   }
   port.link_layer = AttributeOrEmpty(port_dir / "link_layer");
   port.counters = ReadCounterDir(port_dir / "counters");
+  MergeLegacyExtendedCounters(port, ReadCounterDir(port_dir / "counters_ext"));
   port.hw_counters = ReadCounterDir(port_dir / "hw_counters");
   port.gids = ReadGids(port_dir);
   return port;
@@ -165,8 +166,41 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
   const std::string_view number = text.substr(0, space);
   const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), gbits);
   if (ec != std::errc() || end != number.data() + number.size() || gbits < 0) return std::nullopt;
-  if (!text.substr(space + 1).starts_with("Gb/sec")) return std::nullopt;
+  const std::string_view unit = text.substr(space + 1);
+  if (unit.starts_with("GB/sec") && gbits == 0) return 0.0;
+  if (!unit.starts_with("Gb/sec")) return std::nullopt;
   return gbits * 1e9 / 8;
+}
+
+void MergeLegacyExtendedCounters(RdmaPort& port,
+                                 const std::vector<std::pair<std::string, uint64_t>>& ext) {
+  // counters_ext/ file -> the counters/ name the same PortCountersExtended field has since 4.5
+  // (core/sysfs.c pma_group_ext); the names node_exporter's procfs reads as "legacy".
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kTwins{{
+      {"port_xmit_data_64", "port_xmit_data"},
+      {"port_rcv_data_64", "port_rcv_data"},
+      {"port_xmit_packets_64", "port_xmit_packets"},
+      {"port_rcv_packets_64", "port_rcv_packets"},
+      {"port_unicast_xmit_packets", "unicast_xmit_packets"},
+      {"port_unicast_rcv_packets", "unicast_rcv_packets"},
+      {"port_multicast_xmit_packets", "multicast_xmit_packets"},
+      {"port_multicast_rcv_packets", "multicast_rcv_packets"},
+  }};
+  for (const auto& [file, value] : ext) {
+    const auto twin =
+        std::ranges::find(kTwins, file, &std::pair<std::string_view, std::string_view>::first);
+    if (twin == kTwins.end()) continue;
+    const std::string name(twin->second);
+    const auto it =
+        std::ranges::find(port.counters, name, &std::pair<std::string, uint64_t>::first);
+    if (it != port.counters.end()) {
+      it->second = value;
+    } else {
+      port.counters.emplace_back(name, value);
+    }
+    port.counters_64bit.push_back(name);
+  }
+  std::ranges::sort(port.counters);
 }
 
 std::vector<RdmaDevice> ReadRdmaDevices(const fs::path& sysfs, const NameFilter& devices) {

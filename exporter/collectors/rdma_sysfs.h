@@ -42,7 +42,10 @@ struct RdmaPort {
   // The port's netdev from RDMA netlink (nldev NDEV_NAME), only when it is in this network
   // namespace; filled by the collector, empty on InfiniBand or when netlink cannot tell.
   std::string netdev;
-  std::vector<std::pair<std::string, uint64_t>> counters;     // counters/, sorted by name
+  // counters/, sorted by name; where an old stack's counters_ext/ has the 64-bit twin of a
+  // file, its value under the counters/ name (see MergeLegacyExtendedCounters).
+  std::vector<std::pair<std::string, uint64_t>> counters;
+  std::vector<std::string> counters_64bit;  // counters/ names whose value came from counters_ext
   std::vector<std::pair<std::string, uint64_t>> hw_counters;  // hw_counters/, without lifespan
   std::vector<RdmaGid> gids;                                  // non-zero entries only
   std::optional<PortMtu> mtu;  // from libibverbs, filled by the collector
@@ -75,6 +78,14 @@ bool IsHwCounterGauge(std::string_view driver, std::string_view counter);
 // nullopt for counters without a known width (the 64-bit extended-only ones).
 std::optional<unsigned> PortCounterWidth(std::string_view file);
 
+// Kernels before 4.5 (IB/core "Display extended counter set if available") and old vendor
+// stacks (MLNX_OFED) keep the 64-bit PortCountersExtended in ports/N/counters_ext/
+// (port_xmit_data_64, port_unicast_rcv_packets...) beside the saturating 32-bit counters/.
+// Replaces each counters/ value with its 64-bit twin, adds the extended-only ones under their
+// 4.5+ counters/ names, and lists them in counters_64bit (never flagged saturated).
+void MergeLegacyExtendedCounters(RdmaPort& port,
+                                 const std::vector<std::pair<std::string, uint64_t>>& ext);
+
 // A port's rate and link are meaningful only when it is up: logical state ACTIVE (4) or
 // ACTIVE_DEFER (5) and physical state LinkUp (5) when known. A down mlx5 RoCE port reports
 // its preset "40 Gb/sec (4X QDR)" (mlx5 main.c mlx5_query_port_roce).
@@ -82,7 +93,8 @@ bool PortIsUp(const RdmaPort& port);
 
 // "4: ACTIVE" -> {4, "ACTIVE"}
 std::optional<std::pair<uint32_t, std::string>> ParseNumberedState(std::string_view text);
-// "100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)" -> bytes per second
+// "100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)" -> bytes per second; "0 GB/sec" (printed by
+// some out-of-tree drivers for an empty cage) -> 0. Any other "GB/sec" is ambiguous: nullopt.
 std::optional<double> ParseRateBytesPerSecond(std::string_view text);
 
 std::vector<RdmaDevice> ReadRdmaDevices(const std::filesystem::path& sysfs,

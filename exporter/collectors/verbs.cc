@@ -26,6 +26,16 @@ constexpr MetricDesc kAsyncEvents{"rdma_async_events_total",
                                   "Asynchronous events the process received from "
                                   "ibv_get_async_event, by type.",
                                   MetricType::Counter};
+constexpr MetricDesc kMinSendWrs{
+    "rdma_process_qp_min_send_wrs",
+    "Smallest send queue depth (max_send_wr as the provider granted it) of the process's RC QPs "
+    "on the device: the QP that keeps the least work in flight.",
+    MetricType::Gauge};
+constexpr MetricDesc kMaxSendWrs{
+    "rdma_process_qp_max_send_wrs",
+    "Largest send queue depth (max_send_wr as the provider granted it) of the process's RC QPs "
+    "on the device: the QP holding the most work-queue memory.",
+    MetricType::Gauge};
 constexpr MetricDesc kOmitted{"rdmascope_verbs_queues_omitted",
                               "CQs and SRQs not exported this scrape (--verbs.max-queue-series).",
                               MetricType::Gauge};
@@ -116,6 +126,12 @@ void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, Me
   }
   out.Add(kOmitted, {}, static_cast<double>(omitted));
   for (const VerbsProcess& proc : snapshot.processes) {
+    const std::string pid = std::to_string(proc.pid);
+    for (const auto& [device, wrs] : proc.rc_send_wrs) {
+      const std::vector<Label> labels{{"device", device}, {"pid", pid}, {"comm", proc.comm}};
+      out.Add(kMinSendWrs, labels, wrs.min);
+      out.Add(kMaxSendWrs, labels, wrs.max);
+    }
     for (size_t type = 0; type < proc.async_events.size(); ++type) {
       const std::string name = AsyncEventName(type);
       const bool always =

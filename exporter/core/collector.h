@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,12 @@ struct CollectResult {
 // Extra HTTP endpoints a collector serves (e.g. /debug/mr/stacks): path -> handler taking
 // the query string and returning a JSON body.
 using DebugRoutes = std::map<std::string, std::function<std::string(std::string_view query)>>;
+
+// Thrown by a debug route for a query it cannot serve (a bad parameter): the client's mistake,
+// answered 400 with the message; any other exception is the server's, a 500.
+struct BadRequest : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
 
 class Collector {
  public:

@@ -4,6 +4,8 @@
 
 #include "doctor/check_util.h"
 #include "doctor/checks_host_tuning.h"
+#include "doctor/checks_roce_config.h"
+#include "doctor/checks_sizing.h"
 
 namespace rdmascope::doctor {
 namespace {
@@ -15,6 +17,9 @@ constexpr std::string_view kVerbs[] = {"verbs"};
 constexpr std::string_view kMr[] = {"mr"};
 constexpr std::string_view kHost[] = {"host"};
 constexpr std::string_view kResources[] = {"resources"};
+constexpr std::string_view kRdmaHost[] = {"rdma", "host"};
+constexpr std::string_view kVerbsRdma[] = {"verbs", "rdma"};
+constexpr std::string_view kResourcesHost[] = {"resources", "host"};
 
 constexpr Check kChecks[] = {
     {"links.port_state", "links", kRdma, "rdmaportdown", &CheckPortState},
@@ -32,12 +37,17 @@ constexpr Check kChecks[] = {
     {"roce.coalescing", "roce", kRdmaEthtool, "rdmainterruptcoalescingdisabled", &CheckCoalescing},
     {"roce.gid_index", "roce", kRdma, "rdmanoroutablerocev2gid", &CheckGidIndex},
     {"roce.cqe_compression", "roce", kRdmaEthtool, "rdmacqecompressionoff", &CheckCqeCompression},
+    {"roce.default_tos", "roce", kRdmaHost, "roce-default-tos", &CheckDefaultTos},
+    {"roce.ecn", "roce", kRdmaHost, "rdmacongestionnotifications", &CheckEcn},
     {"nic.pcie_link", "nic", kHost, "rdmapciedowntrained", &CheckPcieLink},
     {"nic.firmware_uniform", "nic", kRdma, "rdmafirmwaremismatch", &CheckFirmwareUniform},
     {"nic.irq_affinity", "nic", kHost, "rdmairqsoffnicnode", &CheckIrqAffinity},
     {"nic.xps", "nic", kHost, "rdmaxpsoffnicnode", &CheckXps},
     {"queues.cq_capacity", "queues", kVerbs, "rdmacqundersized", &CheckCqCapacity},
     {"queues.srq_limit", "queues", kVerbs, "rdmasrqlimitreachedoften", &CheckSrqLimit},
+    {"queues.qp_depth", "queues", kVerbsRdma, "rdmaqpdepthbelowbdp", &CheckQpDepth},
+    {"queues.qps_per_core", "queues", kResourcesHost, "queue-pairs-per-core", &CheckQpsPerCore},
+    {"queues.srq_sizing", "queues", kVerbs, "rdmasrqlimitreachedoften", &CheckSrqSizing},
     {"queues.receive_starvation", "queues", kRdma, "rdmareceivestarvation",
      &CheckReceiveStarvation},
     {"queues.qp_type", "queues", kResources, "rdmaucqueuepairs", &CheckQpTypes},
@@ -45,6 +55,8 @@ constexpr Check kChecks[] = {
     {"memory.mr_hugepage", "memory", kMr, "rdmamrnotonhugepages", &CheckMrHugepage},
     {"memory.pinned_vs_memlock", "memory", kMr, "rdmapinnedmemoryhitslockedlimitin48h",
      &CheckPinnedVsMemlock},
+    {"memory.registration_churn", "memory", kMr, "rdmamrregistrationchurn",
+     &CheckRegistrationChurn},
     {"memory.mr_leak", "memory", kMr, "rdmamrleak", &CheckMrLeak},
     {"memory.pinned_growth", "memory", kMr, "rdmapinnedmemorygrowing", &CheckPinnedGrowth},
     {"host.numa_placement", "host", kMr, "rdmaprocessoffnicnumanode", &CheckNumaPlacement},
@@ -52,6 +64,7 @@ constexpr Check kChecks[] = {
     {"host.hugepages", "host", kHost, "host-tuning", &CheckHugepages},
     {"host.numa_balancing", "host", kHost, "host-tuning", &CheckNumaBalancing},
     {"host.cpu_governor", "host", kHost, "host-tuning", &CheckCpuGovernor},
+    {"host.kernel_modules", "host", kHost, "host-tuning", &CheckKernelModules},
     {"host.memlock", "host", kMr, "host-tuning", &CheckMemlock},
     {"host.collectors", "host", {}, "rdmascopecollectorfailing", &CheckCollectors},
     {"host.probes", "host", {}, "rdmascopeprobedetached", &CheckProbes},

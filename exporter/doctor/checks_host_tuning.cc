@@ -11,11 +11,12 @@ namespace rdmascope::doctor {
 namespace {
 
 constexpr const char* kArea = "host";
-// Below this RLIMIT_MEMLOCK an RDMA application fails its first sizeable registrations. The
-// kernel default is 8 MiB since Linux 5.16 (MLOCK_LIMIT), 64 KiB before; vendors recommend
-// unlimited. 64 MiB is this project's line between "a default nobody raised" and "a limit
-// someone chose"; how close pinned memory comes to a chosen limit is memory.pinned_vs_memlock.
-constexpr double kMemlockWarnBytes = 64.0 * 1024 * 1024;
+// The kernel's default RLIMIT_MEMLOCK: MLOCK_LIMIT in include/uapi/linux/resource.h, 8 MiB
+// since Linux 5.16 (64 KiB before). A limit at or below it is one nobody raised for RDMA, and
+// an RDMA application fails its first sizeable registrations under it; vendors and MPI
+// documentation set memlock unlimited. How close pinned memory comes to a raised limit is
+// memory.pinned_vs_memlock's finding.
+constexpr double kKernelDefaultMemlockBytes = 8.0 * 1024 * 1024;
 
 }  // namespace
 
@@ -169,13 +170,12 @@ std::vector<Finding> CheckCpuGovernor(const Snapshot& now, const Snapshot*, cons
 std::vector<Finding> CheckMemlock(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
   std::vector<Finding> findings;
   for (const Sample* limit : now.Find("rdma_process_locked_memory_limit_bytes")) {
-    const bool low = limit->value < kMemlockWarnBytes;
-    // At or above the figure the limit is adequate here; how close pinned memory comes to it is
-    // memory.pinned_vs_memlock's finding.
+    const bool low = limit->value <= kKernelDefaultMemlockBytes;
     Finding finding = Make("host.memlock", kArea, low ? Severity::kWarn : Severity::kOk,
                            ProcessScope(*limit), "host-tuning");
     finding.observed = "RLIMIT_MEMLOCK " + Bytes(limit->value);
-    finding.expected = "unlimited (at least " + Bytes(kMemlockWarnBytes) + ")";
+    finding.expected = "unlimited, or raised above the kernel default " +
+                       Bytes(kKernelDefaultMemlockBytes) + " for RDMA";
     if (low) {
       finding.advice = limit->Label("comm") + " may pin at most " + Bytes(limit->value) +
                        ": its registrations fail (ENOMEM) beyond that; raise it for the running "

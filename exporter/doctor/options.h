@@ -21,17 +21,34 @@ struct DoctorOptions {
   std::string exporter = "auto";           // URL, "auto" (the local serve if it answers), "none"
   uint64_t exporter_timeout_ns = 5'000'000'000ULL;  // the whole GET of /doctor
   Format format = Format::kText;
-  bool fail_on_crit_only = false;          // --fail-on=crit: warn exits 0
-  int roce_priority = 3;                   // RdmaPfcNotOnRocePriority's priority="3"
-  double min_netdev_mtu = 4200;            // RdmaNetdevMtuTooSmallForRoce
-  double cq_ratio_warn = 1.5;              // RdmaCqUndersized: capacity < 1.5 x feeding WRs
-  double cq_ratio_crit = 1.0;              // capacity below the feeding WRs: overflow is possible
+  bool show_skipped = false;       // text: a block per skipped check instead of one summary line
+  bool fail_on_crit_only = false;  // --fail-on=crit: warn exits 0
+  int roce_priority = 3;           // RdmaPfcNotOnRocePriority's priority="3"
+  double min_netdev_mtu = 4200;    // RdmaNetdevMtuTooSmallForRoce
+  double cq_ratio_warn = 1.5;      // RdmaCqUndersized: capacity < 1.5 x feeding WRs
+  double cq_ratio_crit = 1.0;      // capacity below the feeding WRs: overflow is possible
   double retransmissions_per_second = 10;  // RdmaRetransmissions
   double remote_numa_ratio = 0.5;          // RdmaProcessOffNicNumaNode
   double memlock_warn_ratio = 0.8;         // pinned / RLIMIT_MEMLOCK
   double hugepage_unaligned_ratio = 0.5;   // RdmaMrNotOnHugePages
   double pinned_growth_bytes = 64 << 20;   // RdmaPinnedMemoryGrowing: delta over the hour
   std::map<std::string, double> iba_thresholds = DefaultIbaThresholds();
+  // queues.qp_depth: send WRs needed = port rate x rtt / message size (docs/doctor.md). 80 us
+  // is a fabric round trip plus queueing: with 4 KiB messages at 100 Gb/s it gives 245 WRs,
+  // 256 rounded up to a power of two, the practitioners' figure.
+  double rtt_seconds = 80e-6;
+  double message_size_bytes = 4096;  // when the preload library measured none
+  // queues.qp_depth, the other way: an RC send queue deeper than this many times the
+  // recommended depth holds work-queue memory (and queueing delay) the link can never use.
+  double qp_depth_excess = 16;
+  double qps_per_core = 2;  // queues.qps_per_core: about 2 per core (object stores)
+  // queues.srq_sizing: srq_limit = nodes x concurrent flows per node x 1.2; 0: not given
+  double nodes = 0;
+  double flows = 0;
+  double srq_margin = 1.2;
+  // memory.registration_churn: RdmaMrRegistrationChurn (> 100/s, deregistering > 90% of it)
+  double registrations_per_second = 100;
+  double churn_deregistration_ratio = 0.9;
 };
 
 }  // namespace rdmascope::doctor

@@ -75,10 +75,21 @@ const char* Colour(Severity severity) {
   return "";
 }
 
+// For a person: "10 s", "3.9 s" (a window read from an exporter is the time since it started,
+// never round), "12 min", "2.5 h". JSON keeps the exact figure.
 std::string Window(double seconds) {
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%gs", seconds);
-  return buffer;
+  if (seconds < 60) {
+    std::snprintf(buffer, sizeof buffer, "%.1f", seconds);
+  } else if (seconds < 3600) {
+    std::snprintf(buffer, sizeof buffer, "%.0f min", seconds / 60);
+    return buffer;
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.1f", seconds / 3600);
+  }
+  std::string text = buffer;
+  if (text.ends_with(".0")) text.resize(text.size() - 2);
+  return text + (seconds < 60 ? " s" : " h");
 }
 
 }  // namespace
@@ -167,7 +178,7 @@ std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
 }
 
 std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
-                       bool colour) {
+                       bool colour, bool show_skipped) {
   const auto count = Count(findings);
   std::string text =
       "rdmascope doctor on " + context.host + " (window " + Window(context.window_seconds) + "): ";
@@ -177,7 +188,16 @@ std::string RenderText(const std::vector<Finding>& findings, const ReportContext
   }
   const char* reset = colour ? "\033[0m" : "";
   std::string area;
+  std::vector<std::string> skipped;  // check ids, once each, in report order
   for (const Finding& finding : findings) {
+    // A host without RDMA skips nearly every check: one line names them instead of a block
+    // each (--show-skipped prints the blocks with their reasons).
+    if (finding.severity == Severity::kSkip && !show_skipped) {
+      if (std::find(skipped.begin(), skipped.end(), finding.id) == skipped.end()) {
+        skipped.push_back(finding.id);
+      }
+      continue;
+    }
     if (finding.area != area) {
       area = finding.area;
       text += std::string("\n== ") + AreaTitle(area) + " ==\n";
@@ -199,6 +219,12 @@ std::string RenderText(const std::vector<Finding>& findings, const ReportContext
     text += "       advice:   " + finding.advice + "\n";
     if (!finding.fix.empty()) text += "       fix:      " + finding.fix + "\n";
     text += "       runbook:  " + finding.runbook + "\n";
+  }
+  if (!skipped.empty()) {
+    text += "\n" + std::to_string(count.at(Severity::kSkip)) + " skipped (" +
+            std::to_string(skipped.size()) + " checks; --show-skipped gives the reasons): ";
+    for (size_t i = 0; i < skipped.size(); ++i) text += (i > 0 ? ", " : "") + skipped[i];
+    text += "\n";
   }
   return text;
 }

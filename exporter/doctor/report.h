@@ -33,8 +33,9 @@ struct ParsedReport {
 };
 std::expected<ParsedReport, std::string> ParseJson(const std::string& text);
 
+// Skipped findings are summarised in one line of check ids unless `show_skipped`.
 std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
-                       bool colour);
+                       bool colour, bool show_skipped = false);
 
 // 0 ok/info (and skip), 1 warn (0 with --fail-on=crit), 2 crit.
 int ExitCode(const std::vector<Finding>& findings, const DoctorOptions& options);

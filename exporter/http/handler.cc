@@ -6,36 +6,11 @@
 #include <cstdio>
 #include <exception>
 
+#include "core/html.h"
 #include "http/gzip.h"
 
 namespace rdmascope {
 namespace {
-
-std::string HtmlEscape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 HttpReply Text(unsigned status, std::string body) {
   return {status, {{"Content-Type", "text/plain; charset=utf-8"}}, std::move(body)};
@@ -119,6 +94,8 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
       return {200, {{"Content-Type", "application/json"}}, route->second(request.query)};
     }
     return Text(404, "not found\n");
+  } catch (const BadRequest& e) {
+    return Text(400, std::string("bad request: ") + e.what() + "\n");
   } catch (const std::exception& e) {
     return Text(500, std::string("error: ") + e.what() + "\n");
   } catch (...) {

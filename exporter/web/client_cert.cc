@@ -5,6 +5,7 @@
 #include <gnutls/x509.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -16,8 +17,10 @@ struct CrtDeleter {
   void operator()(gnutls_x509_crt_t crt) const { gnutls_x509_crt_deinit(crt); }
 };
 
-// The subject alternative names Go's VerifyPeerCertificate of exporter-toolkit compares:
-// DNS names, e-mail addresses, IP addresses (as text) and URIs.
+// The subject alternative names exporter-toolkit's VerifyPeerCertificate compares
+// (web/tls_config.go): Go's cert.DNSNames, EmailAddresses (rfc822Name SANs, not the subject's
+// emailAddress), IPAddresses as net.IP.String() (an IPv4-mapped IPv6 address prints as
+// a.b.c.d) and URIs; never the subject's common name.
 std::vector<std::string> SubjectAltNames(const gnutls_datum_t& der) {
   std::vector<std::string> names;
   gnutls_x509_crt_t raw = nullptr;
@@ -33,8 +36,11 @@ std::vector<std::string> SubjectAltNames(const gnutls_datum_t& der) {
     if (type < 0) break;
     if (type == GNUTLS_SAN_IPADDRESS) {
       char text[INET6_ADDRSTRLEN];
-      const int family = size == 4 ? AF_INET : size == 16 ? AF_INET6 : 0;
-      if (family != 0 && inet_ntop(family, buffer, text, sizeof text) != nullptr) {
+      static constexpr unsigned char kV4Mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+      const bool mapped = size == 16 && std::memcmp(buffer, kV4Mapped, sizeof kV4Mapped) == 0;
+      const int family = size == 4 || mapped ? AF_INET : size == 16 ? AF_INET6 : 0;
+      if (family != 0 &&
+          inet_ntop(family, mapped ? buffer + 12 : buffer, text, sizeof text) != nullptr) {
         names.emplace_back(text);
       }
     } else if (type == GNUTLS_SAN_DNSNAME || type == GNUTLS_SAN_RFC822NAME ||
@@ -49,16 +55,24 @@ std::vector<std::string> SubjectAltNames(const gnutls_datum_t& der) {
 
 std::string CheckClientCertificate(void* session_ptr, const TlsServerConfig& tls) {
   const ClientAuth auth = tls.client_auth;
-  if (auth == ClientAuth::kNoClientCert || auth == ClientAuth::kRequestClientCert) return {};
+  // Go asks for no certificate then, so it never calls VerifyPeerCertificate.
+  if (auth == ClientAuth::kNoClientCert) return {};
+  const bool check_sans = tls.client_allowed_sans.has_value();
+  if (auth == ClientAuth::kRequestClientCert && !check_sans) return {};
   auto* session = static_cast<gnutls_session_t>(session_ptr);
   if (session == nullptr) return "no TLS session";
   unsigned count = 0;
   const gnutls_datum_t* chain = gnutls_certificate_get_peers(session, &count);
   if (chain == nullptr || count == 0) {
-    if (auth == ClientAuth::kVerifyClientCertIfGiven) return {};
-    return "a client certificate is required";
+    // Go's handshake calls VerifyPeerCertificate with no certificate too, whatever the
+    // policy, and exporter-toolkit's rawCerts[0] then fails the connection: with allowed
+    // SANs a certificate is always needed.
+    if (auth == ClientAuth::kVerifyClientCertIfGiven && !check_sans) return {};
+    return check_sans ? "a client certificate with an allowed SAN is required"
+                      : "a client certificate is required";
   }
-  if (auth != ClientAuth::kRequireAnyClientCert) {
+  if (auth == ClientAuth::kVerifyClientCertIfGiven ||
+      auth == ClientAuth::kRequireAndVerifyClientCert) {
     // Against the client CAs libmicrohttpd was given (MHD_OPTION_HTTPS_MEM_TRUST): chain,
     // signatures, validity dates. No host name: a client has none to match.
     unsigned status = 0;
@@ -74,10 +88,11 @@ std::string CheckClientCertificate(void* session_ptr, const TlsServerConfig& tls
       return reason;
     }
   }
-  if (!tls.client_allowed_sans.empty()) {
+  if (check_sans) {
+    const std::vector<std::string>& allowed_sans = *tls.client_allowed_sans;
     const std::vector<std::string> names = SubjectAltNames(chain[0]);
     const bool allowed = std::ranges::any_of(names, [&](const std::string& name) {
-      return std::ranges::find(tls.client_allowed_sans, name) != tls.client_allowed_sans.end();
+      return std::ranges::find(allowed_sans, name) != allowed_sans.end();
     });
     if (!allowed) {
       std::string found;

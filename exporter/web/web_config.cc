@@ -227,7 +227,8 @@ std::expected<void, std::string> ParseTls(const YAML::Node& node, const std::fil
     } else if (key == "client_allowed_sans") {
       auto list = StringList(value, key);
       if (!list) return Error(list.error());
-      tls.client_allowed_sans = std::move(*list);
+      // null stays unset, as Go's nil slice; [] is set (and matches no certificate).
+      if (!value.IsNull()) tls.client_allowed_sans = std::move(*list);
     } else if (key == "cipher_suites") {
       auto list = StringList(value, key);
       if (!list) return Error(list.error());
@@ -260,12 +261,7 @@ std::expected<void, std::string> ParseTls(const YAML::Node& node, const std::fil
   // ConfigToTLSConfig's checks, in its order.
   tls.enabled = !tls.cert_file.empty() || !tls.key_file.empty() || !client_auth.empty() ||
                 !tls.client_ca_file.empty();
-  if (!tls.enabled) {
-    if (!tls.client_allowed_sans.empty()) {
-      return Error("tls_server_config: client_allowed_sans needs a TLS configuration");
-    }
-    return {};
-  }
+  if (!tls.enabled) return {};  // Validate: errNoTLSConfig is no error (plain HTTP)
   if (tls.cert_file.empty()) return Error("tls_server_config: missing cert_file");
   if (tls.key_file.empty()) return Error("tls_server_config: missing key_file");
   auto cert = ReadFile(tls.cert_file, "cert_file");
@@ -290,12 +286,6 @@ std::expected<void, std::string> ParseTls(const YAML::Node& node, const std::fil
           "tls_server_config: client_ca_file is set without a client_auth_type (Client CA's "
           "have been configured without a Client Auth Policy)");
     }
-  }
-  if (!tls.client_allowed_sans.empty() && (tls.client_auth == ClientAuth::kNoClientCert ||
-                                           tls.client_auth == ClientAuth::kRequestClientCert)) {
-    return Error(
-        "tls_server_config: client_allowed_sans needs a client_auth_type that checks "
-        "client certificates");
   }
   return {};
 }
@@ -397,6 +387,14 @@ std::expected<WebConfig, std::string> ParseWebConfig(std::string_view yaml,
   if (config.tls.enabled) {
     auto priorities = GnutlsPriorities(config.tls);
     if (!priorities) return Error(priorities.error());
+  }
+  // Accepted as exporter-toolkit accepts it, but said: no certificate is asked for, so the
+  // list checks nothing.
+  if (config.tls.client_allowed_sans &&
+      (!config.tls.enabled || config.tls.client_auth == ClientAuth::kNoClientCert)) {
+    config.notes.push_back(
+        "tls_server_config.client_allowed_sans has no effect: no client_auth_type asks for "
+        "client certificates (exporter-toolkit ignores it too)");
   }
   return config;
 }

@@ -9,6 +9,7 @@
 #include <expected>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -31,7 +32,11 @@ struct TlsServerConfig {
   bool enabled = false;  // false: plain HTTP (no cert_file, key_file, client auth nor CA)
   std::filesystem::path cert_file, key_file, client_ca_file;  // absolute after loading
   ClientAuth client_auth = ClientAuth::kNoClientCert;
-  std::vector<std::string> client_allowed_sans;  // empty: any (verified) client certificate
+  // exporter-toolkit's semantics (web/tls_config.go VerifyPeerCertificate): unset (absent or
+  // null) checks nothing; set, even to [], and with a client_auth_type that asks for a
+  // certificate, the client must send one whose leaf has one of these as a DNS, e-mail, IP or
+  // URI subject alternative name ([] matches none: every client is refused).
+  std::optional<std::vector<std::string>> client_allowed_sans;
   TlsVersion min_version = TlsVersion::kTls12;
   TlsVersion max_version = TlsVersion::kTls13;
   std::vector<std::string> cipher_suites;      // IANA/Go names, in preference order

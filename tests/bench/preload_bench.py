@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Benchmark (reported, never asserted): the preload library's added cost per data path call,
-same program with and without LD_PRELOAD, alternating runs, medians of 5.
+same program with and without LD_PRELOAD, alternating runs.
 
-Usage: preload_bench.py PRELOAD_CALLS FAKEVERBS_LIB PRELOAD_LIB OUTPUT_DIR [BASELINE_LIB]
-BASELINE_LIB: another build of the library (e.g. before a change), run alternately with the
-others so that a loaded machine affects all three alike."""
+Usage: preload_bench.py PRELOAD_CALLS FAKEVERBS_LIB PRELOAD_LIB OUTPUT_DIR [[NAME=]LIB ...]
+Each extra LIB is another build of the library (e.g. before a change, or a wrapper that only
+calls through: the floor), run in turn with the others so that a loaded machine affects all
+alike. The added cost of a run is its time minus that of the run without the library in the
+same round; reported: median and range over the rounds (PRELOAD_BENCH_ROUNDS, default 5)."""
 
 import os
 import statistics
@@ -13,6 +15,8 @@ import sys
 import tempfile
 
 ITERATIONS = 20_000_000
+KEYS = [("poll_cq_empty_ns", "ibv_poll_cq, empty CQ"),
+        ("send_and_poll_ns", "signalled ibv_post_send + the ibv_poll_cq reaping it")]
 
 
 def run(program, env):
@@ -21,27 +25,31 @@ def run(program, env):
     return {line.split()[0]: float(line.split()[1]) for line in out.splitlines()}
 
 
-def main(program, library, preload, outdir, baseline=None):
+def main(program, library, preload, outdir, *extra):
+    rounds = int(os.environ.get("PRELOAD_BENCH_ROUNDS", "5"))
     base = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
     variants = [("without", None), ("with the library", preload)]
-    if baseline:
-        variants.append(("with the baseline library", baseline))
+    for i, spec in enumerate(extra):
+        name, _, lib = spec.rpartition("=")
+        variants.append((name or ("with the baseline library" if i == 0 else f"with {lib}"),
+                         lib))
     results = {name: [] for name, _ in variants}
     with tempfile.TemporaryDirectory() as stats_dir:
-        for _ in range(5):
+        for _ in range(rounds):
             for name, lib in variants:
                 env = base if lib is None else dict(base, LD_PRELOAD=lib,
                                                     RDMASCOPE_PRELOAD_DIR=stats_dir)
                 results[name].append(run(program, env))
     lines = ["# Preload library benchmark (one run)", ""]
-    for key, what in [("poll_cq_empty_ns", "ibv_poll_cq, empty CQ"),
-                      ("send_and_poll_ns", "signalled ibv_post_send + the ibv_poll_cq reaping it")]:
-        median = {name: statistics.median(r[key] for r in runs) for name, runs in results.items()}
-        a = median["without"]
-        line = f"- {what}: {a:.2f} ns without"
+    for key, what in KEYS:
+        without = [r[key] for r in results["without"]]
+        line = f"- {what}: {statistics.median(without):.2f} ns without"
         for name, _ in variants[1:]:
-            line += f", {median[name]:.2f} ns {name} (+{median[name] - a:.2f} ns)"
-        lines.append(line + f" ({ITERATIONS} calls, median of 5 alternating runs)")
+            added = [r[key] - w for r, w in zip(results[name], without)]
+            line += (f"; {name} +{statistics.median(added):.2f} ns"
+                     f" (+{min(added):.2f} to +{max(added):.2f})")
+        lines.append(line + f" ({ITERATIONS} calls, median and range of {rounds} alternating"
+                     " rounds)")
     lines.append("")
     report = "\n".join(lines)
     os.makedirs(outdir, exist_ok=True)
@@ -52,4 +60,4 @@ def main(program, library, preload, outdir, baseline=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:6]))
+    sys.exit(main(*sys.argv[1:]))

@@ -46,6 +46,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "good": (200, json.dumps(REMOTE)),
             "error": (500, "error: collector exploded\n"),
             "garbage": (200, "<html>not json</html>"),
+            "auth": (401, "Unauthorized\n"),
         }[mode]
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -100,6 +101,10 @@ def main(binary, fixtures):
                run.stdout)
         expect(requests[-1] == "/good/doctor?window=5000ms", requests)
         expect(run.returncode == 2, run.returncode)
+        # Thresholds given here travel with the request (the exporter's report uses them).
+        run = doctor(f"--exporter={base}/good", "--doctor.nodes=64", "--doctor.flows=8",
+                     "--doctor.rtt=150us")
+        expect(requests[-1] == "/good/doctor?rtt=150us&nodes=64&flows=8", requests)
 
         # Unusable exporters: a warning naming the cause, then the local report (the tree's
         # IBA warning: exit 1), with the history checks skipped.
@@ -108,7 +113,9 @@ def main(binary, fixtures):
             "bad /doctor answer: not a JSON object": f"{base}/garbage",
             "Connection refused": f"http://127.0.0.1:{closed_port()}",
             "reading the answer: timed out": f"{base}/slow",
-            "not an http:// URL": "https://127.0.0.1:9879",
+            "not an http:// URL: https://127.0.0.1:9879 (doctor's client has no TLS and no "
+            "basic auth": "https://127.0.0.1:9879",
+            "HTTP 401: Unauthorized (the exporter asks for basic auth": f"{base}/auth",
             "bad port in": "http://127.0.0.1:99999",
         }
         for cause, url in cases.items():

@@ -52,6 +52,9 @@ def make_certs(d):
     signed("server", "subjectAltName=DNS:localhost,IP:127.0.0.1\n")
     signed("client", "subjectAltName=DNS:client.example\nextendedKeyUsage=clientAuth\n")
     signed("other", "subjectAltName=DNS:other.example\nextendedKeyUsage=clientAuth\n")
+    # Every SAN kind exporter-toolkit compares; its CN (/CN=kinds) must never count.
+    signed("kinds", "subjectAltName=email:prom@example.org,URI:spiffe://cluster.local/prom,"
+                    "IP:10.1.2.3,IP:::ffff:10.9.8.7\nextendedKeyUsage=clientAuth\n")
     openssl("req", "-x509", *ec, "-keyout", "rogue.key", "-out", "rogue.crt", "-days", "2",
             "-subj", "/CN=rogue", "-addext", "subjectAltName=DNS:client.example", cwd=d)
 
@@ -172,6 +175,30 @@ def main(binary):
             "VerifyClientCertIfGiven\nclient_ca_file: ca.crt": {
                 None: (200,), "client": (200,), "other": (200,), "rogue": refused},
             "RequireAnyClientCert": {None: refused, "rogue": (200,)},
+            # exporter-toolkit (web/tls_config.go VerifyPeerCertificate): with allowed SANs
+            # Go checks any certificate sent, whatever the policy, and a client sending none
+            # fails (rawCerts[0]); RequestClientCert does not verify the chain.
+            "RequestClientCert\nclient_allowed_sans: [client.example]": {
+                None: refused, "client": (200,), "rogue": (200,), "other": refused},
+            "VerifyClientCertIfGiven\nclient_ca_file: ca.crt\n"
+            "client_allowed_sans: [client.example]": {
+                None: refused, "client": (200,), "other": refused, "rogue": refused},
+            # DNS, e-mail, IP (Go's text: an IPv4-mapped address as a.b.c.d) and URI SANs.
+            "RequireAndVerifyClientCert\nclient_ca_file: ca.crt\n"
+            "client_allowed_sans: [prom@example.org]": {"kinds": (200,), "client": refused},
+            "RequireAndVerifyClientCert\nclient_ca_file: ca.crt\n"
+            "client_allowed_sans: ['spiffe://cluster.local/prom']": {"kinds": (200,)},
+            "RequireAndVerifyClientCert\nclient_ca_file: ca.crt\n"
+            "client_allowed_sans: [10.1.2.3]": {"kinds": (200,)},
+            "RequireAndVerifyClientCert\nclient_ca_file: ca.crt\n"
+            "client_allowed_sans: [10.9.8.7]": {"kinds": (200,)},
+            "RequireAndVerifyClientCert\nclient_ca_file: ca.crt\n"
+            "client_allowed_sans: [kinds]": {"kinds": refused},
+            # [] is a set list that matches nothing.
+            "RequireAndVerifyClientCert\nclient_ca_file: ca.crt\n"
+            "client_allowed_sans: []": {"client": refused},
+            # No certificate asked for: the list checks nothing (and the log says so).
+            "NoClientCert\nclient_allowed_sans: [client.example]": {None: (200,)},
         }
         for n, (policy, expectations) in enumerate(cases.items()):
             config = write_config(d, f"mtls{n}.yml", "client_auth_type: " + policy,

@@ -1,6 +1,7 @@
 """Network namespaces and veth pairs for the host tier; removed on exit whatever happens."""
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -11,18 +12,39 @@ import harness  # noqa: E402,F401  (re-exported for the tests)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+class IpError(RuntimeError):
+    """An `ip` command failed; the message carries its stderr, which says why."""
+
+
 def ip(*args, check=True):
-    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True)
+    result = subprocess.run(["ip", *args], check=False, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise IpError(f"`ip {' '.join(args)}` failed (exit {result.returncode}): "
+                      f"{result.stderr.strip() or result.stdout.strip() or 'no output'}")
+    return result
+
+
+def _exit_on_sigterm(signum, frame):
+    # ctest's timeout sends SIGTERM: turn it into SystemExit so that `with` blocks (and so
+    # Namespaces.close) run instead of the interpreter dying with namespaces left behind.
+    raise SystemExit(128 + signum)
 
 
 class Namespaces:
     def __init__(self, *names):
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
         tag = f"rds{os.getpid()}"
         self.names = [f"{tag}-{n}" for n in names]
-        for name in self.names:
-            ip("netns", "del", name, check=False)
-            ip("netns", "add", name)
-            ip("-n", name, "link", "set", "lo", "up")
+        try:
+            for name in self.names:
+                ip("netns", "del", name, check=False)
+                ip("netns", "add", name)
+                ip("-n", name, "link", "set", "lo", "up")
+        except BaseException:
+            # __exit__ never runs when __init__ raises: remove what was made here.
+            self.close()
+            raise
 
     def __getitem__(self, i):
         return self.names[i]

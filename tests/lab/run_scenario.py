@@ -144,6 +144,9 @@ def main():
         if name.startswith("scrape"):
             harness.keep_scrape("\n".join(lines) + "\n")
     if failures:
+        # Failures first as well: CI logs keep the head and the tail of long output.
+        for failure in failures:
+            print("FAIL:", failure)
         print("===== guest console =====")
         print("\n".join(lab.console))
         print("===== end of guest console =====")

@@ -15,7 +15,16 @@ namespace {
 using testing::Families;
 using testing::Host;
 
-std::vector<Finding> Diagnose(bool bad, bool window = true, DoctorOptions options = {}) {
+// The workload given, so that queues.srq_sizing looks (it skips without --doctor.nodes/flows).
+DoctorOptions WithWorkload() {
+  DoctorOptions options;
+  options.nodes = testing::kNodes;
+  options.flows = testing::kFlows;
+  return options;
+}
+
+std::vector<Finding> Diagnose(bool bad, bool window = true,
+                              DoctorOptions options = WithWorkload()) {
   const Snapshot before = Host(bad, false);
   const Snapshot now = Host(bad, true);
   return RunChecks(now, window ? &before : nullptr, options);

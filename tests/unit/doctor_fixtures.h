@@ -11,6 +11,10 @@
 
 namespace rdmascope::doctor::testing {
 
+// What the application does, for queues.srq_sizing (--doctor.nodes, --doctor.flows).
+inline constexpr double kNodes = 100;
+inline constexpr double kFlows = 10;
+
 class Families {
  public:
   Families& Gauge(std::string_view name, const std::vector<Label>& labels, double value) {
@@ -114,6 +118,16 @@ inline void AddHostTuning(Families& f, bool bad) {
   f.Gauge("rdma_netdev_xps_local_node_ratio", {{"device", "eth2"}}, bad ? 0.25 : 1);
   f.Gauge("rdma_host_cpu_frequency_governor_cpus",
           {{"governor", bad ? "powersave" : "performance"}}, 8);
+  // rdma_cm's default ToS 0 (priority 0) or 106 (DSCP 26, priority 3); ECN's notification
+  // point off on priority 3; rdma_ucm not loaded.
+  f.Gauge("rdma_host_rdma_cm_configfs", {}, 1);
+  f.Gauge("rdma_port_default_roce_tos", {{"device", "mlx5_0"}, {"port", "1"}}, bad ? 0 : 106);
+  f.Gauge("rdma_netdev_ecn_enabled", {{"device", "eth2"}, {"point", "np"}, {"priority", "3"}},
+          bad ? 0 : 1);
+  f.Gauge("rdma_netdev_ecn_enabled", {{"device", "eth2"}, {"point", "rp"}, {"priority", "3"}}, 1);
+  f.Gauge("rdma_host_kernel_module_loaded", {{"module", "rdma_ucm"}, {"needed_by", "rdma"}},
+          bad ? 0 : 1);
+  f.Gauge("rdma_host_kernel_module_loaded", {{"module", "mlx5_ib"}, {"needed_by", "mlx5_core"}}, 1);
   if (bad) {
     f.Gauge("rdma_process_locked_memory_limit_bytes", {{"pid", "31"}, {"comm", "small"}},
             8.0 * (1 << 20));
@@ -203,11 +217,20 @@ inline Snapshot Host(bool bad, bool later) {
   f.Gauge("rdma_cq_feeding_wrs", cq, 128);
   const std::vector<Label> srq{
       {"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}, {"srq", "1"}};
-  f.Gauge("rdma_srq_max_wrs", srq, 1024);
-  f.Gauge("rdma_srq_limit_wrs", srq, bad ? 0 : 64);
+  // Sized for kNodes x kFlows x 1.2 = 1200 when healthy; 1024 deep when bad.
+  f.Gauge("rdma_srq_max_wrs", srq, bad ? 1024 : 2048);
+  f.Gauge("rdma_srq_limit_wrs", srq, bad ? 0 : 1200);
+  // RC send queues on a 100 Gb/s port: the shallowest 64 WRs (bad), 256 (healthy) against the
+  // 245 that 80 us x 12.5 GB/s / 4 KiB needs; 4 connected QPs on 64 CPUs (bad) or 2.
+  f.Gauge("rdma_port_rate_bytes_per_second", {{"device", "mlx5_0"}, {"port", "1"}}, 12.5e9);
+  f.Gauge("rdma_process_qp_min_send_wrs",
+          {{"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}}, bad ? 64 : 256);
+  f.Gauge("rdma_host_online_cpus", {}, bad ? 64 : 2);
   // Registrations and pinned memory.
   const std::vector<Label> proc{{"pid", "4242"}, {"comm", "trainer"}};
-  f.Counter("rdma_mr_registrations_total", proc, 200);
+  // Registration churn: 500/s, 98% deregistered again (bad); none in the window (healthy).
+  f.Counter("rdma_mr_registrations_total", proc, counter(200, bad ? 5000 : 0));
+  f.Counter("rdma_mr_deregistrations_total", proc, counter(150, bad ? 4900 : 0));
   f.Counter("rdma_mr_length_not_page_multiple_total", proc, bad ? 50 : 0);
   f.Counter("rdma_mr_not_hugepage_aligned_bytes_total", proc, bad ? 3.0 * (1 << 30) : 0);
   f.Histogram("rdma_mr_registration_size_bytes", {{"comm", "trainer"}}, 4.0 * (1 << 30), 200);

@@ -14,7 +14,9 @@
 #include "cli/doctor.h"
 #include "cli/http_get.h"
 #include "doctor/checks.h"
+#include "doctor/query.h"
 #include "doctor/report.h"
+#include "http/handler.h"
 #include "unit/doctor_fixtures.h"
 
 namespace rdmascope::doctor {
@@ -26,7 +28,10 @@ const std::string kFixtures = RDMASCOPE_FIXTURES;
 
 std::vector<Finding> BadHost(bool window = true) {
   const Snapshot before = Host(true, false);
-  auto findings = RunChecks(Host(true, true), window ? &before : nullptr, {});
+  DoctorOptions options;  // the workload given, so that queues.srq_sizing fires too
+  options.nodes = testing::kNodes;
+  options.flows = testing::kFlows;
+  auto findings = RunChecks(Host(true, true), window ? &before : nullptr, options);
   SortFindings(findings);
   return findings;
 }
@@ -81,9 +86,9 @@ TEST(DoctorReport, EveryFindingThatAsksForActionHasAdviceAndAnExistingRunbookAnc
     EXPECT_FALSE(finding.advice.empty()) << finding.id;
     EXPECT_FALSE(finding.observed.empty()) << finding.id;
     EXPECT_FALSE(finding.expected.empty()) << finding.id;
-    // The advice carries a figure, the computed number a person acts on; a port's state has
-    // none to give.
-    if (finding.id != "links.port_state") {
+    // The advice carries a figure, the computed number a person acts on; a port's state and
+    // a missing kernel module have none to give.
+    if (finding.id != "links.port_state" && finding.id != "host.kernel_modules") {
       EXPECT_TRUE(std::regex_search(finding.advice, std::regex("[0-9]"))) << finding.advice;
     }
   }
@@ -269,6 +274,97 @@ TEST(DoctorRoute, WindowZeroSkipsTheCounterChecksAndABadWindowIsRefused) {
   EXPECT_THROW(service->Report("x=1&window=2h"), std::invalid_argument);
 }
 
+// A bad query is the client's mistake: 400 with the reason, not the 500 of a server error.
+TEST(DoctorRoute, ABadParameterIsA400WithTheReason) {
+  auto service = LeakingService();
+  DebugRoutes routes;
+  service->AddRoute(routes);
+  const HttpHandler handler(std::make_shared<CollectorRunner>(std::vector<NamedCollector>{},
+                                                              BuildInfo{"t", "t"}, "/proc"),
+                            "/metrics", routes);
+  const HttpReply window =
+      handler.Handle({.method = "GET", .path = "/doctor", .query = "window=bad"});
+  EXPECT_EQ(window.status, 400U);
+  EXPECT_NE(window.body.find("window must be a duration of at most 60s, like 10s: bad"),
+            std::string::npos)
+      << window.body;
+  const HttpReply unknown =
+      handler.Handle({.method = "GET", .path = "/doctor", .query = "nodez=4"});
+  EXPECT_EQ(unknown.status, 400U);
+  EXPECT_NE(unknown.body.find("unknown parameter nodez"), std::string::npos) << unknown.body;
+  const HttpReply threshold =
+      handler.Handle({.method = "GET", .path = "/doctor", .query = "window=0s&cq-ratio-warn=x"});
+  EXPECT_EQ(threshold.status, 400U);
+  EXPECT_NE(threshold.body.find("cq-ratio-warn must be a positive number: x"), std::string::npos);
+  EXPECT_EQ(
+      handler.Handle({.method = "GET", .path = "/doctor", .query = "window=0s&nodes=4&flows=2"})
+          .status,
+      200U);
+}
+
+// /doctor takes the --doctor.* thresholds by name; doctor --exporter sends those it was given.
+TEST(DoctorRoute, ThresholdsTravelAsQueryParameters) {
+  DoctorOptions given;
+  EXPECT_EQ(ThresholdQuery(given), "") << "defaults: nothing to send";
+  given.nodes = 64;
+  given.flows = 8;
+  given.rtt_seconds = 150e-6;
+  given.roce_priority = 4;
+  given.cq_ratio_warn = 2;
+  const std::string query = ThresholdQuery(given);
+  EXPECT_EQ(query, "roce-priority=4&rtt=150us&cq-ratio-warn=2&nodes=64&flows=8");
+  DoctorOptions received;
+  for (size_t at = 0; at < query.size();) {
+    const size_t end = std::min(query.find('&', at), query.size());
+    const std::string item = query.substr(at, end - at);
+    const auto applied =
+        ApplyThreshold(item.substr(0, item.find('=')), item.substr(item.find('=') + 1), received);
+    ASSERT_TRUE(applied.has_value() && *applied) << item;
+    at = end + 1;
+  }
+  EXPECT_EQ(ThresholdQuery(received), query);
+  EXPECT_NEAR(received.rtt_seconds, 150e-6, 1e-12);
+  EXPECT_FALSE(ApplyThreshold("cq-ratio-crit", "3", received).has_value()) << "crit above warn";
+  EXPECT_FALSE(ApplyThreshold("roce-priority", "8", received).has_value());
+  EXPECT_FALSE(ApplyThreshold("rtt", "0us", received).has_value());
+  EXPECT_EQ(ApplyThreshold("window", "1s", received), false) << "not a threshold";
+}
+
+TEST(DoctorReport, WindowIsPrintedForAPerson) {
+  const auto text = [](double seconds) {
+    const std::string out = RenderText({}, {.host = "h", .window_seconds = seconds}, false);
+    return out.substr(0, out.find(')') + 1);
+  };
+  EXPECT_EQ(text(3.94617), "rdmascope doctor on h (window 3.9 s)");
+  EXPECT_EQ(text(10), "rdmascope doctor on h (window 10 s)");
+  EXPECT_EQ(text(0), "rdmascope doctor on h (window 0 s)");
+  EXPECT_EQ(text(754), "rdmascope doctor on h (window 13 min)");
+  EXPECT_EQ(text(9000), "rdmascope doctor on h (window 2.5 h)");
+}
+
+// A host without RDMA skips nearly everything: one line names the skipped checks.
+TEST(DoctorReport, SkippedChecksAreOneLineUnlessAsked) {
+  Finding skipped = WithSeverity(Severity::kSkip);
+  skipped.observed = "no RDMA device";
+  Finding again = skipped;
+  Finding other = skipped;
+  other.id = "host.other";
+  Finding ok = WithSeverity(Severity::kOk);
+  ok.id = "host.fine";
+  const std::vector<Finding> findings{ok, skipped, again, other};
+  const std::string brief = RenderText(findings, {.host = "h"}, false);
+  EXPECT_EQ(brief.find("no RDMA device"), std::string::npos) << brief;
+  EXPECT_NE(brief.find("\n3 skipped (2 checks; --show-skipped gives the reasons): test.one, "
+                       "host.other\n"),
+            std::string::npos)
+      << brief;
+  EXPECT_NE(brief.find("[OK] host.fine"), std::string::npos);
+  const std::string full = RenderText(findings, {.host = "h"}, false, true);
+  EXPECT_NE(full.find("[SKIP] test.one"), std::string::npos);
+  EXPECT_NE(full.find("no RDMA device"), std::string::npos);
+  EXPECT_EQ(full.find("--show-skipped"), std::string::npos);
+}
+
 // --- doctor --exporter's URL (cli/http_get.h); the client itself: tests/e2e/doctor_exporter.py
 
 TEST(DoctorExporterUrl, HttpOnlyWithHostPortAndPath) {
@@ -288,6 +384,12 @@ TEST(DoctorExporterUrl, HttpOnlyWithHostPortAndPath) {
                           "http://u:p@h:1", "http://[::1:1"}) {
     EXPECT_FALSE(ParseHttpUrl(bad).has_value()) << bad;
   }
+  // An exporter behind --web.config.file: the error names what the client lacks and the way
+  // around it, rather than a bare "not http".
+  const std::string tls = ParseHttpUrl("https://node17:9879").error();
+  EXPECT_NE(tls.find("no TLS and no basic auth"), std::string::npos) << tls;
+  EXPECT_NE(tls.find("curl --cacert CA -u USER https://node17:9879/doctor"), std::string::npos)
+      << tls;
 }
 
 }  // namespace

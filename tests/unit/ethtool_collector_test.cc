@@ -161,6 +161,40 @@ TEST(EthtoolCollector, BnxtOldRingDiscardName) {
   EXPECT_EQ(Value(families, "rdma_netdev_discards_total", {{"direction", "rx"}}), 9);
 }
 
+// Issue #18 item 6: a NIC outside the driver table (here one without any ethtool stats, and a
+// virtio_net whose names carry no CRC counter) still feeds the CRC alert from the kernel's
+// standard statistics/rx_crc_errors; where the driver has a name, the driver's counter wins.
+TEST(EthtoolCollector, StandardLinkStatisticsBackTheCrcCounter) {
+  NetdevSnapshot unknown{.name = "enp1s0"};
+  unknown.link_errors = {{"crc", 12}, {"frame", 3}, {"fifo", 0}, {"missed", 7}};
+  NetdevSnapshot virtio{.name = "eth0"};
+  virtio.stats = sys::EthtoolStats{{"rx_queue_0_packets", 1}};
+  virtio.link_errors = {{"crc", 4}};
+  NetdevSnapshot mlx5{.name = "ens1f0np0"};
+  mlx5.stats = sys::EthtoolStats{{"rx_crc_errors_phy", 40}};
+  mlx5.link_errors = {{"crc", 39}};
+  MetricSet out;
+  MapNetdevs({unknown, virtio, mlx5}, NameFilter(), QueueStatsMode::kRaw, out);
+  const auto families = out.Take();
+  EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "enp1s0"}}), 12);
+  EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "eth0"}}), 4);
+  EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens1f0np0"}}), 40)
+      << "the driver's PHY counter wins over the kernel's";
+  EXPECT_EQ(Value(families, "rdma_netdev_receive_errors_total",
+                  {{"device", "enp1s0"}, {"error", "missed"}}),
+            7);
+  EXPECT_EQ(Value(families, "rdma_netdev_receive_errors_total",
+                  {{"device", "ens1f0np0"}, {"error", "crc"}}),
+            39)
+      << "the standard statistics are exported as they are";
+  NetdevSnapshot bare{.name = "eth7"};
+  MetricSet none;
+  MapNetdevs({bare}, NameFilter(), QueueStatsMode::kRaw, none);
+  const auto nothing = none.Take();
+  EXPECT_EQ(Value(nothing, "rdma_netdev_crc_errors_total", {{"device", "eth7"}}), -1)
+      << "no source: a missing series, never 0";
+}
+
 TEST(EthtoolCollector, StatFilterLimitsRawStatsOnly) {
   MetricSet out;
   MapNetdevs(FixtureNetdevs(), NameFilter("rx_.*", ".*pause.*"), QueueStatsMode::kRaw, out);

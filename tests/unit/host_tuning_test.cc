@@ -10,6 +10,7 @@
 
 #include "core/metric_set.h"
 #include "doctor/checks_host_tuning.h"
+#include "doctor/checks_roce_config.h"
 #include "unit/doctor_fixtures.h"
 #include "unit/fixture_tree.h"
 
@@ -120,11 +121,43 @@ TEST(HostTuning, CollectsTheFixtureHost) {
       << "no xps_cpus files: no series";
 }
 
+TEST(HostTuning, RoceConfigAndKernelModules) {
+  Host host;
+  const std::string text = testing::Serialise(host.Collect());
+  EXPECT_TRUE(Contains(text, "rdma_host_rdma_cm_configfs 1"));
+  EXPECT_TRUE(Contains(text, "rdma_port_default_roce_tos{device=\"mlx5_0\",port=\"1\"} 0"));
+  EXPECT_TRUE(Contains(
+      text, "rdma_netdev_ecn_enabled{device=\"ens1f0np0\",point=\"np\",priority=\"3\"} 0"));
+  EXPECT_TRUE(Contains(
+      text, "rdma_netdev_ecn_enabled{device=\"ens1f0np0\",point=\"rp\",priority=\"3\"} 1"));
+  EXPECT_FALSE(Contains(text, "cnp_dscp")) << "only enable/PRIO files are ECN enables";
+  EXPECT_TRUE(
+      Contains(text, "rdma_host_kernel_module_loaded{module=\"ib_uverbs\",needed_by=\"rdma\"} 1"));
+  EXPECT_TRUE(
+      Contains(text, "rdma_host_kernel_module_loaded{module=\"rdma_ucm\",needed_by=\"rdma\"} 0"));
+  EXPECT_TRUE(Contains(
+      text, "rdma_host_kernel_module_loaded{module=\"mlx5_ib\",needed_by=\"mlx5_core\"} 1"));
+  EXPECT_TRUE(
+      Contains(text, "rdma_host_kernel_module_loaded{module=\"bnxt_re\",needed_by=\"bnxt_en\"} 0"));
+  // A built-in rdma_ucm has no /sys/module entry without parameters: its misc device says so.
+  fs::create_directories(host.root.path() / "sys/class/misc/rdma_cm");
+  EXPECT_TRUE(Contains(testing::Serialise(host.Collect()),
+                       "rdma_host_kernel_module_loaded{module=\"rdma_ucm\",needed_by=\"rdma\"} 1"));
+  // Without configfs: said once, and no ToS read.
+  fs::remove_all(host.root.path() / "sys/kernel/config");
+  const std::string unmounted = testing::Serialise(host.Collect());
+  EXPECT_TRUE(Contains(unmounted, "rdma_host_rdma_cm_configfs 0"));
+  EXPECT_FALSE(Contains(unmounted, "rdma_port_default_roce_tos"));
+}
+
 TEST(HostTuning, NoNumaNodeNoIrqRatio) {
   Host host;
   host.Write("sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/numa_node", "-1");
   const std::string text = testing::Serialise(host.Collect());
-  EXPECT_FALSE(Contains(text, "ens1f0np0")) << "no node to be local to: no ratio, not 0";
+  EXPECT_FALSE(Contains(text, "rdma_netdev_irq_local_node_ratio{device=\"ens1f0np0\""))
+      << "no node to be local to: no ratio, not 0";
+  EXPECT_FALSE(Contains(text, "rdma_netdev_xps_local_node_ratio{device=\"ens1f0np0\""));
+  EXPECT_FALSE(Contains(text, "rdma_netdev_xps_configured_ratio{device=\"ens1f0np0\""));
 }
 
 TEST(HostTuning, NothingToReadIsNoDataNotZero) {
@@ -374,10 +407,75 @@ TEST(DoctorHostTuning, Memlock) {
   EXPECT_EQ(by.at("10").observed, "RLIMIT_MEMLOCK 8 MiB");
   EXPECT_EQ(by.at("10").fix, "prlimit --pid 10 --memlock=unlimited:unlimited");
   EXPECT_EQ(by.at("20").severity, Severity::kOk) << "finite but large";
+  doctor::testing::Families raised;
+  raised.Gauge("rdma_process_locked_memory_limit_bytes", {{"pid", "30"}, {"comm", "raised"}},
+               16.0 * 1024 * 1024);
+  EXPECT_EQ(doctor::CheckMemlock(raised.Build(1), nullptr, {})[0].severity, Severity::kOk)
+      << "above the kernel's MLOCK_LIMIT (8 MiB): someone raised it; how close pinned memory "
+         "comes is memory.pinned_vs_memlock's";
   EXPECT_TRUE(by.at("20").fix.empty());
   doctor::testing::Families none;
   EXPECT_TRUE(doctor::CheckMemlock(none.Build(1), nullptr, {}).empty())
       << "no series: every RDMA process is unlimited";
+}
+
+// roce.default_tos, roce.ecn and host.kernel_modules on what the collector read from the
+// fixture host, with the rdma collector's port of mlx5_0 (netdev ens1f0np0).
+TEST(DoctorRoceConfig, FiresOnTheFixtureHostAndQuietWhenFixed) {
+  Host host;
+  const auto port = [] {
+    MetricSet set;
+    set.Add({"rdma_port_info", "t", prometheus::MetricType::Gauge},
+            {{"device", "mlx5_0"},
+             {"port", "1"},
+             {"link_layer", "Ethernet"},
+             {"state", "ACTIVE"},
+             {"phys_state", "LinkUp"},
+             {"netdev", "ens1f0np0"}},
+            1);
+    return set.Take();
+  };
+  const Snapshot bad = SnapshotOf(host.Collect(), port());
+  const auto tos = doctor::CheckDefaultTos(bad, nullptr, {});
+  ASSERT_EQ(tos.size(), 1U);
+  EXPECT_EQ(tos[0].severity, Severity::kWarn);
+  EXPECT_EQ(tos[0].observed, "default RoCE ToS 0 (DSCP 0, priority 0 under the default DSCP map)");
+  EXPECT_EQ(tos[0].fix, "echo 106 > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos");
+  const auto ecn = doctor::CheckEcn(bad, nullptr, {});
+  ASSERT_EQ(ecn.size(), 1U);
+  EXPECT_EQ(ecn[0].severity, Severity::kWarn);
+  EXPECT_EQ(ecn[0].fix, "echo 1 > /sys/class/net/ens1f0np0/ecn/roce_np/enable/3");
+  const auto modules = ById(doctor::CheckKernelModules(bad, nullptr, {}), "module");
+  EXPECT_EQ(modules.at("rdma_ucm").severity, Severity::kWarn);
+  EXPECT_EQ(modules.at("rdma_ucm").fix, "modprobe rdma_ucm");
+  EXPECT_EQ(modules.at("bnxt_re").severity, Severity::kWarn);
+  EXPECT_TRUE(Contains(modules.at("bnxt_re").advice, "NICs driven by bnxt_en have no RDMA device"));
+  EXPECT_EQ(modules.at("ib_uverbs").severity, Severity::kOk);
+  // Fixed: ToS 106 (DSCP 26, priority 3), ECN on, rdma_ucm loaded.
+  host.Write("sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos", "106");
+  host.Write("sys/class/net/ens1f0np0/ecn/roce_np/enable/3", "1");
+  fs::create_directories(host.root.path() / "sys/module/rdma_ucm");
+  const Snapshot fixed = SnapshotOf(host.Collect(), port());
+  EXPECT_EQ(doctor::CheckDefaultTos(fixed, nullptr, {})[0].severity, Severity::kOk);
+  EXPECT_EQ(doctor::CheckEcn(fixed, nullptr, {})[0].severity, Severity::kOk);
+  EXPECT_EQ(ById(doctor::CheckKernelModules(fixed, nullptr, {}), "module").at("rdma_ucm").severity,
+            Severity::kOk);
+  // The RoCE priority is an option: ToS 106 is priority 3, not 5.
+  doctor::DoctorOptions five;
+  five.roce_priority = 5;
+  const auto other = doctor::CheckDefaultTos(fixed, nullptr, five);
+  EXPECT_EQ(other[0].severity, Severity::kWarn);
+  EXPECT_EQ(other[0].fix, "echo 170 > /sys/kernel/config/rdma_cm/mlx5_0/ports/1/default_roce_tos")
+      << "DSCP 42 (5 x 8 + 2) with ECT(0)";
+  // No configfs directory for the device: skipped with the reason, never read as 0.
+  fs::remove_all(host.root.path() / "sys/kernel/config/rdma_cm/mlx5_0");
+  const auto unset = doctor::CheckDefaultTos(SnapshotOf(host.Collect(), port()), nullptr, {});
+  EXPECT_EQ(unset[0].severity, Severity::kSkip);
+  EXPECT_TRUE(Contains(unset[0].observed, "mkdir it")) << unset[0].observed;
+  // A driver without the ECN sysfs: skipped with the reason.
+  fs::remove_all(host.root.path() / "sys/class/net/ens1f0np0/ecn");
+  const auto no_ecn = doctor::CheckEcn(SnapshotOf(host.Collect(), port()), nullptr, {});
+  EXPECT_EQ(no_ecn[0].severity, Severity::kSkip);
 }
 
 }  // namespace

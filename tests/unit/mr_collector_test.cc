@@ -34,6 +34,7 @@ MrSnapshot Snapshot() {
   h.size_sum_bytes = 4096 + 9 * 2097152;
   snapshot.histograms["trainer"] = h;
   snapshot.released["old-job"] = {.regions = 3, .bytes = 3 * 65536};
+  snapshot.released_at_exec["launcher"] = {.regions = 2, .bytes = 2 * 4096};
   snapshot.lost_exits = 2;
   snapshot.stale_calls = 3;
   return snapshot;

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -37,12 +38,15 @@ std::unique_ptr<occ_file> File() {
   cq.expected = 70;
   cq.expected_shared = 30;
   cq.polled = {.completed = 50,
-               .polls = 6,
                .empty_polls = 3,
+               .nonempty_polls = 3,
                .polled_entries = 50,
                .requested_entries = 100};
-  cq.polled_shared = {
-      .completed = 10, .polls = 4, .empty_polls = 1, .polled_entries = 10, .requested_entries = 60};
+  cq.polled_shared = {.completed = 10,
+                      .empty_polls = 1,
+                      .nonempty_polls = 3,
+                      .polled_entries = 10,
+                      .requested_entries = 60};
   cq.peak = 70;
   occ_cq& stale = file->cqs[5];  // completed read ahead of a stale expected
   stale.in_use = 1;
@@ -60,6 +64,21 @@ std::unique_ptr<occ_file> File() {
   srq.posted_shared = 1000;
   srq.consumed = 3000;
   srq.consumed_shared = 1000;
+  // Message sizes and latency, in the shards of threads 1 and 40 and the shared one.
+  file->header.sample_period = 64;
+  file->shards[0].send.bytes = 3 * 2048;
+  file->shards[0].send.buckets[11] = 3;  // (1024, 2048]
+  file->shards[39].send.bytes = 2048 + 1;
+  file->shards[39].send.buckets[11] = 1;
+  file->shards[39].send.buckets[0] = 1;  // 0 or 1 byte
+  file->shard_shared.send.bytes = 5ull << 32;
+  file->shard_shared.send.buckets[32] = 1;  // above 2^31
+  file->shards[0].recv.bytes = 50 * 512;
+  file->shards[0].recv.buckets[9] = 50;
+  file->shards[0].latency_sum_ns = 3000;
+  file->shards[0].latency_buckets[5] = 1;  // (2^11, 2^12] ns
+  file->shard_shared.latency_sum_ns = 2'000'000'000;
+  file->shard_shared.latency_buckets[24] = 1;  // above 2^30 ns
   return file;
 }
 
@@ -84,6 +103,14 @@ TEST(OccupancyCollector, ParsesTheStatsFile) {
   EXPECT_EQ(process->cqs[1].outstanding, 0U) << "never negative";
   ASSERT_EQ(process->srqs.size(), 1U);
   EXPECT_EQ(process->srqs[0].posted, 1000U);
+  EXPECT_EQ(process->send.count(), 6U) << "summed over the shards";
+  EXPECT_EQ(process->send.buckets[11], 4U);
+  EXPECT_EQ(process->send.bytes, 4 * 2048 + 1 + (5ull << 32));
+  EXPECT_EQ(process->recv.count(), 50U);
+  EXPECT_EQ(process->latency_buckets[5], 1U);
+  EXPECT_EQ(process->latency_buckets[24], 1U);
+  EXPECT_EQ(process->latency_sum_ns, 2'000'003'000U);
+  EXPECT_EQ(process->sample_period, 64U);
 }
 
 TEST(OccupancyCollector, GoldenExposition) {
@@ -150,6 +177,27 @@ TEST(OccupancyCollector, LockedFilesAreLiveUnlockedOnesStale) {
   MetricSet after;
   EXPECT_TRUE(collector.Collect(after).no_data);
   EXPECT_FALSE(std::filesystem::exists(live)) << "its process closed the lock: stale";
+}
+
+// A library of another version (here 2, before the profile shards: a shorter file) left its
+// files: a stale one is deleted like any other, a live one is skipped and kept (the exporter
+// used to skip both for good: files of the wrong size were never tested for liveness).
+TEST(OccupancyCollector, OtherVersionFilesDeletedWhenStale) {
+  testing::TempDir dir;
+  auto old = File();
+  old->header.version = 2;
+  const size_t v2_size = offsetof(occ_file, shards);
+  const auto stale = WriteFile(dir.path(), "4026532999-7-1-0.occ", *old, v2_size);
+  const auto live = WriteFile(dir.path(), "4026532999-8-1-0.occ", *old, v2_size);
+  const int fd = HoldLock(live);
+  OccupancyCollector collector({.dir = dir.path()}, dir.path() / "no-procfs");
+  MetricSet out;
+  const auto result = collector.Collect(out);
+  EXPECT_TRUE(result.no_data);
+  EXPECT_NE(result.detail.find("1 unreadable"), std::string::npos) << result.detail;
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "nobody holds it: stale, deleted";
+  EXPECT_TRUE(std::filesystem::exists(live)) << "held: its process lives";
+  ::close(fd);
 }
 
 }  // namespace

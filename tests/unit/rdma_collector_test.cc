@@ -94,6 +94,8 @@ TEST(RdmaParse, RateInBytesPerSecond) {
   EXPECT_FALSE(ParseRateBytesPerSecond("fast"));
   EXPECT_FALSE(ParseRateBytesPerSecond("100 Mb/sec"));
   EXPECT_FALSE(ParseRateBytesPerSecond("-1 Gb/sec"));
+  EXPECT_EQ(ParseRateBytesPerSecond("0 GB/sec"), 0.0) << "an empty cage, out-of-tree drivers";
+  EXPECT_FALSE(ParseRateBytesPerSecond("100 GB/sec")) << "bytes or bits? ambiguous";
 }
 
 TEST(RdmaSysfs, ReadsEveryDeviceOfTheFixture) {
@@ -260,6 +262,36 @@ TEST(RdmaKernelCases, SaturatedCountersAreFlagged) {
             65535.0)
       << "the counter itself is still exported as read";
   EXPECT_EQ(PortCounterWidth("unicast_rcv_packets"), std::nullopt) << "64-bit extended only";
+}
+
+// Issue #18 item 5. Before 4.5 (commit 145d9c5410 "IB/core: Display extended counter set if
+// available") the 64-bit PortCountersExtended are in counters_ext/, the counters/ data and
+// packet files saturate at 2^32 - 1: the 64-bit values win, under the counters/ names.
+TEST(RdmaOldStacks, CountersExtReplacesSaturatingCounters) {
+  const Series s = CollectTree("sysfs/rdma_old_stacks.tree", nullptr);
+  const std::map<std::string, std::string> port{{"device", "mlx4_0"}, {"port", "1"}};
+  EXPECT_EQ(Value(s, "rdma_port_data_transmitted_bytes_total", port), 4e10) << "words x 4";
+  EXPECT_EQ(Value(s, "rdma_port_data_received_bytes_total", port), 8e10);
+  EXPECT_EQ(Value(s, "rdma_port_packets_transmitted_total", port), 3e10);
+  EXPECT_EQ(Value(s, "rdma_port_packets_received_total", port), 4e10);
+  const auto counter = [&](const std::string& name) {
+    return Value(s, "rdma_port_stat_total",
+                 {{"device", "mlx4_0"}, {"port", "1"}, {"counter", name}});
+  };
+  EXPECT_EQ(counter("unicast_xmit_packets"), 29e9) << "extended-only, under its 4.5+ name";
+  EXPECT_EQ(counter("multicast_rcv_packets"), 17.0);
+  EXPECT_FALSE(counter("port_xmit_data_64")) << "no series under the legacy file name";
+  const auto saturated = [&](const std::string& name) {
+    return Value(s, "rdma_port_stat_saturated",
+                 {{"device", "mlx4_0"}, {"port", "1"}, {"counter", name}});
+  };
+  EXPECT_FALSE(saturated("port_xmit_data")) << "the value is the 64-bit one";
+  EXPECT_EQ(saturated("symbol_error"), 1.0) << "no 64-bit twin: still saturating";
+}
+
+TEST(RdmaOldStacks, ZeroGigabytesIsARateOfZero) {
+  const Series s = CollectTree("sysfs/rdma_old_stacks.tree", nullptr);
+  EXPECT_EQ(Value(s, "rdma_port_rate_bytes_per_second", {{"device", "qib0"}, {"port", "1"}}), 0.0);
 }
 
 // Issue #12 item 9. core/sysfs.c print_gid_type prints ib_cache_gid_type_str(): an InfiniBand

@@ -44,6 +44,7 @@ VerbsSnapshot Snapshot() {
                            .limit = 512,
                            .limit_events = 2});
   VerbsProcess nccl{.pid = 7, .comm = "nccl", .qps = 3};
+  nccl.rc_send_wrs = {{"mlx5_0", {128, 4096}}, {"mlx5_1", {1024, 1024}}};
   nccl.async_events[15] = 2;  // SRQ_LIMIT_REACHED
   nccl.async_events[4] = 9;   // COMM_EST: not an error, exported because non-zero
   snapshot.processes.push_back(nccl);
@@ -87,6 +88,24 @@ TEST(VerbsCollector, FeedingCountsAnSrqOncePerReceiveCq) {
   EXPECT_EQ(feeding.at(b).qps, 2U);
   const auto unknown_srq = ComputeCqFeeding({qps[1]}, {});
   EXPECT_EQ(unknown_srq.at(b).wrs, 16U) << "an SRQ created before the probes: depth unknown";
+}
+
+// enum ibv_qp_type: IBV_QPT_RC 2, IBV_QPT_UC 3, IBV_QPT_UD 4.
+TEST(VerbsCollector, RcSendWrsAreTheShallowestAndDeepestRcQueuePerDevice) {
+  const uint64_t a = 0xa0, b = 0xb0, c = 0xc0, unknown = 0xd0;
+  const std::map<uint64_t, std::string> devices = {{a, "mlx5_0"}, {b, "mlx5_0"}, {c, "mlx5_1"}};
+  const std::vector<VerbsQpLinks> qps = {
+      {.send_cq = a, .max_send_wr = 512, .type = 2},
+      {.send_cq = b, .max_send_wr = 64, .type = 2},       // the shallowest RC QP of mlx5_0
+      {.send_cq = a, .max_send_wr = 8, .type = 4},        // UD: no connection to keep busy
+      {.send_cq = a, .max_send_wr = 0, .type = 2},        // receive-only: no send figure
+      {.send_cq = c, .max_send_wr = 2048, .type = 2},     // another device: its own figure
+      {.send_cq = unknown, .max_send_wr = 1, .type = 2},  // CQ created before the probes
+  };
+  const auto range = RcSendWrs(qps, devices);
+  EXPECT_EQ(range, (std::map<std::string, RcSendWrsRange>{{"mlx5_0", {64, 512}},
+                                                          {"mlx5_1", {2048, 2048}}}));
+  EXPECT_TRUE(RcSendWrs({qps[2]}, devices).empty()) << "no RC QP: no series";
 }
 
 TEST(VerbsCollector, EventNames) {

@@ -143,12 +143,32 @@ TEST(WebConfig, ClientAuthTypes) {
                 "  client_ca_file: server.crt\n"
                 "  client_allowed_sans: [client.example, 10.0.0.1]\n"));
   ASSERT_TRUE(with_ca) << with_ca.error();
-  EXPECT_EQ(with_ca->tls.client_allowed_sans.size(), 2u);
-  // A CA without a policy, and allowed SANs without a check, are mistakes.
+  EXPECT_EQ(with_ca->tls.client_allowed_sans,
+            (std::vector<std::string>{"client.example", "10.0.0.1"}));
+  // A CA without a policy is a mistake exporter-toolkit refuses.
   EXPECT_NE(ErrorOf(Tls("  client_ca_file: server.crt\n")).find("Client Auth Policy"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Tls("  client_allowed_sans: [a]\n")).find("client_allowed_sans"),
-            std::string::npos);
+}
+
+// exporter-toolkit (web/tls_config.go) accepts allowed SANs without a client_auth_type and
+// ignores them (no certificate is asked for): accepted too, with a note that says so. A null
+// list is unset (Go's nil slice); [] is set and matches nothing (Go refuses every client).
+TEST(WebConfig, ClientAllowedSansAsExporterToolkit) {
+  const auto ignored = Parse(Tls("  client_allowed_sans: [a]\n"));
+  ASSERT_TRUE(ignored) << ignored.error();
+  ASSERT_EQ(ignored->notes.size(), 1u);
+  EXPECT_NE(ignored->notes[0].find("client_allowed_sans has no effect"), std::string::npos);
+  const auto null =
+      Parse(Tls("  client_auth_type: RequireAnyClientCert\n"
+                "  client_allowed_sans:\n"));
+  ASSERT_TRUE(null) << null.error();
+  EXPECT_FALSE(null->tls.client_allowed_sans.has_value());
+  const auto empty =
+      Parse(Tls("  client_auth_type: RequestClientCert\n"
+                "  client_allowed_sans: []\n"));
+  ASSERT_TRUE(empty) << empty.error();
+  EXPECT_EQ(empty->tls.client_allowed_sans, std::vector<std::string>{});
+  EXPECT_TRUE(empty->notes.empty());
 }
 
 TEST(WebConfig, GnutlsPrioritiesFollowVersionsCiphersAndCurves) {

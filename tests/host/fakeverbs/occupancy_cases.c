@@ -111,7 +111,11 @@ static uint64_t expected(const struct occ_cq* c) { return c->expected + c->expec
 static uint64_t completed(const struct occ_cq* c) {
   return c->polled.completed + c->polled_shared.completed;
 }
-static uint64_t polls(const struct occ_cq* c) { return c->polled.polls + c->polled_shared.polls; }
+/* Calls: empty ones plus those that returned completions (stats_file.h, version 3). */
+static uint64_t polls(const struct occ_cq* c) {
+  return c->polled.empty_polls + c->polled_shared.empty_polls + c->polled.nonempty_polls +
+         c->polled_shared.nonempty_polls;
+}
 static uint64_t empty_polls(const struct occ_cq* c) {
   return c->polled.empty_polls + c->polled_shared.empty_polls;
 }

@@ -57,6 +57,22 @@ def check(lab):
                         f"[{2 * ITERATIONS}, {upper}] ({int(retransmitted)} retransmitted)")
     if not any(f"{ITERATIONS} iters" in line for line in lab.blocks.get("client", [])):
         failures.append("ibv_rc_pingpong client did not report its iterations")
+    # virtio_net has no CRC name in `ethtool -S`: the kernel's standard statistics (the
+    # guest's sysfs, block stats_eth0) feed rdma_netdev_crc_errors_total and the CRC alert.
+    after = harness.parse("\n".join(lab.blocks["scrape_after"]))
+    standard = {}
+    for line in lab.blocks.get("stats_eth0", []):
+        name, _, value = line.partition(" ")
+        if value:
+            standard[name] = float(value)
+    for error in ("crc", "frame", "fifo", "missed"):
+        got = harness.value(after, "rdma_netdev_receive_errors_total", device="eth0", error=error)
+        if got is None or got != standard.get(f"rx_{error}_errors"):
+            failures.append(f"eth0 rx_{error}_errors: exported {got}, sysfs "
+                            f"{standard.get(f'rx_{error}_errors')}")
+    crc = harness.value(after, "rdma_netdev_crc_errors_total", device="eth0")
+    if crc is None or crc != standard.get("rx_crc_errors"):
+        failures.append(f"eth0 CRC errors from the standard statistics: {crc}")
     lab.notes.append("counter deltas over the ping-pong: " + ", ".join(
         f"{k}={int(v)}" for k, v in sorted(delta.items()) if v))
     return failures

@@ -55,6 +55,12 @@ def check(lab):
     leak = for_pid(doc, "memory.mr_leak", leaker_pid)
     if not (leak and leak[0]["severity"] == "warn" and leak[0]["scope"].get("comm") == "mr_leaker"):
         failures.append(f"(a) the leaking pid {leaker_pid} is not named: {leak}")
+    # The QP's actual send depth reached doctor through the verbs probes (cq_undersized
+    # creates one RC QP with max_send_wr 64; rxe's port rate comes from eth0's speed).
+    depth = for_pid(doc, "queues.qp_depth", cq_pid)
+    if not (depth and depth[0]["severity"] in ("ok", "warn")
+            and depth[0]["observed"].startswith("smallest RC send queue 64 WRs")):
+        failures.append(f"(a) queues.qp_depth of pid {cq_pid}: want its 64 send WRs, got {depth}")
     failures += mtu_failures(doc, "(a)")
     if code != "2":
         failures.append(f"(a) exit code {code}, want 2 (a crit CQ)")

@@ -13,7 +13,8 @@ block() {
 # Starts rdmascope serve on :9879 and waits until it answers.
 start_exporter() {
   rdmascope serve --web.listen-address=:9879 "$@" >/tmp/rdmascope.log 2>&1 &
-  for i in $(seq 100); do
+  # Up to a minute: under TCG attaching the kernel MR path's trampolines takes seconds each.
+  for i in $(seq 600); do
     wget -q -O /dev/null http://127.0.0.1:9879/metrics 2>/dev/null && return 0
     sleep 0.1
   done
@@ -23,6 +24,30 @@ start_exporter() {
 }
 
 scrape() { wget -q -O - http://127.0.0.1:9879/metrics; }
+
+# wait_metric PATTERN [SECONDS]: scrapes until a line matches the grep pattern (the guest runs
+# under TCG: a fixed sleep is too short on a loaded CI host). Says so on the console if not.
+wait_metric() {
+  for i in $(seq $((${2:-20} * 5))); do
+    scrape 2>/dev/null | grep -q -- "$1" && return 0
+    sleep 0.2
+  done
+  echo "@@@LAB-NOTE metric never matched: $1"
+  return 1
+}
+
+# client SERVER_PID COMMAND...: runs a perftest/pingpong client, again every 0.5 s while the
+# server lives, until it connects: the client gives up at once if the server does not listen
+# yet, and a fixed sleep before it is too short on a loaded host. Prints the last attempt.
+client() {
+  server_pid=$1; shift
+  for i in $(seq 30); do
+    sleep 0.5
+    "$@" >/tmp/client.attempt 2>&1 && break
+    kill -0 "$server_pid" 2>/dev/null || break
+  done
+  cat /tmp/client.attempt
+}
 
 # Every file of a sysfs directory as "name value" lines.
 dump_dir() {

@@ -7,7 +7,9 @@ rm -f /tmp/churn.stop /tmp/churn.ready
 mr_churn rxe0 4 10 65536 /tmp/churn.stop /tmp/churn.ready &
 churn=$!
 sleep 1
-start_exporter || exit 1
+# The uprobe path (the fallback): its first stack frame is the caller of ibv_reg_mr, which
+# the kernel path (mr_kernel.sh) cannot give without frame pointers in libibverbs.
+start_exporter --mr.tracking=uprobes || exit 1
 scrape >/dev/null
 sleep 1
 touch /tmp/churn.stop
@@ -21,18 +23,17 @@ block probe sh -c "wget -q -O - http://127.0.0.1:9879/metrics | grep -E '^rdmasc
 # ibv_rc_pingpong registers its buffer before it waits for the client: scrape while it waits.
 ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 >/tmp/server.out 2>&1 &
 server=$!
-sleep 1
+wait_metric "^rdma_mr_outstanding_regions{pid=\"$server\""
 block scrape_pingpong scrape
 echo "@@@PINGPONG-PID $server"
-ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 127.0.0.1 >/tmp/client.out 2>&1
+client $server ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 127.0.0.1 >/tmp/client.out
 wait $server
 
 # perftest registers its buffers once connected and deregisters them before exiting: its
 # registrations show in the per-command histograms, which outlive the processes.
 ib_write_bw -d rxe0 -x 1 -n 200 -s 65536 >/tmp/bw_server.out 2>&1 &
 bw_server=$!
-sleep 1
-block write_bw_client ib_write_bw -d rxe0 -x 1 -n 200 -s 65536 127.0.0.1
+block write_bw_client client $bw_server ib_write_bw -d rxe0 -x 1 -n 200 -s 65536 127.0.0.1
 wait $bw_server
 block write_bw_server cat /tmp/bw_server.out
 

@@ -8,3 +8,26 @@ for i in $(seq 100); do grep -q READY /tmp/plugin.out && break; sleep 0.1; done
 block plugin cat /tmp/plugin.out
 block scrape scrape
 block stats_files ls /run/rdmascope
+
+# ibv_rc_pingpong -s 2048, server and client under the preload library: 2048-byte messages in
+# both directions and sampled completion latency (issue #14). A long run, scraped once both
+# have timed completions, then stopped: a process's stats file goes when it exits.
+export RDMASCOPE_PRELOAD_SAMPLE=16
+LD_PRELOAD=/usr/bin/librdmascope_preload.so ibv_rc_pingpong -d rxe0 -g 1 -n 1000000 -s 2048 \
+  >/tmp/pp_server.out 2>&1 &
+server=$!
+echo "@@@PINGPONG-PID $server"
+rm -f /tmp/pp_client.pid
+client $server sh -c 'echo $$ >/tmp/pp_client.pid
+  export LD_PRELOAD=/usr/bin/librdmascope_preload.so
+  exec ibv_rc_pingpong -d rxe0 -g 1 -n 1000000 -s 2048 127.0.0.1' >/tmp/pp_client.out &
+pp_client=$!
+wait_metric "^rdma_process_completion_latency_seconds_count{pid=\"$server\".*} [1-9]" 60
+for i in $(seq 100); do [ -s /tmp/pp_client.pid ] && break; sleep 0.1; done
+echo "@@@PINGPONG-CLIENT-PID $(cat /tmp/pp_client.pid)"
+wait_metric "^rdma_process_completion_latency_seconds_count{pid=\"$(cat /tmp/pp_client.pid)\".*} [1-9]" 30
+block scrape_pingpong scrape
+kill $server "$(cat /tmp/pp_client.pid)" 2>/dev/null
+wait $pp_client 2>/dev/null
+wait $server 2>/dev/null
+block pingpong_server cat /tmp/pp_server.out

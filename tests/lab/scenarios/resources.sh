@@ -19,8 +19,8 @@ for kind in summary qp cq mr pd ctx srq cm_id; do
 done
 block scrape_after scrape
 
-ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 127.0.0.1 >/dev/null 2>&1
-ib_write_bw -d rxe0 -x 1 -n 200 -s 65536 -p 18600 127.0.0.1 >/dev/null 2>&1
+client $pingpong ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 127.0.0.1 >/dev/null
+client $write_bw ib_write_bw -d rxe0 -x 1 -n 200 -s 65536 -p 18600 127.0.0.1 >/dev/null
 wait $pingpong $write_bw
 block scrape_gone scrape
 block exporter_log cat /tmp/rdmascope.log

@@ -1,0 +1,408 @@
+#include "cli/profile.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "cli/doctor.h"
+#include "cli/serve.h"
+#include "collectors/mr.h"
+#include "core/collector_runner.h"
+#include "core/log.h"
+#include "core/version.h"
+#include "doctor/check_util.h"
+#include "profile/folded_writer.h"
+#include "profile/html_report.h"
+#include "profile/json_writer.h"
+#include "profile/pprof_writer.h"
+#include "profile/profile_session.h"
+
+namespace rdmascope {
+namespace {
+
+using profile::ProfileData;
+
+std::atomic<bool> g_interrupted{false};
+
+void OnSigint(int) { g_interrupted.store(true); }
+
+double Seconds(uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+CLI::Option* AddDuration(CLI::App& app, const std::string& flag, uint64_t& target,
+                         const std::string& help, const std::string& default_text) {
+  return app
+      .add_option_function<std::string>(
+          flag, [&target](const std::string& text) { target = *ParseDurationNs(text); }, help)
+      ->check([](const std::string& text) {
+        const auto ns = ParseDurationNs(text);
+        return ns && *ns > 0 ? std::string() : "not a positive duration like 30s: " + text;
+      })
+      ->default_str(default_text)
+      ->group("Profile");
+}
+
+// The child's environment: ours, with the preload library prepended to LD_PRELOAD and the
+// private stats directory. Built before fork: the child may only make async-signal-safe calls
+// (the parent has threads), and setenv is not one.
+std::vector<std::string> ChildEnvironment(const std::optional<std::filesystem::path>& preload,
+                                          const std::string& preload_dir) {
+  std::vector<std::string> env;
+  std::string ld_preload = preload ? preload->string() : "";
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view item(*entry);
+    if (item.starts_with("LD_PRELOAD=")) {
+      const std::string_view inherited = item.substr(11);
+      if (!inherited.empty())
+        ld_preload += (ld_preload.empty() ? "" : " ") + std::string(inherited);
+    } else if (!item.starts_with("RDMASCOPE_PRELOAD_DIR=") &&
+               !item.starts_with("RDMASCOPE_PRELOAD_KEEP_AT_EXIT=")) {
+      env.emplace_back(item);
+    }
+  }
+  if (!ld_preload.empty()) env.push_back("LD_PRELOAD=" + ld_preload);
+  env.push_back("RDMASCOPE_PRELOAD_DIR=" + preload_dir);
+  // The library keeps its stats file at exit: ProcessExited reads the final figures (without
+  // it, what was posted after the last sample would be lost).
+  env.push_back("RDMASCOPE_PRELOAD_KEEP_AT_EXIT=1");
+  return env;
+}
+
+std::vector<char*> Pointers(std::vector<std::string>& strings) {
+  std::vector<char*> pointers;
+  for (std::string& text : strings) pointers.push_back(text.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+// The child: waits for `go` to close (the baseline is taken), then execs. Exec's errno goes
+// back through `error_pipe` (close-on-exec: a successful exec closes it empty).
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, int go, int error_pipe) {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  char byte;
+  while (read(go, &byte, 1) < 0 && errno == EINTR) {
+  }
+  execvpe(argv[0], argv, envp);
+  const int error = errno;
+  (void)!write(error_pipe, &error, sizeof error);
+  _exit(127);
+}
+
+// The program's exit status as a shell reports it (128 + signal when killed).
+int ShellStatus(const siginfo_t& info) {
+  return info.si_code == CLD_EXITED ? info.si_status : 128 + info.si_status;
+}
+
+std::string ProcessComm(uint32_t pid) {
+  std::ifstream file("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(file, comm);
+  return comm;
+}
+
+std::string Histogram(const profile::Log2Histogram& h, double scale, const std::string& unit) {
+  if (h.count == 0) return "not measured";
+  const auto p50 = h.Quantile(0.5), p99 = h.Quantile(0.99);
+  return std::to_string(h.count) + " (mean " +
+         doctor::Num(std::round(h.sum / static_cast<double>(h.count) / scale)) + unit +
+         ", p50 <= " + doctor::Num(*p50 / scale) + unit + ", p99 <= " + doctor::Num(*p99 / scale) +
+         unit + ")";
+}
+
+std::string Summary(const ProfileData& data, const std::filesystem::path& output) {
+  std::ostringstream out;
+  out << "rdmascope profile of pid " << data.pid << " (" << data.comm << "), "
+      << doctor::Num(std::round(data.duration_seconds * 10) / 10)
+      << " s, ended: " << data.end_reason;
+  if (data.exit_status) out << " (exit status " << *data.exit_status << ")";
+  out << "\n";
+  const profile::MrSummary& mr = data.mr;
+  out << "  memory registrations: " << mr.registrations << " ("
+      << doctor::Bytes(static_cast<double>(mr.registered_bytes)) << "), " << mr.deregistrations
+      << " deregistered, " << mr.failures << " failed\n";
+  out << "  outstanding " << (data.end_reason == "exited" ? "at exit" : "at the end") << ": "
+      << mr.outstanding_regions << " regions, "
+      << doctor::Bytes(static_cast<double>(mr.outstanding_bytes)) << "\n";
+  size_t shown = 0;
+  for (const profile::RegistrationStack& stack : data.stacks) {
+    if (stack.outstanding_regions == 0 || shown++ == 3) break;
+    // The registering code: the innermost named frame outside libibverbs (the probe records
+    // from its entry point, so it is usually the first).
+    std::string where = "??";
+    for (const profile::Frame& frame : stack.frames) {
+      if (frame.function != "??" && !frame.function.starts_with("ibv_")) {
+        where = frame.function + " (" + frame.module + ")";
+        break;
+      }
+    }
+    out << "    " << stack.outstanding_regions << " regions, "
+        << doctor::Bytes(static_cast<double>(stack.outstanding_bytes)) << " from " << where << "\n";
+  }
+  out << "  registration latency: " << Histogram(mr.latency_ns, 1000, " us") << "\n";
+  out << "  messages sent: " << Histogram(data.messages.send_bytes, 1, " B") << "\n";
+  out << "  messages received: " << Histogram(data.messages.recv_bytes, 1, " B") << "\n";
+  out << "  completion latency: " << Histogram(data.messages.completion_latency_ns, 1000, " us")
+      << "\n";
+  for (const profile::QueueInfo& queue : data.queues) {
+    out << "  " << queue.kind << " " << queue.handle << " on " << queue.device << ": capacity "
+        << (queue.capacity ? std::to_string(*queue.capacity) : "?") << ", peak "
+        << (queue.peak_occupancy ? std::to_string(*queue.peak_occupancy) : "not measured") << "\n";
+  }
+  for (const doctor::Finding& finding : data.advice) {
+    out << "  [" << doctor::SeverityName(finding.severity) << "] " << finding.id << ": "
+        << (finding.advice.empty() ? finding.observed : finding.advice) << "\n";
+  }
+  for (const std::string& note : data.notes) out << "  note: " << note << "\n";
+  out << "  report: " << (output / "profile.html").string() << " (also profile.json, "
+      << "profile.pb.gz, *.folded)\n";
+  return out.str();
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!file) throw std::runtime_error("cannot write " + path.string());
+}
+
+void WriteOutputs(const ProfileData& data, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  std::ostringstream json;
+  profile::WriteProfileJson(data, json);
+  WriteFile(dir / "profile.json", json.str());
+  WriteFile(dir / "profile.pb.gz", profile::EncodePprof(data));
+  for (const auto value :
+       {profile::FoldedValue::kOutstandingBytes, profile::FoldedValue::kRegisteredBytes,
+        profile::FoldedValue::kOutstandingRegions, profile::FoldedValue::kRegistrations}) {
+    WriteFile(dir / (std::string(profile::FoldedValueName(value)) + ".folded"),
+              profile::FoldedStacks(data, value));
+  }
+  WriteFile(dir / "profile.html", profile::HtmlReport(data));
+}
+
+}  // namespace
+
+void AddProfileFlags(CLI::App& profile, ProfileOptions& options) {
+  AddDuration(profile, "--duration", options.duration_ns,
+              "Longest profile window; a launched program that outlives it keeps running", "30s");
+  AddDuration(profile, "--interval", options.interval_ns,
+              "Time between samples (timelines, peaks, call sites)", "1s");
+  profile
+      .add_option("--output", options.output,
+                  "Directory for profile.json, profile.pb.gz (pprof), *.folded and "
+                  "profile.html (created)")
+      ->capture_default_str()
+      ->group("Profile");
+  profile
+      .add_option("--preload", options.preload,
+                  "librdmascope_preload.so to load into the program (default: beside the "
+                  "executable, else the installed one)")
+      ->group("Profile");
+  profile.add_option("--pid", options.pid, "Attach to this running process instead of launching")
+      ->group("Profile");
+  profile.add_flag("--quiet", options.quiet, "No progress line on stderr")->group("Profile");
+  profile.add_option("command", options.command, "-- COMMAND ARGS...: the program to profile");
+}
+
+void FinishProfileOptions(const ProfileOptions& options) {
+  if (options.pid.has_value() == !options.command.empty()) {
+    throw CLI::ValidationError("profile", "give either --pid PID or -- COMMAND ARGS...");
+  }
+}
+
+std::optional<std::filesystem::path> FindPreload(const std::string& flag,
+                                                 const std::filesystem::path& executable,
+                                                 std::string& why) {
+  std::error_code ec;
+  if (!flag.empty()) {
+    if (std::filesystem::is_regular_file(flag, ec)) return std::filesystem::absolute(flag, ec);
+    why = "--preload " + flag + " is not a file";
+    return std::nullopt;
+  }
+  const std::filesystem::path dir = executable.parent_path();
+  for (const std::filesystem::path& candidate :
+       {dir / "preload" / "librdmascope_preload.so",
+        std::filesystem::path(RDMASCOPE_PRELOAD_INSTALL_DIR) / "librdmascope_preload.so"}) {
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  }
+  why = "librdmascope_preload.so found neither in " + (dir / "preload").string() + " nor in " +
+        RDMASCOPE_PRELOAD_INSTALL_DIR + " (--preload PATH)";
+  return std::nullopt;
+}
+
+int RunProfile(ServeConfig config, const ProfileOptions& options) {
+  log::SetLevel(config.log_level);
+  std::vector<std::string> notes;
+  const bool launch = !options.pid.has_value();
+  std::optional<std::filesystem::path> preload;
+  std::string preload_dir;
+  if (launch) {
+    std::string why;
+    std::error_code ec;
+    preload =
+        FindPreload(options.preload, std::filesystem::read_symlink("/proc/self/exe", ec), why);
+    if (!preload) {
+      log::Warn(
+          "profile: no preload library; message sizes, completion latency and CQ "
+          "occupancy are not measured",
+          {{"why", why}});
+      notes.push_back("no preload library: " + why);
+    }
+    // The program's own stats directory: the occupancy collector reads only its files.
+    char dir_template[] = "/tmp/rdmascope-profile-XXXXXX";
+    if (mkdtemp(dir_template) == nullptr) {
+      log::Error("profile: cannot create a stats directory", {{"err", std::strerror(errno)}});
+      return 1;
+    }
+    preload_dir = dir_template;
+    config.occupancy.dir = preload_dir;
+  } else if (kill(static_cast<pid_t>(*options.pid), 0) != 0 && errno == ESRCH) {
+    log::Error("profile: no such process", {{"pid", std::to_string(*options.pid)}});
+    return 1;
+  }
+
+  // Probes attach here, before the program exists: it is seen from its first instruction.
+  std::vector<NamedCollector> collectors = BuildCollectors(config);
+  const auto probe_errors = ProbeErrors(collectors);
+  profile::ProfileSession* session_ptr = nullptr;
+  for (NamedCollector& entry : collectors) {
+    if (auto* mr = dynamic_cast<MrCollector*>(entry.collector.get())) {
+      mr->SetExitObserver([&session_ptr](const MrProcess& last) {
+        if (session_ptr != nullptr) session_ptr->OnMrExit(last);
+      });
+    }
+  }
+  CollectorRunner runner(std::move(collectors), BuildInfo{kVersion, kRevision}, config.procfs);
+
+  struct sigaction action {};
+  action.sa_handler = OnSigint;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+
+  profile::SessionOptions session_options{.pid = options.pid.value_or(0),
+                                          .attached = !launch,
+                                          .preload_dir = config.occupancy.dir,
+                                          .command = options.command};
+  std::optional<profile::ProfileSession> session;
+  pid_t child = -1;
+  if (launch) {
+    // The child waits for `go` to close: the baseline is taken before its first instruction.
+    int go[2], exec_error[2];
+    if (pipe2(go, O_CLOEXEC) != 0 || pipe2(exec_error, O_CLOEXEC) != 0) {
+      throw std::runtime_error(std::string("pipe2 failed: ") + std::strerror(errno));
+    }
+    std::vector<std::string> env_strings = ChildEnvironment(preload, preload_dir);
+    std::vector<std::string> argv_strings = options.command;
+    const std::vector<char*> envp = Pointers(env_strings);
+    const std::vector<char*> argv = Pointers(argv_strings);
+    child = fork();
+    if (child < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    if (child == 0) {
+      close(go[1]);
+      close(exec_error[0]);
+      ExecChild(argv.data(), envp.data(), go[0], exec_error[1]);
+    }
+    close(go[0]);
+    close(exec_error[1]);
+    session_options.pid = static_cast<uint32_t>(child);
+    session.emplace(runner, probe_errors, session_options);
+    session_ptr = &*session;
+    session->Begin();
+    close(go[1]);
+    int exec_errno = 0;
+    const ssize_t got = read(exec_error[0], &exec_errno, sizeof exec_errno);
+    close(exec_error[0]);
+    if (got == sizeof exec_errno) {
+      waitpid(child, nullptr, 0);
+      log::Error("profile: cannot run " + options.command.front(),
+                 {{"err", std::strerror(exec_errno)}});
+      return 1;
+    }
+  } else {
+    session.emplace(runner, probe_errors, session_options);
+    session_ptr = &*session;
+    session->Begin();
+  }
+  log::Info("profile: window open",
+            {{"pid", std::to_string(session_options.pid)},
+             {"duration_seconds", doctor::Num(Seconds(options.duration_ns))}});
+
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::nanoseconds(options.duration_ns);
+  auto next_sample = start + std::chrono::nanoseconds(options.interval_ns);
+  auto next_progress = start + std::chrono::seconds(1);
+  std::string end_reason = "duration";
+  std::optional<int> exit_status;
+  for (;;) {
+    if (g_interrupted.load()) {
+      end_reason = "interrupted";
+      break;
+    }
+    if (launch) {
+      siginfo_t info{};
+      // WNOWAIT: the child stays a zombie (its pid cannot be reused) until the report is done.
+      if (waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == child) {
+        end_reason = "exited";
+        exit_status = ShellStatus(info);
+        break;
+      }
+    } else if ((kill(static_cast<pid_t>(*options.pid), 0) != 0 && errno == ESRCH) ||
+               session->exit_seen()) {
+      end_reason = "exited";
+      break;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    if (now >= next_sample) {
+      session->Sample();
+      next_sample += std::chrono::nanoseconds(options.interval_ns);
+    }
+    if (!options.quiet && now >= next_progress) {
+      const profile::Progress progress = session->progress();
+      std::fprintf(
+          stderr, "profile: %.0fs elapsed, %llu registrations, %llu events, %s outstanding\n",
+          progress.elapsed_seconds, static_cast<unsigned long long>(progress.registrations),
+          static_cast<unsigned long long>(progress.events),
+          doctor::Bytes(static_cast<double>(progress.outstanding_bytes)).c_str());
+      next_progress += std::chrono::seconds(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (end_reason == "exited") session->ProcessExited();
+  if (launch && end_reason != "exited") {
+    notes.push_back("the program (pid " + std::to_string(child) + ") keeps running after the " +
+                    (end_reason == "interrupted" ? std::string("interrupt") : "window"));
+  }
+  ProfileData data = session->Finish(end_reason, exit_status, notes);
+  if (data.comm.empty()) data.comm = ProcessComm(data.pid);
+  if (launch && end_reason == "exited") waitpid(child, nullptr, 0);  // reap, now the report is
+  if (launch && end_reason == "exited") {
+    std::error_code ec;
+    std::filesystem::remove_all(preload_dir, ec);  // a program still running keeps writing there
+  }
+  try {
+    WriteOutputs(data, options.output);
+  } catch (const std::exception& e) {
+    log::Error("profile: cannot write the report", {{"err", e.what()}});
+    return 1;
+  }
+  const std::string summary = Summary(data, options.output);
+  std::fwrite(summary.data(), 1, summary.size(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace rdmascope

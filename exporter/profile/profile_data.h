@@ -1,0 +1,138 @@
+// What `rdmascope profile` measured for one process over one window: filled by the profile
+// session (profile_session.cc) from the same collectors and probes `serve` runs, written out by
+// the writers (profile.json, pprof, folded stacks, HTML). Fields the session could not measure
+// stay empty (std::nullopt / empty vector) and the writers say "not measured", never 0.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "doctor/finding.h"
+
+namespace rdmascope::profile {
+
+inline constexpr int kProfileSchemaVersion = 1;
+
+// One symbolized frame, as /debug/mr/stacks prints it (no absolute address: ASLR).
+struct Frame {
+  std::string function;  // demangled name, or "??" when unknown
+  std::string module;    // file name of the object (libfoo.so.1, the program)
+  uint64_t offset = 0;   // offset of the call site from the function's start
+};
+
+// Memory registrations of one call stack.
+struct RegistrationStack {
+  std::vector<Frame> frames;         // innermost first
+  uint64_t outstanding_regions = 0;  // still registered at the end of the window / at exit
+  uint64_t outstanding_bytes = 0;
+  uint64_t registrations = 0;  // during the window (0 if unknown for this stack)
+  uint64_t registered_bytes = 0;
+};
+
+// Log2 histogram: bucket b counts values in (2^(b-1), 2^b] (bucket 0: value 0 or 1).
+struct Log2Histogram {
+  std::vector<uint64_t> buckets;
+  uint64_t count = 0;
+  double sum = 0;  // in the histogram's unit
+  // Quantile estimated from the buckets (upper bound of the bucket holding it).
+  std::optional<double> Quantile(double q) const;
+};
+
+struct MrSummary {
+  uint64_t registrations = 0, deregistrations = 0, failures = 0;
+  uint64_t registered_bytes = 0;
+  uint64_t outstanding_regions = 0, outstanding_bytes = 0;  // at the end / at exit
+  uint64_t released_at_exit_regions = 0, released_at_exit_bytes = 0;
+  uint64_t aligned_2mib = 0, aligned_4kib = 0;   // registrations whose address and length are
+                                                 // multiples of 2 MiB / 4 KiB
+  uint64_t churn_registrations = 0;              // same (address, length) registered again
+  std::map<std::string, uint64_t> access_flags;  // "LOCAL_WRITE" -> registrations with it
+  Log2Histogram size_bytes;
+  Log2Histogram latency_ns;
+  bool from_restrack_only = false;  // --pid: registrations made before attach (restrack view)
+  // Added by the session (profile-core): what the MR probe measures per process. The four
+  // fields above it cannot (aligned_2mib, aligned_4kib, churn_registrations, access_flags
+  // counts) are listed in `unmeasured` instead of reading as 0.
+  std::optional<uint64_t> not_hugepage_aligned_bytes;  // registered bytes, address or length
+                                                       // not 2 MiB-aligned
+  std::optional<uint64_t> length_not_page_multiple;    // registrations, length % 4096 != 0
+  std::vector<std::string> access_flags_seen;          // IBV_ACCESS_* names used at least once
+  std::optional<uint64_t> restrack_bytes;  // --pid: MR bytes restrack shows for the process
+  std::vector<std::string> unmeasured;     // names of the fields above not measured
+};
+
+struct QueueInfo {
+  std::string kind;  // "cq", "srq", "qp"
+  std::string device;
+  std::string handle;                   // the `cq`/`srq` label of the metrics; qp number for QPs
+  std::string type;                     // QP type (RC, UD...), empty for CQ/SRQ
+  std::optional<uint64_t> capacity;     // CQ entries, SRQ max_wr, QP max_send_wr
+  std::optional<uint64_t> feeding_wrs;  // CQ: summed depth of the queues completing into it
+  std::optional<uint64_t> peak_occupancy;
+  std::optional<double> poll_batch_fullness;  // polled / requested entries, 0..1
+};
+
+struct MessageSummary {
+  Log2Histogram send_bytes;             // scatter-gather lengths of ibv_post_send work requests
+  Log2Histogram recv_bytes;             // of ibv_post_recv
+  Log2Histogram completion_latency_ns;  // post-to-poll time of sampled signalled requests
+};
+
+struct PerfSummary {
+  std::map<std::string, double> events;  // event name -> count over the window
+  std::optional<double> ipc;
+  std::optional<double> llc_miss_ratio;
+  std::vector<int> thread_numa_nodes;  // NUMA node of each thread's last CPU
+  std::optional<int> nic_numa_node;
+};
+
+// One counter of a NIC or RDMA port over the window.
+struct CounterDelta {
+  std::string device, port, counter;  // port empty for netdevs
+  double delta = 0;
+  double per_second = 0;
+};
+
+struct TimePoint {
+  double t_seconds = 0;  // since the start of the window
+  double value = 0;
+};
+
+// A plot: outstanding MR bytes, one CQ's occupancy (limit = its capacity), NIC throughput.
+struct Timeline {
+  std::string id;     // "mr_outstanding_bytes", "cq_occupancy", "nic_throughput"
+  std::string title;  // "CQ 3 on rxe0", "eth0 transmit"
+  std::string unit;   // "bytes", "entries", "bytes_per_second"
+  std::optional<double> limit;
+  std::vector<TimePoint> points;
+};
+
+struct ProfileData {
+  int schema_version = kProfileSchemaVersion;
+  std::string rdmascope_version;
+  std::vector<std::string> command;  // empty in --pid mode
+  uint32_t pid = 0;
+  std::string comm;
+  double start_unix_seconds = 0;
+  double duration_seconds = 0;
+  std::string end_reason;  // "exited", "duration", "interrupted"
+  std::optional<int> exit_status;
+  bool preload_active = false;     // the stats of the preload library were found
+  bool probes_active = false;      // the MR/verbs probes were attached
+  std::vector<std::string> notes;  // what could not be measured and why
+
+  MrSummary mr;
+  std::vector<RegistrationStack> stacks;  // by outstanding bytes, then registered bytes
+  std::vector<QueueInfo> queues;
+  std::map<std::string, uint64_t> qps_by_type;  // restrack: QPs of the process by type
+  MessageSummary messages;
+  PerfSummary perf;
+  std::vector<CounterDelta> counters;
+  std::vector<Timeline> timelines;
+  std::vector<doctor::Finding> advice;  // same ids and engine as doctor
+};
+
+}  // namespace rdmascope::profile

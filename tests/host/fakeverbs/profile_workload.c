@@ -1,0 +1,118 @@
+/* The program `rdmascope profile` is tested on (tests/host/profile_cases.py): known
+ * registrations, leaks from named functions, and known message sizes, on the libibverbs
+ * stand-in. Exits with status 3.
+ *
+ * usage: profile_workload MODE
+ *   linger: do the work, sleep 1.5 s (the profile samples the live process), leak_late(),
+ *           exit at once (those 2 regions are seen only at exit).
+ *   wait:   print "READY <pid>" and wait for a line on stdin before the work, print "DONE"
+ *           after it, and wait for a second line before exiting (for --pid and Ctrl-C).
+ *
+ * Figures (the test's expectations):
+ *   churn(): 20 x ibv_reg_mr + ibv_dereg_mr of 8192 bytes (the same buffer)
+ *   one failing registration (length 0)
+ *   leak_buffers(): 5 regions of 65536 bytes, never deregistered
+ *   leak_late(): 2 regions of 4096 bytes, never deregistered
+ *   registrations 27 (499712 bytes), deregistrations 20, failures 1,
+ *   outstanding at exit 7 regions, 335872 bytes
+ *   messages: 10 signalled sends of 2048 bytes (one SGE), 4 receives of 4096 bytes. */
+#define _GNU_SOURCE
+#include <infiniband/verbs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHECK(cond)                                                     \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
+      abort();                                                          \
+    }                                                                   \
+  } while (0)
+
+static const int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+
+/* noinline + frame pointers (CMake): each function is a frame of its registrations' stacks. */
+__attribute__((noinline)) static void churn(char* buffer) {
+  for (int i = 0; i < 20; i++) {
+    struct ibv_mr* mr = ibv_reg_mr(NULL, buffer, 8192, kAccess);
+    CHECK(mr && ibv_dereg_mr(mr) == 0);
+  }
+  CHECK(ibv_reg_mr(NULL, buffer, 0, kAccess) == NULL);
+}
+
+__attribute__((noinline)) void leak_buffers(void) {
+  for (int i = 0; i < 5; i++) {
+    void* buffer = aligned_alloc(4096, 65536);
+    CHECK(buffer && ibv_reg_mr(NULL, buffer, 65536, kAccess));
+  }
+}
+
+__attribute__((noinline)) void leak_late(void) {
+  for (int i = 0; i < 2; i++) {
+    void* buffer = aligned_alloc(4096, 4096);
+    CHECK(buffer && ibv_reg_mr(NULL, buffer, 4096, kAccess));
+  }
+}
+
+static void messages(void) {
+  static struct ibv_device device = {.name = "fakedev0"};
+  struct ibv_context* context = ibv_open_device(&device);
+  CHECK(context);
+  struct ibv_pd pd = {.context = context};
+  struct ibv_cq* cq = ibv_create_cq(context, 63, NULL, NULL, 0);
+  CHECK(cq);
+  struct ibv_qp_init_attr attr = {
+      .send_cq = cq, .recv_cq = cq, .cap = {16, 16, 1, 1, 0}, .qp_type = IBV_QPT_RC};
+  struct ibv_qp* qp = ibv_create_qp(&pd, &attr);
+  CHECK(qp);
+  struct ibv_sge send_sge = {.length = 2048}, recv_sge = {.length = 4096};
+  for (int i = 0; i < 10; i++) {
+    struct ibv_send_wr wr = {
+        .sg_list = &send_sge, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+    struct ibv_send_wr* bad = NULL;
+    CHECK(ibv_post_send(qp, &wr, &bad) == 0);
+  }
+  for (int i = 0; i < 4; i++) {
+    struct ibv_recv_wr wr = {.sg_list = &recv_sge, .num_sge = 1};
+    struct ibv_recv_wr* bad = NULL;
+    CHECK(ibv_post_recv(qp, &wr, &bad) == 0);
+  }
+  struct ibv_wc wc[16];
+  CHECK(ibv_poll_cq(cq, 16, wc) == 10);
+}
+
+static void wait_line(void) {
+  char line[64];
+  if (!fgets(line, sizeof line, stdin)) exit(1);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (strcmp(argv[1], "linger") != 0 && strcmp(argv[1], "wait") != 0)) {
+    fprintf(stderr, "usage: %s linger|wait\n", argv[0]);
+    return 2;
+  }
+  const int wait = strcmp(argv[1], "wait") == 0;
+  if (wait) {
+    printf("READY %d\n", getpid());
+    fflush(stdout);
+    wait_line();
+  }
+  char* buffer = aligned_alloc(4096, 8192);
+  CHECK(buffer);
+  churn(buffer);
+  leak_buffers();
+  messages();
+  if (wait) {
+    leak_late();
+    printf("DONE\n");
+    fflush(stdout);
+    wait_line();
+  } else {
+    sleep(1);
+    usleep(500000);
+    leak_late();
+  }
+  return 3;
+}

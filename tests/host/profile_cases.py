@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Host tier: `rdmascope profile` on the libibverbs stand-in (profile_workload.c).
+
+1. `profile -- profile_workload linger`: every MR figure of profile.json exact, the regions
+   left at exit named by their registering functions (leak_buffers: 5 x 64 KiB; leak_late:
+   2 x 4 KiB, registered 0.5 s before exit, so they are seen only if the call sites are read
+   before the probe forgets the exited process), the program's exit status, folded stacks
+   summing to the outstanding bytes.
+2. Ctrl-C (SIGINT to rdmascope) mid-window: the report is still written, the window is
+   "interrupted" and the still-running program is said to keep running.
+3. `profile --pid`: attached to a waiting process before it registers; the same figures.
+Message sizes are checked when the preload library exports them (rdma_process_message_size_bytes,
+being added); until then profile.json must say "not measured" (null), never 0."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+
+EXPECTED_MR = {
+    "registrations": 27,
+    "deregistrations": 20,
+    "failures": 1,
+    "registered_bytes": 20 * 8192 + 5 * 65536 + 2 * 4096,
+    "outstanding_regions": 7,
+    "outstanding_bytes": 5 * 65536 + 2 * 4096,
+}
+
+
+def profile_cmd(binary, library, preload, output, extra):
+    return [binary, "profile", "--collector.disable-defaults", "--collector.mr",
+            "--collector.verbs", "--collector.occupancy", f"--mr.library={library}",
+            "--interval=200ms", "--duration=60s", f"--output={output}",
+            f"--preload={preload}", *extra]
+
+
+def env_for(library):
+    return dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
+
+
+def stack_of(report, function):
+    """The stacks naming `function`, summed: a loop the compiler unrolled calls from two sites."""
+    found = [s for s in report["stacks"] if any(f["function"] == function for f in s["frames"])]
+    if not found:
+        return None
+    return {key: sum(s[key] for s in found) for key in ("outstanding_regions", "outstanding_bytes")}
+
+
+def check(failures, what, got, want):
+    ok = got == want
+    print(("ok" if ok else "FAIL") + f": {what}: {got!r}" + ("" if ok else f" (want {want!r})"))
+    if not ok:
+        failures.append(what)
+
+
+def check_mr(failures, label, report, at_exit):
+    for key, want in EXPECTED_MR.items():
+        check(failures, f"{label}: mr.{key}", report["mr"][key], want)
+    if at_exit:
+        check(failures, f"{label}: mr.released_at_exit_regions",
+              report["mr"]["released_at_exit_regions"], 7)
+        check(failures, f"{label}: mr.released_at_exit_bytes",
+              report["mr"]["released_at_exit_bytes"], 5 * 65536 + 2 * 4096)
+    size = report["mr"]["size_bytes"]
+    check(failures, f"{label}: size histogram count", size and size["count"], 27)
+    for function, regions, nbytes in (("leak_buffers", 5, 5 * 65536), ("leak_late", 2, 8192)):
+        stack = stack_of(report, function)
+        check(failures, f"{label}: a stack names {function}", stack is not None, True)
+        if stack:
+            check(failures, f"{label}: {function} regions", stack["outstanding_regions"], regions)
+            check(failures, f"{label}: {function} bytes", stack["outstanding_bytes"], nbytes)
+
+
+def check_messages(failures, label, report):
+    messages = report.get("messages")
+    send = messages and messages.get("send_bytes")
+    if not report.get("preload_active") or send is None:
+        # The preload library's message metrics have not landed: "not measured", never 0.
+        check(failures, f"{label}: messages not measured (null)", send, None)
+        return
+    check(failures, f"{label}: send messages", send["count"], 10)
+    check(failures, f"{label}: send bytes", send["sum"], 10 * 2048)
+    recv = messages["recv_bytes"]
+    check(failures, f"{label}: receive messages", recv and recv["count"], 4)
+
+
+def check_outputs(failures, label, output, report):
+    folded = open(os.path.join(output, "outstanding_bytes.folded")).read().split("\n")
+    total = sum(int(line.rsplit(" ", 1)[1]) for line in folded if line.strip())
+    check(failures, f"{label}: folded outstanding bytes sum", total,
+          report["mr"]["outstanding_bytes"])
+    for name in ("profile.pb.gz", "profile.html", "registered_bytes.folded"):
+        check(failures, f"{label}: {name} written",
+              os.path.getsize(os.path.join(output, name)) > 0, True)
+
+
+def launch_case(binary, workload, library, preload, root, failures):
+    output = os.path.join(root, "launch")
+    run = subprocess.run(profile_cmd(binary, library, preload, output,
+                                     ["--", workload, "linger"]),
+                         capture_output=True, text=True, env=env_for(library), timeout=120)
+    print(run.stdout)
+    check(failures, "launch: rdmascope exit code", run.returncode, 0)
+    if run.returncode != 0:
+        print(run.stderr)
+        return
+    check(failures, "launch: progress on stderr", "elapsed" in run.stderr, True)
+    report = json.load(open(os.path.join(output, "profile.json")))
+    check(failures, "launch: end_reason", report["end_reason"], "exited")
+    check(failures, "launch: exit_status", report["exit_status"], 3)
+    check(failures, "launch: comm", report["comm"], "profile_workloa")
+    check(failures, "launch: probes active", report["probes_active"], True)
+    check_mr(failures, "launch", report, at_exit=True)
+    check_messages(failures, "launch", report)
+    check_outputs(failures, "launch", output, report)
+    check(failures, "launch: summary names leak_buffers", "leak_buffers" in run.stdout, True)
+
+
+def interrupt_case(binary, workload, library, preload, root, failures):
+    output = os.path.join(root, "interrupt")
+    proc = subprocess.Popen(profile_cmd(binary, library, preload, output,
+                                        ["--", workload, "wait"]),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env_for(library))
+    # The child shares rdmascope's stdin and stdout: READY comes through the same pipe.
+    ready = proc.stdout.readline().split()
+    check(failures, "interrupt: workload started", ready[:1], ["READY"])
+    child = int(ready[1])
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    check(failures, "interrupt: workload did its work", proc.stdout.readline().strip(), "DONE")
+    # One progress line: the window has sampled the work at least once.
+    while "elapsed" not in proc.stderr.readline():
+        pass
+    os.kill(proc.pid, signal.SIGINT)
+    # The program still holds rdmascope's stdout: wait for rdmascope itself, not for EOF.
+    proc.wait(timeout=60)
+    check(failures, "interrupt: rdmascope exit code", proc.returncode, 0)
+    alive = os.path.exists(f"/proc/{child}")
+    check(failures, "interrupt: the program keeps running", alive, True)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    print(proc.stdout.read())
+    report = json.load(open(os.path.join(output, "profile.json")))
+    check(failures, "interrupt: end_reason", report["end_reason"], "interrupted")
+    check(failures, "interrupt: exit_status", report["exit_status"], None)
+    check(failures, "interrupt: note says it keeps running",
+          any("keeps running" in note for note in report["notes"]), True)
+    check_mr(failures, "interrupt", report, at_exit=False)
+
+
+def pid_case(binary, workload, library, preload, root, failures):
+    output = os.path.join(root, "pid")
+    app = subprocess.Popen([workload, "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True, env=env_for(library))
+    ready = app.stdout.readline().split()
+    check(failures, "pid: workload started", ready[:1], ["READY"])
+    proc = subprocess.Popen(profile_cmd(binary, library, preload, output,
+                                        ["--pid", ready[1]]),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env_for(library))
+    while "window open" not in proc.stderr.readline():
+        if proc.poll() is not None:
+            break
+    app.stdin.write("go\n")
+    app.stdin.flush()
+    check(failures, "pid: workload did its work", app.stdout.readline().strip(), "DONE")
+    time.sleep(0.5)  # at least one sample of the live process (its call sites symbolised)
+    app.stdin.write("exit\n")
+    app.stdin.flush()
+    app.wait(timeout=30)  # reaped: its pid is gone
+    out, err = proc.communicate(timeout=60)
+    print(out)
+    check(failures, "pid: rdmascope exit code", proc.returncode, 0)
+    report = json.load(open(os.path.join(output, "profile.json")))
+    check(failures, "pid: end_reason", report["end_reason"], "exited")
+    check(failures, "pid: pid", report["pid"], int(ready[1]))
+    check(failures, "pid: command empty", report["command"], [])
+    check_mr(failures, "pid", report, at_exit=True)
+
+
+def main(binary, workload, library, preload):
+    if os.geteuid() != 0:
+        print("SKIP: BPF needs root")
+        return SKIP
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="rdmascope-profile-test-") as root:
+        for case in (launch_case, interrupt_case, pid_case):
+            case(binary, workload, library, preload, root, failures)
+    print("FAILED: " + ", ".join(failures) if failures else "all profile cases passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:5]))
