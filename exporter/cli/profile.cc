@@ -267,6 +267,9 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     }
     preload_dir = dir_template;
     config.occupancy.dir = preload_dir;
+    // The program's file outlives it (RDMASCOPE_PRELOAD_KEEP_AT_EXIT): a collection running
+    // as it exits must not delete it before ProcessExited reads the final figures.
+    config.occupancy.keep_stale_files = true;
   } else if (kill(static_cast<pid_t>(*options.pid), 0) != 0 && errno == ESRCH) {
     log::Error("profile: no such process", {{"pid", std::to_string(*options.pid)}});
     return 1;

@@ -222,7 +222,7 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
 
 OccupancyCollector::OccupancyCollector(const OccupancyOptions& options,
                                        std::filesystem::path procfs)
-    : dir_(options.dir), procfs_(std::move(procfs)) {}
+    : dir_(options.dir), procfs_(std::move(procfs)), keep_stale_files_(options.keep_stale_files) {}
 
 namespace {
 
@@ -322,6 +322,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     // Deleted only if the name still is the inode tested (an application may have created a
     // new file there).
     const auto remove_if_same = [&] {
+      if (keep_stale_files_) return;
       struct stat now {};
       if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
         std::error_code ec;

@@ -18,6 +18,9 @@ namespace rdmascope {
 
 struct OccupancyOptions {
   std::filesystem::path dir = "/run/rdmascope";
+  // Stale files (their process exited) are skipped but not deleted: `rdmascope profile` reads
+  // the final figures of its program's file after the exit and removes its private directory.
+  bool keep_stale_files = false;
 };
 
 struct OccupancyCq {
@@ -81,6 +84,7 @@ class OccupancyCollector : public Collector {
  private:
   std::filesystem::path dir_;
   std::filesystem::path procfs_;
+  bool keep_stale_files_ = false;
 };
 
 }  // namespace rdmascope

@@ -200,5 +200,21 @@ TEST(OccupancyCollector, OtherVersionFilesDeletedWhenStale) {
   ::close(fd);
 }
 
+// `rdmascope profile` reads its program's file after the exit (RDMASCOPE_PRELOAD_KEEP_AT_EXIT):
+// a collection running meanwhile skips the stale file and must leave it there.
+TEST(OccupancyCollector, StaleFilesKeptWhenAsked) {
+  testing::TempDir dir;
+  const auto stale = WriteFile(dir.path(), "4026532999-7-1-0.occ", *File(), sizeof(occ_file));
+  OccupancyCollector keeping({.dir = dir.path(), .keep_stale_files = true},
+                             dir.path() / "no-procfs");
+  MetricSet out;
+  EXPECT_TRUE(keeping.Collect(out).no_data) << "an exited process is not served";
+  EXPECT_TRUE(std::filesystem::exists(stale)) << "kept for the profile to read";
+  OccupancyCollector serving({.dir = dir.path()}, dir.path() / "no-procfs");
+  MetricSet again;
+  serving.Collect(again);
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "serve deletes it";
+}
+
 }  // namespace
 }  // namespace rdmascope
