@@ -11,21 +11,27 @@ import os
 import sys
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-SEL = 'instance=~"$instance"'
+# Every series selector filters by cluster and host, so that one data source can hold many
+# clusters. `cluster` is the target label docs/deployment.md sets and the fleet rules roll up by.
+SEL = 'cluster=~"$cluster",instance=~"$instance"'
 
 
 def variables(*extra):
+    def query_variable(name, label, query, **extra):
+        return {"name": name, "type": "query", "label": label, "datasource": DATASOURCE,
+                "query": {"query": query, "refId": name}, "definition": query,
+                "multi": True, "includeAll": True, "refresh": 2, "sort": 1, **extra}
+
     base = [
         {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
-        {"name": "instance", "type": "query", "label": "Host", "datasource": DATASOURCE,
-         "query": {"query": "label_values(rdmascope_build_info, instance)", "refId": "instance"},
-         "definition": "label_values(rdmascope_build_info, instance)",
-         "multi": True, "includeAll": True, "refresh": 2, "sort": 1},
+        # All is ".*", not the list of clusters found: it also matches targets without a
+        # cluster label (a single host), which a list of values would leave out.
+        query_variable("cluster", "Cluster", "label_values(rdmascope_build_info, cluster)",
+                       allValue=".*"),
+        query_variable("instance", "Host",
+                       'label_values(rdmascope_build_info{cluster=~"$cluster"}, instance)'),
     ]
-    for name, label, query in extra:
-        base.append({"name": name, "type": "query", "label": label, "datasource": DATASOURCE,
-                     "query": {"query": query, "refId": name}, "definition": query,
-                     "multi": True, "includeAll": True, "refresh": 2, "sort": 1})
+    base += [query_variable(name, label, query) for name, label, query in extra]
     return {"list": base}
 
 
@@ -161,7 +167,7 @@ def nic_roce():
               [(f"rdma_netdev_pfc_enabled{{{SEL},{dev}}}", ""),
                (f"rdma_netdev_coalesce_usecs{{{SEL},{dev}}}", ""),
                (f"rdma_netdev_coalesce_adaptive{{{SEL},{dev}}}", "")], "short", width=12),
-    ], [("netdev", "Netdev", 'label_values(rdma_netdev_info{instance=~"$instance"}, device)')])
+    ], [("netdev", "Netdev", f'label_values(rdma_netdev_info{{{SEL}}}, device)')])
 
 
 def memory_registrations():
@@ -172,8 +178,8 @@ def memory_registrations():
         timeseries("Outstanding bytes", "Registered and not deregistered (RdmaMrLeak).",
                    [(f"rdma_mr_outstanding_bytes{{{SEL},{c}}}", "{{instance}} {{comm}} {{pid}}")],
                    "bytes"),
-        timeseries("Leak suspects", "Bytes of regions older than --mr.leak-age; the call sites "
-                   "are at /debug/mr/stacks on the exporter.",
+        timeseries("Leak suspects", "Bytes of regions older than --collector.mr.leak-age; the "
+                   "call sites are at /debug/mr/stacks on the exporter.",
                    [(f"rdma_mr_leak_suspect_bytes{{{SEL},{c}}}", "{{instance}} {{comm}} {{pid}}")],
                    "bytes"),
         timeseries("Pinned memory and its limit", "VmPin against RLIMIT_MEMLOCK "
@@ -216,7 +222,7 @@ def memory_registrations():
         timeseries("Events lost", "Not tracked because a BPF map was full (RdmascopeEventsLost).",
                    [(f"increase(rdma_mr_lost_total{{{SEL}}}[$__rate_interval])", "{{instance}} {{reason}}")],
                    "short"),
-    ], [("comm", "Command", 'label_values(rdma_process_pinned_bytes{instance=~"$instance"}, comm)')])
+    ], [("comm", "Command", f'label_values(rdma_process_pinned_bytes{{{SEL}}}, comm)')])
 
 
 def queues():

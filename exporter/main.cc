@@ -9,6 +9,7 @@
 
 #include "bpf/mr_kernel_probe.h"
 #include "cli/doctor.h"
+#include "cli/help_format.h"
 #include "cli/profile.h"
 #include "cli/serve.h"
 #include "cli/serve_flags.h"
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("rdmascope ") + rdmascope::kVersion +
                                         " (revision " + rdmascope::kRevision + ")");
   app.require_subcommand(1);
+  rdmascope::UseHelpFormatter(app);  // before the subcommands, which inherit it
 
   rdmascope::ServeConfig config;
   CLI::App* serve = app.add_subcommand("serve", "Run the Prometheus exporter");
@@ -54,8 +56,8 @@ int main(int argc, char** argv) {
       rdmascope::FinishProfileOptions(profile_options);
       // A profile is read for its call sites: the kernel path's stacks stop inside libc's
       // ioctl when libibverbs has no frame pointers (Debian's), the uprobes' start at the
-      // caller of ibv_reg_mr. --mr.tracking still chooses.
-      if (profile->count("--mr.tracking") == 0)
+      // caller of ibv_reg_mr. --collector.mr.tracking still chooses.
+      if (profile->count("--collector.mr.tracking") == 0)
         config.mr.tracking = rdmascope::MrTracking::kUprobes;
     }
   } catch (const CLI::ParseError& e) {

@@ -20,6 +20,7 @@ build_pkgs=(
   libyaml-cpp-dev libgnutls28-dev libcrypt-dev  # --web.config.file: YAML, TLS, bcrypt
   help2man                               # rdmascope(1) from --help
   libcap-dev                             # dropping capabilities after start-up (libcap)
+  libcurl4-openssl-dev                   # doctor --exporter: TLS, client certificates, basic auth
   protobuf-compiler libprotobuf-dev      # profile: pprof's profile.proto, compiled and written
   golang-github-google-pprof-dev         # ... the profile.proto itself (pprof's sources)
 )
@@ -30,12 +31,15 @@ test_pkgs=(
   ethtool iproute2                       # host tier: veth in netns, compare with ethtool -S
   curl procps python3 python3-yaml       # python3-yaml: rule checks, alerting lab
   prometheus-node-exporter hyperfine wrk # benchmarks side by side
+  hey                                    # load bench: keep-alive gzip scrapers (issue 18)
+  fiu-utils libfiu-dev                   # fault tier: libfiu's POSIX fault injection
   qemu-system-x86 busybox-static cpio    # soft-RoCE lab tier
   ibverbs-utils perftest rdma-core
   golang-github-prometheus-exporter-toolkit-dev openssl  # web config fixtures; test certs
   debhelper lintian fakeroot             # packaging tier: the .deb and its checks
   mmdebstrap buildah umoci               # packaging tier: bookworm chroot, OCI image
   chromium                               # profile's HTML report rendered in a real browser
+  clang-16 libc++-16-dev libc++abi-16-dev libclang-rt-16-dev  # libFuzzer targets (fuzz/)
 )
 
 pkgs=("${build_pkgs[@]}")

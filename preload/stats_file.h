@@ -24,6 +24,11 @@
  * 3: empty and non-empty polls counted apart (polls = their sum; requested entries summed over
  *    non-empty polls only), per-thread shards of message sizes and completion latency */
 #define OCC_VERSION 3
+/* In the stats directory, beside the files: readers (the exporter's occupancy collector, and
+ * `rdmascope profile`'s) hold an OFD read lock on it while they run. A library exiting while
+ * one does leaves its file (stale: its lock gone) for them to serve once and delete; with none,
+ * it deletes the file itself, so files of exited processes do not pile up in /run. */
+#define OCC_READERS_FILE ".readers"
 #define OCC_MAX_CQS 1024
 #define OCC_MAX_SRQS 256
 #define OCC_DEVICE_LEN 64
@@ -42,7 +47,11 @@ struct occ_header {
   uint64_t pid_ns;        /* inode of /proc/self/ns/pid */
   uint64_t lost_qps;      /* QPs the library could not track (its QP tables were full) */
   uint32_t sample_period; /* 1 in this many signalled sends is timed; 0: sampling off */
-  uint32_t reserved0;
+  /* 1: message sizes not counted (the library's default since the post path stopped paying for
+   * them unasked; RDMASCOPE_PRELOAD_MESSAGE_SIZES=1 or `rdmascope profile` turn them on): the
+   * exporter then exports no size series. 0 in files of earlier v3 libraries, which counted
+   * them always: the word was reserved (0) there, so this stays version 3. */
+  uint32_t sizes_off;
   uint64_t samples_dropped; /* timed sends whose sample was evicted before its completion */
 };
 

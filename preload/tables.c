@@ -18,6 +18,7 @@ struct occ_file* occ_mapped_file; /* = file, read by the data path (tables.h) */
 static int file_tried; /* this process image (or forked child) already tried to open one */
 static int file_fd = -1;
 static char file_path[4096];
+static char readers_path[4096 + sizeof OCC_READERS_FILE]; /* <dir>/.readers (stats_file.h) */
 static pid_t file_owner;
 
 int occ_table_insert(const struct occ_table* table, uint64_t key, void* value) {
@@ -114,13 +115,21 @@ static void after_fork_in_child(void) {
   file_tried = 0;
 }
 
+/* At exit: the file goes unless a reader holds <dir>/.readers, which then serves its final
+ * figures once and deletes it. Non-blocking calls only (F_OFD_GETLK never waits), errno kept.
+ * A process killed or ending in _exit skips this: its file stays stale until a reader runs. */
 static void remove_at_exit(void) {
-  /* `rdmascope profile` sets RDMASCOPE_PRELOAD_KEEP_AT_EXIT=1 in its private directory: it
-   * reads the final figures once the program has exited (the file is stale then: no lock),
-   * and removes the directory itself. */
-  const char* keep = getenv("RDMASCOPE_PRELOAD_KEEP_AT_EXIT");
-  if (keep && keep[0] == '1') return;
-  if (file && getpid() == file_owner) unlink(file_path);
+  if (!file || getpid() != file_owner) return;
+  const int saved = errno;
+  int read_by_someone = 0;
+  const int fd = open(readers_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd >= 0) {
+    struct flock probe = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    read_by_someone = fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+    close(fd);
+  }
+  if (!read_by_someone) unlink(file_path);
+  errno = saved;
 }
 
 /* Creates <dir>/<ns>-<pid>-<start>-<n>.occ exclusively, trying n = 0, 1, ...: an earlier image
@@ -184,6 +193,7 @@ static void open_file(void) {
   /* The magic last: a reader never takes a half-written header for a valid one. */
   __atomic_store_n(&f->header.magic, OCC_MAGIC, __ATOMIC_RELEASE);
   file_fd = fd; /* kept open for life: it holds the liveness lock */
+  snprintf(readers_path, sizeof readers_path, "%s/%s", dir, OCC_READERS_FILE);
   file_owner = getpid();
   file = f;
   __atomic_store_n(&occ_mapped_file, f, __ATOMIC_RELEASE);

@@ -12,7 +12,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-#include "mr.h"
+#include "mr_common.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -23,44 +23,6 @@ struct {
   __type(key, __u64); /* pid_tgid */
   __type(value, struct mr_call);
 } calls SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 262144);
-  __type(key, struct mr_region_key);
-  __type(value, struct mr_region);
-} regions SEC(".maps");
-
-/* User stacks of registrations, for leak-suspect call sites. */
-struct {
-  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
-  __uint(max_entries, 16384);
-  __uint(key_size, sizeof(__u32));
-  __uint(value_size, MR_MAX_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
-  __type(key, struct mr_proc_key);
-  __type(value, struct mr_proc);
-} procs SEC(".maps");
-
-/* Where a new process's entry is built before it is inserted whole (struct mr_proc is too
- * large for the 512-byte BPF stack). */
-struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct mr_proc);
-} proc_scratch SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct mr_globals);
-} globals SEC(".maps");
 
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -79,107 +41,9 @@ struct user_ibv_mr {
   __u32 rkey;
 };
 
-/* floor(log2(v)) for v > 0, 0 for 0; branchy but verifier-friendly. */
-static __always_inline __u32 log2_u64(__u64 v) {
-  __u32 r = 0;
-  if (v >> 32) {
-    v >>= 32;
-    r += 32;
-  }
-  if (v >> 16) {
-    v >>= 16;
-    r += 16;
-  }
-  if (v >> 8) {
-    v >>= 8;
-    r += 8;
-  }
-  if (v >> 4) {
-    v >>= 4;
-    r += 4;
-  }
-  if (v >> 2) {
-    v >>= 2;
-    r += 2;
-  }
-  if (v >> 1) {
-    r += 1;
-  }
-  return r;
-}
-
-/* The histogram bucket of v: ceil(log2(v)), see mr.h. */
-static __always_inline __u32 bucket_of(__u64 v, __u32 buckets) {
-  __u32 b = v <= 1 ? 0 : log2_u64(v - 1) + 1;
-  return b >= buckets ? buckets - 1 : b;
-}
-
-static __always_inline struct mr_globals* global_counters(void) {
-  __u32 zero = 0;
-  return bpf_map_lookup_elem(&globals, &zero);
-}
-
-/* The thread-group leader's start in the clock of /proc/PID/stat's starttime, so that user
- * space can tell a reused pid apart (and it survives an exec by a non-leader thread, which
- * takes over the leader's start times in de_thread()). */
-static __always_inline __u64 leader_start_ns(void) {
-  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-  return BPF_CORE_READ(task, group_leader, start_boottime);
-}
-
-/* The exec generation of the current image (see mr_proc_key in mr.h). */
-static __always_inline __u32 current_exec_id(void) {
-  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-  return (__u32)BPF_CORE_READ(task, self_exec_id);
-}
-
 /* On x86-64 a call pushes the return address: at a return probe the stack pointer is one slot
  * above the one the entry probe saw. */
 #define RETURN_ADDRESS_BYTES 8
-
-/* The process's totals, created on first use. Threads of a new process race here on their
- * first registrations: the entry is built whole in per-CPU scratch and inserted with
- * BPF_NOEXIST, so one thread's entry wins and every thread counts into it. A reused pid has
- * another start time, hence another key: nothing is ever reset in place. */
-static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u32 exec_id, __u64 start_ns) {
-  struct mr_proc_key key = {.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
-  if (proc) return proc;
-  __u32 zero = 0;
-  struct mr_proc* fresh = bpf_map_lookup_elem(&proc_scratch, &zero);
-  if (!fresh) return NULL;
-  __builtin_memset(fresh, 0, sizeof(*fresh));
-  fresh->start_ns = start_ns;
-  bpf_get_current_comm(fresh->comm, sizeof(fresh->comm));
-  bpf_map_update_elem(&procs, &key, fresh, BPF_NOEXIST); /* -EEXIST: a sibling won */
-  proc = bpf_map_lookup_elem(&procs, &key);
-  if (!proc) {
-    struct mr_globals* g = global_counters();
-    if (g) __sync_fetch_and_add(&g->lost_procs, 1);
-  }
-  return proc;
-}
-
-/* Bytes a region adds to the byte sums: none for implicit ODP (see mr.h). */
-static __always_inline __u64 region_bytes(const struct mr_region* region) {
-  return (region->flags & MR_REGION_IMPLICIT_ODP) ? 0 : region->length;
-}
-
-/* A region is gone (deregistered, unimported, or its pointer handed out again by the
- * library): count it out of its process. */
-static __always_inline void count_release(const struct mr_region_key* region_key,
-                                          const struct mr_region* region) {
-  struct mr_proc_key key = {
-      .tgid = region_key->tgid, .exec_id = region_key->exec_id, .start_ns = region->proc_start_ns};
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
-  if (!proc) return;
-  __sync_fetch_and_add(&proc->deregistrations, 1);
-  __sync_fetch_and_add(&proc->outstanding_regions, -1);
-  __sync_fetch_and_add(&proc->outstanding_bytes, -(__s64)region_bytes(region));
-  if (region->flags & MR_REGION_IMPLICIT_ODP) {
-    __sync_fetch_and_add(&proc->outstanding_implicit_odp, -1);
-  }
-}
 
 /* Removes a region from the map and counts it out; nothing if it is not tracked. */
 static __always_inline void release_region(struct mr_region_key* key) {
@@ -188,7 +52,7 @@ static __always_inline void release_region(struct mr_region_key* key) {
   struct mr_region region = *found;
   /* Only the caller whose delete succeeds counts: two racing releases count once. */
   if (bpf_map_delete_elem(&regions, key) != 0) return;
-  count_release(key, &region);
+  count_release(key->tgid, key->exec_id, &region, 1);
 }
 
 /* A deregistration ends: on success its region (taken out at entry) is counted out, on
@@ -200,7 +64,7 @@ static __always_inline void settle_pending(__u32 tgid, struct mr_call* call, int
   struct mr_region region = call->region;
   call->pending = 0;
   if (!succeeded && bpf_map_update_elem(&regions, &key, &region, BPF_NOEXIST) == 0) return;
-  count_release(&key, &region);
+  count_release(tgid, call->exec_id, &region, 1);
 }
 
 /* A call record whose return was never seen (lost uretprobe, longjmp out of the call, probes
@@ -318,22 +182,8 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
       .stack_id = (__s32)bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK),
       .flags = implicit_odp ? MR_REGION_IMPLICIT_ODP : 0,
   };
-  __sync_fetch_and_add(&proc->registrations, 1);
-  __sync_fetch_and_or(&proc->access_seen, (__u64)access);
-  __u32 bucket = bucket_of(latency_ns, MR_LATENCY_BUCKETS);
-  __sync_fetch_and_add(&proc->latency[bucket & (MR_LATENCY_BUCKETS - 1)], 1);
-  __sync_fetch_and_add(&proc->latency_sum_ns, latency_ns);
-  if (!implicit_odp) {
-    if ((user_mr.addr | user_mr.length) & (MR_HUGE_PAGE_BYTES - 1)) {
-      __sync_fetch_and_add(&proc->not_huge_aligned_bytes, user_mr.length);
-    }
-    if (user_mr.length & (MR_PAGE_BYTES - 1)) {
-      __sync_fetch_and_add(&proc->length_not_page_multiple, 1);
-    }
-    bucket = bucket_of(user_mr.length, MR_SIZE_BUCKETS);
-    if (bucket < MR_SIZE_BUCKETS) __sync_fetch_and_add(&proc->size[bucket], 1);
-    __sync_fetch_and_add(&proc->size_sum_bytes, user_mr.length);
-  }
+  count_registration(proc, tgid, exec_id, user_mr.addr, user_mr.length, access, implicit_odp,
+                     latency_ns);
   /* The library hands out a pointer only once it is free: a region still recorded under it
    * was released unseen (its deregistration's return was lost). */
   release_region(&key);
@@ -341,9 +191,7 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
     __sync_fetch_and_add(&proc->lost_regions, 1);
     return 0;
   }
-  __sync_fetch_and_add(&proc->outstanding_regions, 1);
-  __sync_fetch_and_add(&proc->outstanding_bytes, (__s64)region.length);
-  if (implicit_odp) __sync_fetch_and_add(&proc->outstanding_implicit_odp, 1);
+  count_outstanding(proc, &region);
   return 0;
 }
 

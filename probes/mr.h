@@ -17,6 +17,10 @@
 #define MR_SIZE_BUCKETS 48
 #define MR_HUGE_PAGE_BYTES (2ULL << 20)
 #define MR_PAGE_BYTES 4096ULL
+/* IBV_ACCESS_* (rdma-core verbs.h) is an int: one registration counter per bit. */
+#define MR_ACCESS_BITS 32
+/* Recently deregistered ranges remembered for churn (struct mr_range_key), all processes. */
+#define MR_RELEASED_RANGES 16384
 
 /* Which entry point a thread is inside (outermost call only). */
 enum mr_call_kind {
@@ -103,11 +107,32 @@ struct mr_proc {
   __u64 access_seen;              /* OR of the IBV_ACCESS_* flags of all registrations */
   __u64 not_huge_aligned_bytes;   /* bytes registered with address or length not 2 MiB-aligned */
   __u64 length_not_page_multiple; /* registrations whose length is not a multiple of 4 KiB */
+  /* Registrations by the alignment of both address and length (implicit ODP in none):
+   * huge: multiples of 2 MiB (can be backed by huge pages); page: of 4 KiB but not both of
+   * 2 MiB; unaligned: address or length not a multiple of 4 KiB (the pages at both ends are
+   * shared with other data). */
+  __u64 aligned_huge;
+  __u64 aligned_page;
+  __u64 unaligned;
+  /* Churn: registrations of an (address, length) this image had deregistered before (and
+   * still in the bounded released_ranges map), and their bytes. */
+  __u64 reregistrations;
+  __u64 reregistered_bytes;
+  __u64 access_registrations[MR_ACCESS_BITS]; /* registrations with IBV_ACCESS_* bit b set */
   __u64 latency_sum_ns;
   __u64 size_sum_bytes;
   __u64 latency[MR_LATENCY_BUCKETS];
   __u64 size[MR_SIZE_BUCKETS];
   char comm[MR_COMM_LEN];
+};
+
+/* A range deregistered by a process image (the released_ranges LRU map). */
+struct mr_range_key {
+  __u32 tgid;
+  __u32 exec_id;
+  __u64 start_ns; /* as in mr_proc_key: a reused pid never matches */
+  __u64 addr;
+  __u64 length;
 };
 
 /* Global counters, one array slot. */

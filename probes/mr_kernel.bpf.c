@@ -28,6 +28,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "mr_common.bpf.h"
 #include "mr_kernel.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -50,34 +51,8 @@ struct ib_mr___kmr {
 /* include/linux/sched.h */
 #define PF_EXITING 0x00000004
 
-/* --- the maps of probes/mr.bpf.c (same definitions; user space reuses their fds) --- */
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 262144);
-  __type(key, struct mr_region_key);
-  __type(value, struct mr_region);
-} regions SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
-  __uint(max_entries, 16384);
-  __uint(key_size, sizeof(__u32));
-  __uint(value_size, MR_MAX_STACK_DEPTH * sizeof(__u64));
-} stacks SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_HASH);
-  __uint(max_entries, 16384);
-  __type(key, struct mr_proc_key);
-  __type(value, struct mr_proc);
-} procs SEC(".maps");
-
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct mr_globals);
-} globals SEC(".maps");
+/* The maps of probes/mr.bpf.c come from mr_common.bpf.h (same definitions; user space
+ * reuses their fds). */
 
 /* --- this path's own state --- */
 struct {
@@ -103,113 +78,17 @@ struct {
 } owners SEC(".maps");
 
 struct {
-  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-  __uint(max_entries, 1);
-  __type(key, __u32);
-  __type(value, struct mr_proc);
-} proc_scratch SEC(".maps");
-
-struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
   __type(value, struct kmr_globals);
 } kglobals SEC(".maps");
 
-/* --- helpers; the accounting mirrors probes/mr.bpf.c so both paths mean the same --- */
-
-/* floor(log2(v)) for v > 0, 0 for 0. */
-static __always_inline __u32 log2_u64(__u64 v) {
-  __u32 r = 0;
-  if (v >> 32) {
-    v >>= 32;
-    r += 32;
-  }
-  if (v >> 16) {
-    v >>= 16;
-    r += 16;
-  }
-  if (v >> 8) {
-    v >>= 8;
-    r += 8;
-  }
-  if (v >> 4) {
-    v >>= 4;
-    r += 4;
-  }
-  if (v >> 2) {
-    v >>= 2;
-    r += 2;
-  }
-  if (v >> 1) r += 1;
-  return r;
-}
-
-/* The histogram bucket of v: ceil(log2(v)), see mr.h. */
-static __always_inline __u32 bucket_of(__u64 v, __u32 buckets) {
-  __u32 b = v <= 1 ? 0 : log2_u64(v - 1) + 1;
-  return b >= buckets ? buckets - 1 : b;
-}
-
-static __always_inline struct mr_globals* global_counters(void) {
-  __u32 zero = 0;
-  return bpf_map_lookup_elem(&globals, &zero);
-}
+/* --- helpers: the accounting is mr_common.bpf.h's, shared with mr.bpf.c --- */
 
 static __always_inline struct kmr_globals* kernel_counters(void) {
   __u32 zero = 0;
   return bpf_map_lookup_elem(&kglobals, &zero);
-}
-
-/* The thread-group leader's start (/proc/PID/stat starttime clock), as mr.bpf.c keys it. */
-static __always_inline __u64 leader_start_ns(void) {
-  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-  return BPF_CORE_READ(task, group_leader, start_boottime);
-}
-
-/* The exec generation of the current image, as mr.bpf.c keys it. */
-static __always_inline __u32 current_exec_id(void) {
-  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
-  return (__u32)BPF_CORE_READ(task, self_exec_id);
-}
-
-/* The process's totals, created whole on first use (see mr.bpf.c proc_stats). */
-static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u32 exec_id, __u64 start_ns) {
-  struct mr_proc_key key = {.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
-  if (proc) return proc;
-  __u32 zero = 0;
-  struct mr_proc* fresh = bpf_map_lookup_elem(&proc_scratch, &zero);
-  if (!fresh) return NULL;
-  __builtin_memset(fresh, 0, sizeof(*fresh));
-  fresh->start_ns = start_ns;
-  bpf_get_current_comm(fresh->comm, sizeof(fresh->comm));
-  bpf_map_update_elem(&procs, &key, fresh, BPF_NOEXIST); /* -EEXIST: a sibling won */
-  proc = bpf_map_lookup_elem(&procs, &key);
-  if (!proc) {
-    struct mr_globals* g = global_counters();
-    if (g) __sync_fetch_and_add(&g->lost_procs, 1);
-  }
-  return proc;
-}
-
-static __always_inline __u64 region_bytes(const struct mr_region* region) {
-  return (region->flags & MR_REGION_IMPLICIT_ODP) ? 0 : region->length;
-}
-
-/* A region is gone: count it out of its owner. */
-static __always_inline void count_release(const struct kmr_owner* owner,
-                                          const struct mr_region* region) {
-  struct mr_proc_key key = {
-      .tgid = owner->tgid, .exec_id = owner->exec_id, .start_ns = region->proc_start_ns};
-  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
-  if (!proc) return;
-  __sync_fetch_and_add(&proc->deregistrations, 1);
-  __sync_fetch_and_add(&proc->outstanding_regions, -1);
-  __sync_fetch_and_add(&proc->outstanding_bytes, -(__s64)region_bytes(region));
-  if (region->flags & MR_REGION_IMPLICIT_ODP) {
-    __sync_fetch_and_add(&proc->outstanding_implicit_odp, -1);
-  }
 }
 
 /* --- registration handlers --- */
@@ -247,11 +126,7 @@ static __always_inline void commit_region(const struct kmr_owner* owner, struct 
     __sync_fetch_and_add(&proc->lost_regions, 1);
     return;
   }
-  __sync_fetch_and_add(&proc->outstanding_regions, 1);
-  __sync_fetch_and_add(&proc->outstanding_bytes, (__s64)region_bytes(region));
-  if (region->flags & MR_REGION_IMPLICIT_ODP) {
-    __sync_fetch_and_add(&proc->outstanding_implicit_odp, 1);
-  }
+  count_outstanding(proc, region);
 }
 
 static __always_inline int finish_reg(int ret) {
@@ -300,20 +175,8 @@ static __always_inline int finish_reg(int ret) {
     commit_region(&owner, proc, &region, call.mr);
     return 0;
   }
-  __sync_fetch_and_add(&proc->registrations, 1);
-  __sync_fetch_and_or(&proc->access_seen, (__u64)call.access);
-  __u32 bucket = bucket_of(latency_ns, MR_LATENCY_BUCKETS);
-  __sync_fetch_and_add(&proc->latency[bucket & (MR_LATENCY_BUCKETS - 1)], 1);
-  __sync_fetch_and_add(&proc->latency_sum_ns, latency_ns);
-  if (!implicit_odp) {
-    if ((addr | length) & (MR_HUGE_PAGE_BYTES - 1)) {
-      __sync_fetch_and_add(&proc->not_huge_aligned_bytes, length);
-    }
-    if (length & (MR_PAGE_BYTES - 1)) __sync_fetch_and_add(&proc->length_not_page_multiple, 1);
-    bucket = bucket_of(length, MR_SIZE_BUCKETS);
-    if (bucket < MR_SIZE_BUCKETS) __sync_fetch_and_add(&proc->size[bucket], 1);
-    __sync_fetch_and_add(&proc->size_sum_bytes, length);
-  }
+  count_registration(proc, owner.tgid, owner.exec_id, addr, length, call.access, implicit_odp,
+                     latency_ns);
   commit_region(&owner, proc, &region, call.mr);
   return 0;
 }
@@ -427,9 +290,11 @@ int BPF_PROG(dereg_mr_exit, void* mr, void* udata, int ret) {
   }
   /* ibv_dereg_mr, a close of the uverbs file while the owner lives (counted as a
    * deregistration: the region is gone), or a rereg replacing the MR. */
-  count_release(&pending.owner, &pending.region);
   struct kmr_call* call = bpf_map_lookup_elem(&kcalls, &id);
-  if (call && call->kind == KMR_CALL_REREG && (id >> 32) == pending.owner.tgid) {
+  const int rereg = call && call->kind == KMR_CALL_REREG && (id >> 32) == pending.owner.tgid;
+  /* A rereg moves the region (not churn: the application did not give the range up). */
+  count_release(pending.owner.tgid, pending.owner.exec_id, &pending.region, !rereg);
+  if (rereg) {
     /* rereg replaced this MR: its region moves to the new one at the handler's exit. */
     call->old = pending.region;
     call->moved = 1;

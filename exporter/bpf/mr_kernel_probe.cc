@@ -186,7 +186,7 @@ std::expected<void, std::string> MrProbe::AttachKernelPath(const MrProbeOptions&
   auto kernel = MrKernelProbe::Attach(maps, options.max_regions);
   if (!kernel) {
     if (options.tracking == MrTracking::kKernel) {
-      return std::unexpected("--mr.tracking=kernel: " + kernel.error());
+      return std::unexpected("--collector.mr.tracking=kernel: " + kernel.error());
     }
     log::Info("mr tracking falls back to uprobes on libibverbs: the kernel path is unavailable",
               {{"reason", kernel.error()}});

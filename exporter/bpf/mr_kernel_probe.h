@@ -17,7 +17,7 @@ struct bpf_link;
 
 namespace rdmascope {
 
-// Which path feeds the MR metrics (--mr.tracking).
+// Which path feeds the MR metrics (--collector.mr.tracking).
 enum class MrTracking {
   kAuto,     // the kernel path when the kernel allows it, else uprobes
   kKernel,   // the kernel path or nothing

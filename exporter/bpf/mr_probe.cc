@@ -69,6 +69,14 @@ void MrProcess::AddCounters(const MrProcess& other) {
   lost_regions += other.lost_regions;
   not_huge_aligned_bytes += other.not_huge_aligned_bytes;
   length_not_page_multiple += other.length_not_page_multiple;
+  aligned_huge += other.aligned_huge;
+  aligned_page += other.aligned_page;
+  unaligned += other.unaligned;
+  reregistrations += other.reregistrations;
+  reregistered_bytes += other.reregistered_bytes;
+  for (size_t bit = 0; bit < access_registrations.size(); ++bit) {
+    access_registrations[bit] += other.access_registrations[bit];
+  }
 }
 
 void MrProcess::AddAll(const MrProcess& other) {
@@ -105,8 +113,10 @@ std::string CommOf(const mr_proc& proc) {
   return comm.empty() ? "unknown" : comm;
 }
 
+static_assert(std::tuple_size_v<decltype(MrProcess::access_registrations)> == MR_ACCESS_BITS);
+
 MrProcess ProcessOf(uint32_t pid, const mr_proc& proc) {
-  return {
+  MrProcess out{
       .pid = pid,
       .comm = std::string(proc.comm, strnlen(proc.comm, sizeof proc.comm)),
       .registrations = proc.registrations,
@@ -119,7 +129,15 @@ MrProcess ProcessOf(uint32_t pid, const mr_proc& proc) {
       .access_seen = proc.access_seen,
       .not_huge_aligned_bytes = proc.not_huge_aligned_bytes,
       .length_not_page_multiple = proc.length_not_page_multiple,
+      .aligned_huge = proc.aligned_huge,
+      .aligned_page = proc.aligned_page,
+      .unaligned = proc.unaligned,
+      .reregistrations = proc.reregistrations,
+      .reregistered_bytes = proc.reregistered_bytes,
   };
+  std::copy(std::begin(proc.access_registrations), std::end(proc.access_registrations),
+            out.access_registrations.begin());
+  return out;
 }
 }  // namespace
 
@@ -173,7 +191,8 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   }
 
   // fentry/fexit on uverbs and ib_core when the kernel allows it: every program whatever its
-  // libibverbs, and no trap. Else (or with --mr.tracking=uprobes) uprobes on the libraries.
+  // libibverbs, and no trap. Else (or with --collector.mr.tracking=uprobes) uprobes on the
+  // libraries.
   if (const auto kernel = probe->AttachKernelPath(options); !kernel) {
     return std::unexpected(kernel.error());
   }

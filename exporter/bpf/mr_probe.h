@@ -3,6 +3,7 @@
 // maps into a snapshot at scrape time (dropping processes that exited).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -32,7 +33,7 @@ struct MrProbeOptions {
   // Which path feeds the MR metrics: fentry/fexit in the kernel (mr_kernel_probe.h) when it
   // can attach, else uprobes on the libraries and binaries above.
   MrTracking tracking = MrTracking::kAuto;
-  uint32_t max_processes = 4096;  // ~0.8 KiB of kernel memory each
+  uint32_t max_processes = 4096;  // ~1.1 KiB of kernel memory each
   // Outstanding regions older than this are leak suspects; 0 disables the (O(regions)) scan.
   uint64_t leak_age_ns = 600ULL * 1000000000ULL;
   // How often every process's fd table is scanned for /dev/infiniband/uverbs* holders.
@@ -58,7 +59,17 @@ struct MrProcess {
   uint64_t access_seen = 0;               // OR of IBV_ACCESS_* flags
   uint64_t not_huge_aligned_bytes = 0;    // address or length not 2 MiB-aligned
   uint64_t length_not_page_multiple = 0;  // registrations, length % 4096 != 0
-  uint64_t leak_suspect_regions = 0;      // outstanding for longer than the leak age
+  // Registrations by the alignment of address and length (probes/mr.h): both multiples of
+  // 2 MiB; of 4 KiB only; neither. Implicit ODP registrations are in none.
+  uint64_t aligned_huge = 0;
+  uint64_t aligned_page = 0;
+  uint64_t unaligned = 0;
+  // Churn: registrations of a range (address, length) the process deregistered before.
+  uint64_t reregistrations = 0;
+  uint64_t reregistered_bytes = 0;
+  // Registrations per IBV_ACCESS_* bit (index = bit number).
+  std::array<uint64_t, 32> access_registrations{};
+  uint64_t leak_suspect_regions = 0;  // outstanding for longer than the leak age
   uint64_t leak_suspect_bytes = 0;
 
   // Adds the monotonic fields (registrations, failures...) of `other`.

@@ -2,14 +2,17 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <exception>
+#include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -30,6 +33,14 @@ using doctor::Snapshot;
 
 double MonotonicSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// A default as --help shows it: 67108864, not CLI11's 6.71089e+07 (the shortest text that reads
+// back as the same double).
+std::string ShortestNumber(double value) {
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, result.ptr);
 }
 
 // One run of every collector, with each one's outcome.
@@ -68,11 +79,6 @@ std::string NowRfc3339() {
 bool ColourWanted() {
   const char* no_colour = std::getenv("NO_COLOR");  // https://no-color.org: set and not empty
   return isatty(STDOUT_FILENO) == 1 && (no_colour == nullptr || *no_colour == '\0');
-}
-
-void AddThreshold(CLI::App& doctor, const std::string& flag, double& value,
-                  const std::string& help) {
-  doctor.add_option(flag, value, help)->capture_default_str()->group("Doctor thresholds");
 }
 
 }  // namespace
@@ -115,6 +121,37 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       })
       ->default_str("5s")
       ->group("Doctor");
+  // The client side of --web.config.file, named as Prometheus' scrape config and
+  // node_exporter's flags name it.
+  struct ClientFlag {
+    const char* name;
+    std::string doctor::DoctorOptions::*member;
+    bool existing_file;
+    const char* help;
+  };
+  static constexpr ClientFlag kClientFlags[] = {
+      {"--exporter.ca-file", &doctor::DoctorOptions::exporter_ca_file, true,
+       "CA certificate(s) the exporter's TLS certificate must chain to (https://; default: the "
+       "system's)"},
+      {"--exporter.cert-file", &doctor::DoctorOptions::exporter_cert_file, true,
+       "Client certificate for an exporter that verifies clients (mutual TLS)"},
+      {"--exporter.key-file", &doctor::DoctorOptions::exporter_key_file, true,
+       "Private key of --exporter.cert-file"},
+      {"--exporter.username", &doctor::DoctorOptions::exporter_username, false,
+       "User name for the exporter's basic auth (with --exporter.password-file)"},
+      {"--exporter.password-file", &doctor::DoctorOptions::exporter_password_file, true,
+       "File holding the basic auth password (surrounding whitespace ignored); never a password "
+       "on the command line"},
+  };
+  for (const ClientFlag& flag : kClientFlags) {
+    CLI::Option* option = doctor.add_option(flag.name, options.*flag.member, flag.help);
+    if (flag.existing_file) option->check(CLI::ExistingFile);
+    option->group("Doctor");
+  }
+  doctor
+      .add_flag("--exporter.insecure-skip-verify", options.exporter_insecure_skip_verify,
+                "Accept any TLS certificate of the exporter (no CA, no name check)")
+      ->group("Doctor");
   doctor
       .add_option_function<std::string>(
           "--format",
@@ -139,31 +176,24 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       ->check(CLI::IsMember({"warn", "crit"}))
       ->default_str("warn")
       ->group("Doctor");
-  doctor
-      .add_option("--doctor.roce-priority", options.roce_priority,
-                  "Priority (0-7) RoCE traffic runs on: PFC must be on for it")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 7))
-      ->group("Doctor thresholds");
-  AddThreshold(doctor, "--doctor.min-netdev-mtu", options.min_netdev_mtu,
-               "Smallest netdev MTU of a RoCE interface (4096-byte RDMA payloads need about 4200)");
-  AddThreshold(doctor, "--doctor.cq-ratio-warn", options.cq_ratio_warn,
-               "CQ capacity below this multiple of the WRs feeding it warns");
-  AddThreshold(doctor, "--doctor.cq-ratio-crit", options.cq_ratio_crit,
-               "CQ capacity below this multiple of the WRs feeding it is critical");
-  AddThreshold(doctor, "--doctor.retransmissions-per-second", options.retransmissions_per_second,
-               "Retransmission events per second per port above which doctor warns");
-  AddThreshold(doctor, "--doctor.remote-numa-ratio", options.remote_numa_ratio,
-               "Share of a process's RDMA threads on another NUMA node than its NIC's above "
-               "which doctor warns");
-  AddThreshold(doctor, "--doctor.memlock-warn-ratio", options.memlock_warn_ratio,
-               "Pinned memory as a share of RLIMIT_MEMLOCK from which doctor warns (critical "
-               "at the limit)");
-  AddThreshold(doctor, "--doctor.pinned-growth-bytes", options.pinned_growth_bytes,
-               "Growth of a process's pinned memory (VmPin) over the exporter's kept history "
-               "(at most an hour) above which doctor warns");
-  AddThreshold(doctor, "--doctor.hugepage-unaligned-ratio", options.hugepage_unaligned_ratio,
-               "Share of registered bytes not 2 MiB-aligned above which doctor reports (info)");
+  // One table of thresholds for the flags here and /doctor's query parameters (doctor/query.h).
+  for (const doctor::IntegerThreshold& threshold : doctor::IntegerThresholds()) {
+    doctor
+        .add_option("--doctor." + std::string(threshold.name), options.*threshold.member,
+                    std::string(threshold.help))
+        ->capture_default_str()
+        ->check(CLI::Range(0, threshold.max))
+        ->group("Doctor thresholds");
+  }
+  for (const doctor::NumericThreshold& threshold : doctor::NumericThresholds()) {
+    doctor
+        .add_option("--doctor." + std::string(threshold.name), options.*threshold.member,
+                    std::string(threshold.help))
+        ->default_str(ShortestNumber(options.*threshold.member))
+        ->check(threshold.positive ? CLI::Validator(CLI::PositiveNumber)
+                                   : CLI::Validator(CLI::NonNegativeNumber))
+        ->group("Doctor thresholds");
+  }
   doctor
       .add_option_function<std::string>(
           "--doctor.rtt",
@@ -178,21 +208,6 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       })
       ->default_str("80us")
       ->group("Doctor thresholds");
-  AddThreshold(doctor, "--doctor.message-size", options.message_size_bytes,
-               "Bytes per send WR for queues.qp_depth when the preload library measured none");
-  AddThreshold(doctor, "--doctor.qp-depth-excess", options.qp_depth_excess,
-               "queues.qp_depth reports (info) an RC send queue deeper than this many times the "
-               "recommended depth");
-  AddThreshold(doctor, "--doctor.qps-per-core", options.qps_per_core,
-               "Connected QPs per online CPU below which queues.qps_per_core reports (info)");
-  AddThreshold(doctor, "--doctor.nodes", options.nodes,
-               "Nodes the application exchanges messages with (queues.srq_sizing; 0: unknown)");
-  AddThreshold(doctor, "--doctor.flows", options.flows,
-               "Average concurrent flows per node (queues.srq_sizing: limit and depth >= nodes "
-               "x flows x 1.2; 0: unknown)");
-  AddThreshold(doctor, "--doctor.registrations-per-second", options.registrations_per_second,
-               "Registrations per second (nearly all deregistered again) above which "
-               "memory.registration_churn warns");
   doctor
       .add_option_function<std::vector<std::string>>(
           "--doctor.iba-threshold",
@@ -224,12 +239,14 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
 }
 
 void FinishDoctorOptions(const doctor::DoctorOptions& options) {
-  if (!(options.message_size_bytes > 0)) {
-    throw CLI::ValidationError("--doctor.message-size", "must be above 0");
+  if (options.exporter_cert_file.empty() != options.exporter_key_file.empty()) {
+    throw CLI::ValidationError("--exporter.cert-file/--exporter.key-file", "give both or neither");
   }
-  if (options.nodes < 0 || options.flows < 0) {
-    throw CLI::ValidationError("--doctor.nodes/--doctor.flows", "must not be negative");
+  if (options.exporter_username.empty() != options.exporter_password_file.empty()) {
+    throw CLI::ValidationError("--exporter.username/--exporter.password-file",
+                               "give both or neither");
   }
+  // Each threshold's own range is checked by its flag's validator (the table in doctor/query.cc).
   if (!(options.cq_ratio_crit > 0 && options.cq_ratio_crit <= options.cq_ratio_warn)) {
     throw CLI::ValidationError("--doctor.cq-ratio-crit",
                                "must be above 0 and at most --doctor.cq-ratio-warn");
@@ -338,6 +355,32 @@ std::string DoctorService::Report(std::string_view query) {
 
 namespace {
 
+// The client side of the exporter's --web.config.file. Throws when the password file cannot
+// be read: doctor was told how to log in and cannot, which is the user's to fix (exit 3).
+HttpClientOptions ClientOptions(const doctor::DoctorOptions& options) {
+  HttpClientOptions client{.ca_file = options.exporter_ca_file,
+                           .cert_file = options.exporter_cert_file,
+                           .key_file = options.exporter_key_file,
+                           .insecure_skip_verify = options.exporter_insecure_skip_verify,
+                           .username = options.exporter_username};
+  if (!options.exporter_password_file.empty()) {
+    std::ifstream in(options.exporter_password_file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      throw std::runtime_error("cannot read --exporter.password-file " +
+                               options.exporter_password_file);
+    }
+    // As Prometheus' password_file: surrounding whitespace (the file's newline) is not part of it.
+    client.password = text.str();
+    const size_t first = client.password.find_first_not_of(" \t\r\n");
+    const size_t last = client.password.find_last_not_of(" \t\r\n");
+    client.password =
+        first == std::string::npos ? "" : client.password.substr(first, last - first + 1);
+  }
+  return client;
+}
+
 // The report of a running exporter, or nullopt (with the reason logged) to collect here.
 std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& options) {
   if (options.exporter == "none") return std::nullopt;
@@ -359,19 +402,30 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
   }
   const std::string target = "/doctor" + (query.empty() ? "" : "?" + query);
   const auto answer =
-      HttpGet(*parsed, target, std::chrono::milliseconds(options.exporter_timeout_ns / 1'000'000));
+      HttpGet(*parsed, target, std::chrono::milliseconds(options.exporter_timeout_ns / 1'000'000),
+              ClientOptions(options));
   std::string error;
+  bool unreachable = false;
   if (!answer) {
-    error = answer.error();
+    error = answer.error().message;
+    unreachable = answer.error().unreachable;
   } else if (answer->status != 200) {
     std::string body = answer->body.substr(0, 200);
     while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
     error = "HTTP " + std::to_string(answer->status) + (body.empty() ? "" : ": " + body);
     if (answer->status == 401) {
+      error += options.exporter_username.empty()
+                   ? " (the exporter asks for basic auth, --web.config.file: pass "
+                     "--exporter.username and --exporter.password-file)"
+                   : " (the exporter refused user " + options.exporter_username +
+                         " or the password of " + options.exporter_password_file + ")";
+    } else if (answer->status == 403) {
+      // serve's --web.config.file answers 403 to a client without an accepted certificate.
       error +=
-          " (the exporter asks for basic auth, --web.config.file; doctor's client sends "
-          "none: fetch " +
-          url + "/doctor with curl -u USER)";
+          options.exporter_cert_file.empty()
+              ? " (the exporter requires a client certificate, --web.config.file: pass "
+                "--exporter.cert-file and --exporter.key-file)"
+              : " (the exporter refused the client certificate " + options.exporter_cert_file + ")";
     }
   } else if (auto report = doctor::ParseJson(answer->body); !report) {
     error = "bad /doctor answer: " + report.error();
@@ -380,7 +434,7 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
     return std::move(*report);
   }
   // Nobody listening on the default address is the ordinary case of a host without serve.
-  if (automatic && error.find("refused") != std::string::npos) {
+  if (automatic && unreachable) {
     log::Info("doctor: no exporter running at " + url + ", " + fallback);
   } else {
     log::Warn("doctor: exporter " + url + " unusable, " + fallback, {{"err", error}});

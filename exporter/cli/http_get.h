@@ -1,7 +1,8 @@
-// A minimal blocking HTTP/1.1 GET for `doctor --exporter`: plain http:// only (the exporter
-// listens on loopback by default), one request, the whole answer read until the server closes,
-// every step bounded by one deadline so that a silent server never hangs doctor. Not a general
-// client: no TLS, no redirects, no proxies (libcurl would bring those, doctor needs none).
+// One blocking GET for `doctor --exporter`, with libcurl: http:// and https:// (server
+// verification against the system's or a given CA, a client certificate for mTLS), basic auth,
+// one deadline for the whole request so that a silent server never hangs doctor. No redirects
+// and no proxies (the exporter is a host's own address). The options mirror what
+// --web.config.file can ask of a client (docs/doctor.md, "History mode").
 #pragma once
 
 #include <chrono>
@@ -12,23 +13,42 @@
 namespace rdmascope {
 
 struct HttpUrl {
-  std::string host;  // a name or an address; [v6] brackets removed
-  std::string port;  // "80" when absent
-  std::string path;  // without the trailing '/', "" for the root
+  std::string scheme;  // "http" or "https"
+  std::string host;    // a name or an address; [v6] brackets removed
+  std::string port;    // "80" / "443" when absent
+  std::string path;    // without the trailing '/', "" for the root
 };
 
-// http://HOST[:PORT][/PATH]; anything else (https://, no host, a bad port) is an error saying why.
+// http[s]://HOST[:PORT][/PATH]; anything else (another scheme, no host, a bad port, credentials
+// in the URL) is an error saying why.
 std::expected<HttpUrl, std::string> ParseHttpUrl(const std::string& url);
+
+// How to reach an exporter behind --web.config.file. Empty strings: not used.
+struct HttpClientOptions {
+  std::string ca_file;    // CA bundle the server's certificate must chain to (else the system's)
+  std::string cert_file;  // client certificate and key, for client_auth_type RequireAndVerify...
+  std::string key_file;
+  bool insecure_skip_verify = false;  // accept any server certificate and name
+  std::string username;               // basic auth, sent only with a password
+  std::string password;
+};
 
 struct HttpAnswer {
   int status = 0;
   std::string body;
 };
 
-// GETs `target` (path and query) from `url`'s host; the error says what failed (resolve,
-// connect refused, timed out, a malformed answer). At most `max_body` bytes are accepted.
-std::expected<HttpAnswer, std::string> HttpGet(const HttpUrl& url, const std::string& target,
-                                               std::chrono::milliseconds timeout,
-                                               size_t max_body = 16 << 20);
+// Why a GET failed; `unreachable` when nothing listens at the address (the ordinary case of a
+// host without `serve`, which doctor reports at info level).
+struct HttpError {
+  std::string message;
+  bool unreachable = false;
+};
+
+// GETs `target` (path and query) below `url`; at most `max_body` bytes are accepted.
+std::expected<HttpAnswer, HttpError> HttpGet(const HttpUrl& url, const std::string& target,
+                                             std::chrono::milliseconds timeout,
+                                             const HttpClientOptions& client = {},
+                                             size_t max_body = 16 << 20);
 
 }  // namespace rdmascope

@@ -19,6 +19,7 @@
 #include "cli/doctor.h"
 #include "cli/serve.h"
 #include "collectors/mr.h"
+#include "collectors/occupancy.h"
 #include "core/collector_runner.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -28,6 +29,7 @@
 #include "profile/json_writer.h"
 #include "profile/pprof_writer.h"
 #include "profile/profile_session.h"
+#include "sys/perf_events.h"
 
 namespace rdmascope {
 namespace {
@@ -67,15 +69,14 @@ std::vector<std::string> ChildEnvironment(const std::optional<std::filesystem::p
       if (!inherited.empty())
         ld_preload += (ld_preload.empty() ? "" : " ") + std::string(inherited);
     } else if (!item.starts_with("RDMASCOPE_PRELOAD_DIR=") &&
-               !item.starts_with("RDMASCOPE_PRELOAD_KEEP_AT_EXIT=")) {
+               !item.starts_with("RDMASCOPE_PRELOAD_MESSAGE_SIZES=")) {
       env.emplace_back(item);
     }
   }
   if (!ld_preload.empty()) env.push_back("LD_PRELOAD=" + ld_preload);
   env.push_back("RDMASCOPE_PRELOAD_DIR=" + preload_dir);
-  // The library keeps its stats file at exit: ProcessExited reads the final figures (without
-  // it, what was posted after the last sample would be lost).
-  env.push_back("RDMASCOPE_PRELOAD_KEEP_AT_EXIT=1");
+  // Message sizes are counted only when asked (the post path's cost for everyone else).
+  env.push_back("RDMASCOPE_PRELOAD_MESSAGE_SIZES=1");
   return env;
 }
 
@@ -191,6 +192,49 @@ void WriteOutputs(const ProfileData& data, const std::filesystem::path& dir) {
   WriteFile(dir / "profile.html", profile::HtmlReport(data));
 }
 
+// The process's own perf events: the software ones count on any host, the hardware ones
+// need a PMU (without one they are reported unavailable with the reason, never 0).
+constexpr const char* kOwnPerfEvents[] = {"task-clock",  "context-switches", "cpu-migrations",
+                                          "page-faults", "cycles",           "instructions",
+                                          "LLC-loads",   "LLC-load-misses"};
+
+struct OwnPerf {
+  std::optional<sys::ProcessPerfCounters> counters;
+  std::vector<sys::ProcessPerfCounters::Event> unopened;  // not resolved, or no process
+};
+
+// Counts on every thread `pid` has now and, inherited, on the threads they create later
+// (sys::ProcessPerfCounters, the perf collector's code path).
+OwnPerf OpenOwnPerf(pid_t pid, const std::filesystem::path& sysfs,
+                    const std::filesystem::path& procfs) {
+  OwnPerf own;
+  std::vector<sys::PerfEventSpec> specs;
+  for (const char* name : kOwnPerfEvents) {
+    auto spec = sys::ResolvePerfEvent(sysfs, name);
+    if (spec) {
+      specs.push_back(std::move(*spec));
+    } else {
+      own.unopened.push_back({.name = name, .reason = spec.error()});
+    }
+  }
+  auto counters = sys::ProcessPerfCounters::Open(pid, specs, procfs);
+  if (counters) {
+    own.counters = std::move(*counters);
+  } else {
+    for (const auto& spec : specs)
+      own.unopened.push_back({.name = spec.name, .reason = counters.error()});
+  }
+  return own;
+}
+
+std::vector<sys::ProcessPerfCounters::Event> ReadOwnPerf(const OwnPerf& own) {
+  std::vector<sys::ProcessPerfCounters::Event> events = own.unopened;
+  if (own.counters) {
+    for (auto& event : own.counters->Read()) events.push_back(std::move(event));
+  }
+  return events;
+}
+
 }  // namespace
 
 void AddProfileFlags(CLI::App& profile, ProfileOptions& options) {
@@ -267,9 +311,6 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     }
     preload_dir = dir_template;
     config.occupancy.dir = preload_dir;
-    // The program's file outlives it (RDMASCOPE_PRELOAD_KEEP_AT_EXIT): a collection running
-    // as it exits must not delete it before ProcessExited reads the final figures.
-    config.occupancy.keep_stale_files = true;
   } else if (kill(static_cast<pid_t>(*options.pid), 0) != 0 && errno == ESRCH) {
     log::Error("profile: no such process", {{"pid", std::to_string(*options.pid)}});
     return 1;
@@ -283,6 +324,13 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     if (auto* mr = dynamic_cast<MrCollector*>(entry.collector.get())) {
       mr->SetExitObserver([&session_ptr](const MrProcess& last) {
         if (session_ptr != nullptr) session_ptr->OnMrExit(last);
+      });
+    }
+    // The program's final preload figures: read from its stale stats file by whichever
+    // collection finds it after the exit, before that collection deletes the file.
+    if (auto* occupancy = dynamic_cast<OccupancyCollector*>(entry.collector.get())) {
+      occupancy->SetFinishedObserver([&session_ptr](const OccupancyProcess& last) {
+        if (session_ptr != nullptr) session_ptr->OnPreloadFinished(last);
       });
     }
   }
@@ -299,6 +347,7 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
                                           .preload_dir = config.occupancy.dir,
                                           .command = options.command};
   std::optional<profile::ProfileSession> session;
+  OwnPerf own_perf;
   pid_t child = -1;
   if (launch) {
     // The child waits for `go` to close: the baseline is taken before its first instruction.
@@ -320,6 +369,8 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     close(go[0]);
     close(exec_error[1]);
     session_options.pid = static_cast<uint32_t>(child);
+    // Opened before the exec: the program is counted from its first instruction.
+    own_perf = OpenOwnPerf(child, config.sysfs, config.procfs);
     session.emplace(runner, probe_errors, session_options);
     session_ptr = &*session;
     session->Begin();
@@ -337,6 +388,7 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     session.emplace(runner, probe_errors, session_options);
     session_ptr = &*session;
     session->Begin();
+    own_perf = OpenOwnPerf(static_cast<pid_t>(*options.pid), config.sysfs, config.procfs);
   }
   log::Info("profile: window open",
             {{"pid", std::to_string(session_options.pid)},
@@ -384,11 +436,17 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (end_reason == "exited") session->ProcessExited();
+  if (end_reason == "exited") {
+    // One collection after the exit: the program's stats file is stale now (the exit closed
+    // its lock), so it hands its final figures over unless an earlier one already did.
+    session->Sample();
+    session->ProcessExited();
+  }
   if (launch && end_reason != "exited") {
     notes.push_back("the program (pid " + std::to_string(child) + ") keeps running after the " +
                     (end_reason == "interrupted" ? std::string("interrupt") : "window"));
   }
+  session->SetProcessPerf(ReadOwnPerf(own_perf));
   ProfileData data = session->Finish(end_reason, exit_status, notes);
   if (data.comm.empty()) data.comm = ProcessComm(data.pid);
   if (launch && end_reason == "exited") waitpid(child, nullptr, 0);  // reap, now the report is

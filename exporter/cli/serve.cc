@@ -79,9 +79,8 @@ std::vector<NamedCollector> BuildCollectors(const ServeConfig& config) {
 // server's threads exist (caps::DropTo refuses otherwise). Failing to drop is fatal: serving
 // with more privilege than documented is worse than not serving.
 void DropPrivileges(const ServeConfig& config) {
-  const auto address = ParseListenAddress(config.web.listen_address);
-  const caps::CapabilitySet keep = config.capabilities_keep.value_or(
-      caps::ServingNeeds(config.collector_enabled, address ? address->port : 0));
+  const caps::CapabilitySet keep =
+      config.capabilities_keep.value_or(caps::ServingNeeds(config.collector_enabled));
   const auto report = caps::DropTo(keep);
   if (!report) throw std::runtime_error("cannot drop capabilities: " + report.error());
   if (!report->not_permitted.empty()) {
@@ -172,6 +171,9 @@ int RunServe(const ServeConfig& config) {
   sigaddset(&signals, SIGHUP);  // re-read --web.config.file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // Bound before the collectors load their probes: a taken port or a bad address fails here
+  // at once (HttpServer's constructor explains why that matters), and owned by the server.
+  const int listen_fd = ListenOn(config.web.listen_address);
   std::vector<NamedCollector> collectors = BuildCollectors(config);
   std::map<std::string, std::string> probe_errors = ProbeErrors(collectors);  // for /doctor
   LogHostInventory(config);
@@ -187,7 +189,7 @@ int RunServe(const ServeConfig& config) {
   // Declared before the server, so destroyed after it: no /doctor request outlives it.
   DoctorService doctor(runner, std::move(probe_errors));
   doctor.AddRoute(routes);
-  HttpServer server(config.web, runner, std::move(routes));
+  HttpServer server(config.web, listen_fd, runner, std::move(routes));
   log::Info("listening", {{"address", config.web.listen_address},
                           {"port", std::to_string(server.port())},
                           {"telemetry_path", config.web.telemetry_path}});

@@ -9,6 +9,7 @@
 
 #include "bpf/mr_probe.h"
 #include "collectors/ethtool.h"
+#include "collectors/host_tuning.h"
 #include "collectors/occupancy.h"
 #include "collectors/perf.h"
 #include "collectors/rdma.h"
@@ -29,6 +30,9 @@ struct WebOptions {
   int threads = 4;                // libmicrohttpd's thread pool (each thread an epoll loop)
   int idle_timeout_seconds = 60;  // a connection silent this long is closed (keep-alive or not)
   int max_connections = 1024;     // open connections at most; more wait in the listen queue
+  // Scrapes running at once at most (--web.max-requests, node_exporter's default); past it 503.
+  // 0: no limit. The thread pool bounds them to `threads` as well (docs/architecture.md).
+  int max_requests = 40;
   // --web.config.file (exporter-toolkit's format): TLS, basic auth, headers. Loaded and
   // validated by FinishServeConfig; null without the flag (plain HTTP, no auth).
   std::string config_file;
@@ -51,6 +55,7 @@ struct ServeConfig {
   ResourcesOptions resources;
   MrProbeOptions mr;
   OccupancyOptions occupancy;
+  HostTuningOptions host;
   PerfOptions perf;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
   // --capabilities.keep: what `serve` keeps once the collectors are built. Unset: what the

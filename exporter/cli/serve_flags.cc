@@ -1,5 +1,6 @@
 #include "cli/serve_flags.h"
 
+#include <array>
 #include <regex>
 
 #include "collectors/registry.h"
@@ -7,6 +8,60 @@
 
 namespace rdmascope {
 namespace {
+
+// The first release's spellings of collector options. node_exporter's scheme is
+// --collector.NAME.OPTION, and these mixed in --NAME.OPTION; --probe.* stays as it is because
+// its targets feed two collectors (mr and verbs). Accepted through 0.1.x, removed in 0.2.0
+// (docs/configuration.md, "Renamed flags").
+constexpr std::array<RenamedFlag, 16> kRenamedFlags{{
+    {"--resources.max-processes", "--collector.resources.max-processes"},
+    {"--resources.max-raw-cqs", "--collector.resources.max-raw-cqs"},
+    {"--mr.library", "--probe.library"},
+    {"--mr.binary", "--probe.binary"},
+    {"--mr.tracking", "--collector.mr.tracking"},
+    {"--mr.max-regions", "--collector.mr.max-regions"},
+    {"--mr.leak-age", "--collector.mr.leak-age"},
+    {"--mr.pinned-rescan-seconds", "--collector.mr.pinned-rescan-seconds"},
+    {"--mr.aggregate-by-comm", "--collector.mr.aggregate-by-comm"},
+    {"--mr.max-processes", "--collector.mr.max-processes"},
+    {"--verbs.max-queues", "--collector.verbs.max-queues"},
+    {"--verbs.max-processes", "--collector.verbs.max-processes"},
+    {"--verbs.max-queue-series", "--collector.verbs.max-queue-series"},
+    {"--occupancy.dir", "--collector.occupancy.dir"},
+    {"--perf.event", "--collector.perf.event"},
+    {"--perf.per-cpu", "--collector.perf.per-cpu"},
+}};
+
+// Registers `renamed.old_name` as a hidden option that hands its values to the option now named
+// `renamed.new_name`, which then validates and stores them as if given under its own name (so
+// count() of the new name, checks and defaults all behave the same). Defined after the new
+// options, its callback runs after theirs: the new option's callback has not run unless the
+// new name was given too, which is refused rather than guessing which one wins.
+void AddDeprecatedAlias(CLI::App& app, const RenamedFlag& renamed) {
+  CLI::Option* current = app.get_option(std::string(renamed.new_name));
+  const std::string old_name(renamed.old_name), new_name(renamed.new_name);
+  const CLI::callback_t forward = [current, old_name, new_name](const CLI::results_t& values) {
+    if (current->count() > 0) {
+      throw CLI::ValidationError(old_name, "is the old name of " + new_name +
+                                               ", which is given too: keep only " + new_name);
+    }
+    log::Warn("deprecated flag, removed in 0.2.0: use the new name",
+              {{"flag", old_name}, {"new", new_name}});
+    for (const std::string& value : values) current->add_result(value);
+    current->run_callback();
+    return true;
+  };
+  CLI::Option* alias = app.add_option(old_name, forward, "deprecated: " + new_name);
+  if (current->get_expected_max() == 0) {  // a flag: no value, or an explicit =true/=false
+    alias->expected(0)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  } else {
+    alias->type_size(current->get_type_size_min(), current->get_type_size_max())
+        ->expected(current->get_expected_min(), current->get_expected_max())
+        ->multi_option_policy(current->get_multi_option_policy())
+        ->allow_extra_args(current->get_allow_extra_args());
+  }
+  alias->group("");  // hidden from --help
+}
 
 void CheckRegex(const std::string& flag, const std::string& pattern) {
   if (pattern.empty()) return;
@@ -94,6 +149,14 @@ void AddWebFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(1, 65536))
       ->group("Web");
   serve
+      .add_option("--web.max-requests", config.web.max_requests,
+                  "Scrapes of the telemetry path running at once at most; the next ones get "
+                  "503 at once (0: no limit). Each of --web.threads runs one scrape at a time, "
+                  "so the limit bites when it is below --web.threads")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65536))
+      ->group("Web");
+  serve
       .add_option("--web.config.file", config.web.config_file,
                   "exporter-toolkit web configuration file: TLS, client certificates, basic "
                   "auth, response headers (docs/security.md)")
@@ -117,8 +180,9 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       .add_option_function<std::string>(
           "--log.level",
           [&config](const std::string& level) { config.log_level = *log::ParseLevel(level); },
-          "Log level: debug, info, warn, error (default info)")
+          "Log level: debug, info, warn, error")
       ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->default_str("info")
       ->group("Logging");
 
   serve
@@ -127,16 +191,14 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       ->group("Collectors");
   for (const CollectorEntry& entry : AllCollectors()) {
     const std::string name(entry.name);
+    // One flag and its negation: the last one given wins, as in node_exporter.
     serve
-        .add_flag_callback(
-            "--collector." + name, [&config, name] { config.collector_explicit[name] = true; },
+        .add_flag_function(
+            "--collector." + name + ",!--no-collector." + name,
+            [&config, name](std::int64_t on) { config.collector_explicit[name] = on > 0; },
             std::string(entry.help) +
                 (entry.enabled_by_default ? " (default on)" : " (default off)"))
-        ->group("Collectors");
-    serve
-        .add_flag_callback(
-            "--no-collector." + name, [&config, name] { config.collector_explicit[name] = false; },
-            "Disable the " + name + " collector")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast)
         ->group("Collectors");
   }
 
@@ -171,53 +233,56 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
   AddDeviceFilters(serve, "resources", config.resources.device_include,
                    config.resources.device_exclude);
   serve
-      .add_option("--resources.max-processes", config.resources.max_processes,
+      .add_option("--collector.resources.max-processes", config.resources.max_processes,
                   "Processes with their own rdma_process_* series, the ones holding the most "
                   "RDMA objects; the rest are summed under pid=\"other\"")
       ->capture_default_str()
       ->check(CLI::Range(0U, 100000U))
       ->group("Collector resources");
   serve
-      .add_option("--resources.max-raw-cqs", config.resources.max_raw_cqs,
+      .add_option("--collector.resources.max-raw-cqs", config.resources.max_raw_cqs,
                   "User CQs whose raw hardware state (true occupancy, mlx5, CAP_NET_ADMIN) is "
                   "queried per scrape, one netlink round trip each; 0 turns it off")
       ->capture_default_str()
       ->check(CLI::Range(0U, 100000U))
       ->group("Collector resources");
 
+  // --probe.* are not --collector.NAME.* options: one set of targets feeds two collectors.
+  const std::string probes_group =
+      "eBPF probes (shared by collectors mr and verbs, hence not --collector.NAME.*)";
   serve
       .add_flag("--probe.strict", config.probe_strict,
                 "Exit at start-up when an enabled eBPF probe set (mr, verbs) cannot attach, "
                 "instead of serving without it")
-      ->group("eBPF probes (collectors mr, verbs)");
-  // One set of targets for both probe sets; --mr.* are the names of the first release.
+      ->group(probes_group);
   serve
-      .add_option("--probe.library,--mr.library", config.mr.libraries,
+      .add_option("--probe.library", config.mr.libraries,
                   "libibverbs to trace with the mr and verbs probes (repeatable; default: the "
                   "one the loader finds, e.g. /lib/x86_64-linux-gnu/libibverbs.so.1; give "
                   "others for containers)")
       ->check(CLI::ExistingFile)
-      ->group("eBPF probes (collectors mr, verbs)");
+      ->group(probes_group);
   serve
-      .add_option("--probe.binary,--mr.binary", config.mr.binaries,
+      .add_option("--probe.binary", config.mr.binaries,
                   "Statically linked program to trace (repeatable)")
       ->check(CLI::ExistingFile)
-      ->group("eBPF probes (collectors mr, verbs)");
+      ->group(probes_group);
   serve
       .add_option_function<std::string>(
-          "--mr.tracking",
+          "--collector.mr.tracking",
           [&config](const std::string& text) { config.mr.tracking = *ParseMrTracking(text); },
           "What feeds the MR metrics: kernel (fentry/fexit on uverbs and ib_core: every "
           "program whatever its libibverbs, no trap; needs ib_core with BTF), uprobes (on "
-          "--mr.library/--mr.binary), or auto: kernel when it attaches, else uprobes. "
-          "Default auto; for profile, uprobes (their call stacks start at the caller of "
+          "--probe.library/--probe.binary), or auto: kernel when it attaches, else uprobes. "
+          "profile's default is uprobes (their call stacks start at the caller of "
           "ibv_reg_mr; the kernel path's stop in libc's ioctl without frame pointers)")
       ->check([](const std::string& text) {
         return ParseMrTracking(text) ? std::string() : "not auto, kernel or uprobes: " + text;
       })
+      ->default_str("auto")
       ->group("Collector mr");
   serve
-      .add_option("--mr.max-regions", config.mr.max_regions,
+      .add_option("--collector.mr.max-regions", config.mr.max_regions,
                   "Outstanding regions tracked at most (BPF map size); more are counted in "
                   "rdma_mr_lost_total{reason=\"regions\"}")
       ->capture_default_str()
@@ -225,17 +290,18 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       ->group("Collector mr");
   serve
       .add_option_function<std::string>(
-          "--mr.leak-age",
+          "--collector.mr.leak-age",
           [&config](const std::string& text) { config.mr.leak_age_ns = *ParseDurationNs(text); },
           "Outstanding regions older than this are leak suspects (Prometheus duration: 90s, 10m, "
-          "1h30m; 0s disables the scan). Default 10m")
+          "1h30m; 0s disables the scan)")
       ->check([](const std::string& text) {
         return ParseDurationNs(text) ? std::string()
                                      : "not a duration like 90s, 10m or 1h30m: " + text;
       })
+      ->default_str("10m")
       ->group("Collector mr");
   serve
-      .add_option("--mr.pinned-rescan-seconds", config.mr.pinned_rescan_seconds,
+      .add_option("--collector.mr.pinned-rescan-seconds", config.mr.pinned_rescan_seconds,
                   "How often to scan every process's open files for /dev/infiniband/uverbs* "
                   "(rdma_process_pinned_bytes); processes the probes saw register are read at "
                   "once")
@@ -243,43 +309,60 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(0U, 86400U))
       ->group("Collector mr");
   serve
-      .add_flag("--mr.aggregate-by-comm", config.mr.aggregate_by_comm,
+      .add_flag("--collector.mr.aggregate-by-comm", config.mr.aggregate_by_comm,
                 "Per-process MR series by command only (no pid label): bounded cardinality on "
                 "hosts with many short-lived RDMA processes")
       ->group("Collector mr");
   serve
-      .add_option("--mr.max-processes", config.mr.max_processes,
+      .add_option("--collector.mr.max-processes", config.mr.max_processes,
                   "Processes tracked at most (BPF map size)")
       ->capture_default_str()
       ->check(CLI::Range(1U, 1U << 22))
       ->group("Collector mr");
   serve
-      .add_option("--verbs.max-queues", config.verbs.probe.max_queues,
+      .add_option("--collector.verbs.max-queues", config.verbs.probe.max_queues,
                   "CQs and QPs tracked at most, each (BPF map sizes; SRQs: a quarter); more are "
                   "counted in rdma_verbs_lost_total{reason=\"objects\"}")
       ->capture_default_str()
       ->check(CLI::Range(1U, 1U << 22))
       ->group("Collector verbs");
   serve
-      .add_option("--verbs.max-processes", config.verbs.probe.max_processes,
+      .add_option("--collector.verbs.max-processes", config.verbs.probe.max_processes,
                   "Processes tracked at most (BPF map size)")
       ->capture_default_str()
       ->check(CLI::Range(1U, 1U << 22))
       ->group("Collector verbs");
   serve
-      .add_option("--verbs.max-queue-series", config.verbs.max_queue_series,
+      .add_option("--collector.verbs.max-queue-series", config.verbs.max_queue_series,
                   "Per-queue series exported at most: CQs first, the worst-sized first, then "
                   "SRQs; the rest are counted in rdmascope_verbs_queues_omitted")
       ->capture_default_str()
       ->check(CLI::Range(0U, 1000000U))
       ->group("Collector verbs");
   serve
-      .add_option("--occupancy.dir", config.occupancy.dir,
+      .add_option("--collector.occupancy.dir", config.occupancy.dir,
                   "Directory of the preload library's stats files (its RDMASCOPE_PRELOAD_DIR)")
       ->capture_default_str()
       ->group("Collector occupancy");
   serve
-      .add_option("--perf.event", config.perf.events,
+      .add_option_function<std::string>(
+          "--collector.host.refresh-interval",
+          [&config](const std::string& text) {
+            config.host.refresh_interval = std::chrono::nanoseconds(*ParseDurationNs(text));
+          },
+          "How often the host collector reads the settings that change only by hand (kernel "
+          "modules, sysctls, THP, governors, RoCE ToS, ECN enables, IRQ affinity, XPS); between "
+          "reads it serves the last values, so a change or a new interface shows within this "
+          "long (Prometheus duration; 0s reads them at every scrape). Huge page counts and PCIe "
+          "links are read at every scrape")
+      ->check([](const std::string& text) {
+        return ParseDurationNs(text) ? std::string()
+                                     : "not a duration like 90s, 10m or 1h30m: " + text;
+      })
+      ->default_str("60s")
+      ->group("Collector host");
+  serve
+      .add_option("--collector.perf.event", config.perf.events,
                   "Perf event to count, repeatable: a libpfm4 name (cycles, LLC-load-misses, "
                   "INST_RETIRED:ANY_P), a sysfs PMU event (uncore_imc_0/cas_count_read/, "
                   "cpu/event=0xc0,umask=0x00/), or a group counted together: "
@@ -288,10 +371,14 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
                   "CAS counts of every memory-controller PMU")
       ->group("Collector perf");
   serve
-      .add_flag("--perf.per-cpu", config.perf.per_cpu,
+      .add_flag("--collector.perf.per-cpu", config.perf.per_cpu,
                 "Series per CPU (label cpu) instead of summed per NUMA node")
       ->group("Collector perf");
+
+  for (const RenamedFlag& renamed : kRenamedFlags) AddDeprecatedAlias(serve, renamed);
 }
+
+std::span<const RenamedFlag> RenamedFlags() { return kRenamedFlags; }
 
 void FinishServeConfig(ServeConfig& config) {
   for (const CollectorEntry& entry : AllCollectors()) {
@@ -311,7 +398,7 @@ void FinishServeConfig(ServeConfig& config) {
   CheckRegex("--collector.resources.device-include", config.resources.device_include);
   CheckRegex("--collector.resources.device-exclude", config.resources.device_exclude);
   if (const auto groups = sys::ParseEventGroups(config.perf.events); !groups) {
-    throw CLI::ValidationError("--perf.event", groups.error());
+    throw CLI::ValidationError("--collector.perf.event", groups.error());
   }
   if (const auto address = ParseListenAddress(config.web.listen_address); !address) {
     throw CLI::ValidationError("--web.listen-address", address.error());

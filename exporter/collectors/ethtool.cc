@@ -70,6 +70,15 @@ constexpr MetricDesc kPfcEnabled{"rdma_netdev_pfc_enabled",
                                  "1 if priority flow control is enabled on the priority (DCB "
                                  "IEEE PFC configuration).",
                                  MetricType::Gauge};
+constexpr MetricDesc kDscpTrust{"rdma_netdev_dscp_trust",
+                                "1 if the DCB APP table maps DSCP values to priorities (the NIC "
+                                "classifies by DSCP: mlnx_qos --trust dscp), 0 if it has no DSCP "
+                                "entry (PCP trust).",
+                                MetricType::Gauge};
+constexpr MetricDesc kDscpPriority{"rdma_netdev_dscp_priority_info",
+                                   "1 for each DSCP-to-priority entry of the DCB APP table "
+                                   "(dcb app show dev DEVICE dscp-prio).",
+                                   MetricType::Gauge};
 
 const MetricDesc& DescFor(names::Kind kind) {
   switch (kind) {
@@ -181,6 +190,20 @@ void MapConfig(const NetdevSnapshot& dev, MetricSet& out) {
     for (unsigned prio = 0; prio < 8; ++prio) {
       out.Add(kPfcEnabled, {{"device", dev.name}, {"priority", kPriorities[prio]}},
               (dev.pfc->enabled_mask >> prio) & 1U);
+    }
+    // Absent when the reply's APP table was missing or malformed: no trust state is made up.
+    if (const auto& dscp = dev.pfc->dscp) {
+      out.Add(kDscpTrust, {{"device", dev.name}}, dscp->entries > 0 ? 1 : 0);
+      for (int value = 0; value < sys::DscpMap::kDscps; ++value) {
+        for (unsigned prio = 0; prio < 8; ++prio) {
+          if (((dscp->priorities[value] >> prio) & 1U) == 0) continue;
+          out.Add(kDscpPriority,
+                  {{"device", dev.name},
+                   {"dscp", std::to_string(value)},
+                   {"priority", kPriorities[prio]}},
+                  1);
+        }
+      }
     }
   }
 }

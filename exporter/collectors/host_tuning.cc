@@ -113,9 +113,7 @@ bool IsCpuDirectory(std::string_view name) {
 // link means its link registers are the physical function's (the VF's read as reserved).
 std::optional<fs::path> PciDirectory(const fs::path& class_device) {
   std::error_code error;
-  // Virtual netdevs (veth, bridges, bonds) have no `device` link: one lstat says so, where
-  // fs::canonical would readlink every component of the path first (2 ms a scrape on 64 veths).
-  if (!fs::is_symlink(class_device / "device", error)) return std::nullopt;
+  if (!HasDeviceLink(class_device)) return std::nullopt;
   fs::path dir = fs::canonical(class_device / "device", error);
   if (error) return std::nullopt;
   // irdma and bnxt_re hang their RDMA device off an auxiliary device (ice.roce.0,
@@ -128,17 +126,19 @@ std::optional<fs::path> PciDirectory(const fs::path& class_device) {
 
 }  // namespace
 
+bool HasDeviceLink(const fs::path& class_device) {
+  std::error_code error;
+  return fs::is_symlink(class_device / "device", error);
+}
+
 std::optional<double> ParsePcieSpeed(std::string_view text) {
   text = sysfs::Trim(text);
   const auto unit = text.find(" GT/s");
   if (unit == std::string_view::npos || unit == 0) return std::nullopt;
-  const std::string_view number = text.substr(0, unit);
-  double gts = 0;
-  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), gts);
-  if (ec != std::errc() || end != number.data() + number.size() || !(gts > 0)) {
-    return std::nullopt;
-  }
-  return gts * 1e9;
+  // ParseDouble refuses "inf" (from_chars took it: an infinite link speed).
+  const auto gts = sysfs::ParseDouble(text.substr(0, unit));
+  if (!gts || !(*gts > 0)) return std::nullopt;
+  return *gts * 1e9;
 }
 
 std::optional<std::string> SelectedMode(std::string_view text) {
@@ -167,8 +167,12 @@ std::vector<PcieFunction> FindPcieFunctions(const fs::path& sysfs) {
   return functions;
 }
 
-HostTuningCollector::HostTuningCollector(fs::path sysfs, fs::path procfs)
-    : sysfs_(std::move(sysfs)), procfs_(std::move(procfs)) {}
+HostTuningCollector::HostTuningCollector(fs::path sysfs, fs::path procfs, HostTuningOptions options,
+                                         Clock clock)
+    : sysfs_(std::move(sysfs)),
+      procfs_(std::move(procfs)),
+      options_(options),
+      clock_(std::move(clock)) {}
 
 void HostTuningCollector::WarnOnce(const fs::path& path, std::string_view what) const {
   std::lock_guard lock(mutex_);
@@ -275,7 +279,7 @@ size_t HostTuningCollector::CollectQueues(MetricSet& out) const {
   return added;
 }
 
-size_t HostTuningCollector::CollectMemory(MetricSet& out) const {
+size_t HostTuningCollector::CollectThp(MetricSet& out) const {
   size_t added = 0;
   const fs::path thp_file = sysfs_ / "kernel/mm/transparent_hugepage/enabled";
   if (const auto text = sysfs::ReadAttribute(thp_file)) {
@@ -294,6 +298,11 @@ size_t HostTuningCollector::CollectMemory(MetricSet& out) const {
       WarnOnce(thp_file, "modes with one [selected]");
     }
   }
+  return added;
+}
+
+size_t HostTuningCollector::CollectHugepages(MetricSet& out) const {
+  size_t added = 0;
   const fs::path meminfo = procfs_ / "meminfo";
   if (const auto text = sysfs::ReadFile(meminfo, 64 * 1024)) {
     static const std::map<std::string_view, std::string_view> kStates{
@@ -356,10 +365,48 @@ size_t HostTuningCollector::CollectScheduler(MetricSet& out) const {
   return added;
 }
 
+namespace {
+
+// Adds the samples of families a MetricSet produced earlier (all gauges, counters or untyped
+// here); the views point into `families`, which outlives the call.
+size_t Replay(const std::vector<prometheus::MetricFamily>& families, MetricSet& out) {
+  size_t added = 0;
+  std::vector<Label> labels;
+  for (const prometheus::MetricFamily& family : families) {
+    const MetricDesc desc{family.name, family.help, family.type};
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      labels.clear();
+      for (const auto& label : metric.label) labels.emplace_back(label.name, label.value);
+      double value = metric.untyped.value;
+      if (family.type == prometheus::MetricType::Gauge) value = metric.gauge.value;
+      if (family.type == prometheus::MetricType::Counter) value = metric.counter.value;
+      if (out.Add(desc, labels, value)) ++added;
+    }
+  }
+  return added;
+}
+
+}  // namespace
+
+size_t HostTuningCollector::CollectSlow(MetricSet& out) const {
+  std::lock_guard lock(slow_mutex_);
+  const auto now = clock_();
+  if (!slow_read_at_ || now - *slow_read_at_ >= options_.refresh_interval) {
+    MetricSet fresh;
+    CollectQueues(fresh);
+    CollectThp(fresh);
+    CollectScheduler(fresh);
+    CollectRoceConfig(fresh);
+    CollectModules(fresh);
+    slow_families_ = fresh.Take();
+    slow_read_at_ = now;
+  }
+  return Replay(slow_families_, out);
+}
+
 CollectResult HostTuningCollector::Collect(MetricSet& out) const {
   const size_t pcie = CollectPcie(out);
-  const size_t rest = CollectQueues(out) + CollectMemory(out) + CollectScheduler(out) +
-                      CollectRoceConfig(out) + CollectModules(out);
+  const size_t rest = CollectHugepages(out) + CollectSlow(out);
   CollectResult result;
   result.no_data = pcie + rest == 0;
   result.detail =

@@ -29,6 +29,12 @@ std::optional<double> ParsePcieSpeed(std::string_view text);
 // exactly one bracketed mode.
 std::optional<std::string> SelectedMode(std::string_view text);
 
+// Virtual netdevs (veth, bridges, bonds, tunnels) have no `device` link and no hardware
+// settings (PCIe, IRQs, ECN, a driver needing an RDMA provider): one lstat says so, where a
+// lookup below the link (fs::canonical, device/driver, ecn/...) walks every path component
+// (2 ms a scrape on 64 veths).
+bool HasDeviceLink(const std::filesystem::path& class_device);
+
 // One PCIe function the collector reports, found from a class device's `device` link.
 struct PcieFunction {
   std::string device;              // RDMA device name, or the netdev name for a netdev without one
@@ -41,15 +47,28 @@ struct PcieFunction {
 // functions (a `physfn` link: no link of their own) and non-PCI devices are left out.
 std::vector<PcieFunction> FindPcieFunctions(const std::filesystem::path& sysfs);
 
+struct HostTuningOptions {
+  // --collector.host.refresh-interval: how old the slowly changing settings may be; 0 reads them
+  // at every scrape.
+  std::chrono::nanoseconds refresh_interval = std::chrono::seconds(60);
+};
+
 class HostTuningCollector : public Collector {
  public:
-  HostTuningCollector(std::filesystem::path sysfs, std::filesystem::path procfs);
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  // `clock` is injectable so that tests can step over the refresh interval without sleeping.
+  HostTuningCollector(std::filesystem::path sysfs, std::filesystem::path procfs,
+                      HostTuningOptions options = {}, Clock clock = std::chrono::steady_clock::now);
   CollectResult Collect(MetricSet& out) const override;
 
  private:
+  // The slowly changing settings, read again when the last reading is older than the interval,
+  // then replayed into `out`. Returns the number of series added.
+  size_t CollectSlow(MetricSet& out) const;
   size_t CollectPcie(MetricSet& out) const;
   size_t CollectQueues(MetricSet& out) const;  // IRQ affinity and XPS of PCI netdevs
-  size_t CollectMemory(MetricSet& out) const;
+  size_t CollectThp(MetricSet& out) const;
+  size_t CollectHugepages(MetricSet& out) const;  // /proc/meminfo: free pages move at run time
   size_t CollectScheduler(MetricSet& out) const;
   // host_tuning_roce.cc: rdma_cm's default RoCE ToS (configfs), mlx5 ECN enables, and the
   // kernel modules RDMA needs (core modules, the provider of each RDMA-capable NIC driver).
@@ -60,8 +79,14 @@ class HostTuningCollector : public Collector {
 
   std::filesystem::path sysfs_;
   std::filesystem::path procfs_;
-  mutable std::mutex mutex_;
+  HostTuningOptions options_;
+  Clock clock_;
+  mutable std::mutex mutex_;  // warned_
   mutable std::set<std::string> warned_;
+  // The last reading of the slow settings (owning the label strings the replay views).
+  mutable std::mutex slow_mutex_;
+  mutable std::optional<std::chrono::steady_clock::time_point> slow_read_at_;
+  mutable std::vector<prometheus::MetricFamily> slow_families_;
 };
 
 }  // namespace rdmascope

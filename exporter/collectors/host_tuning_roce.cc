@@ -85,6 +85,8 @@ size_t HostTuningCollector::CollectRoceConfig(MetricSet& out) const {
   }
   const fs::path net = sysfs_ / "class/net";
   for (const std::string& netdev : sysfs::ListDirectory(net)) {
+    // The ECN directory belongs to the PCI netdev (mlx5e's sysfs); a virtual one has none.
+    if (!HasDeviceLink(net / netdev)) continue;
     for (const char* point : {"np", "rp"}) {
       const fs::path dir = net / netdev / "ecn" / (std::string("roce_") + point) / "enable";
       for (const std::string& priority : sysfs::ListDirectory(dir)) {
@@ -111,6 +113,7 @@ size_t HostTuningCollector::CollectModules(MetricSet& out) const {
   std::map<std::string, bool> providers;  // "driver provider" -> loaded
   const fs::path net = sysfs_ / "class/net";
   for (const std::string& netdev : sysfs::ListDirectory(net)) {
+    if (!HasDeviceLink(net / netdev)) continue;  // virtual: no driver to need a provider
     const auto driver = sysfs::ReadLinkBasename(net / netdev / "device/driver");
     if (!driver) continue;
     for (const auto& [nic_driver, provider] : kProviders) {

@@ -52,19 +52,20 @@ constexpr MetricDesc kImplicitOdp{
     "Outstanding implicit ODP registrations (length SIZE_MAX, whole address space on demand): "
     "counted in rdma_mr_outstanding_regions, not in the byte figures.",
     MetricType::Gauge};
-constexpr MetricDesc kLost{"rdma_mr_lost_total",
-                           "Events not tracked, by reason (regions: --mr.max-regions full; "
-                           "processes: --mr.max-processes full; calls, exit_events: BPF map or "
-                           "buffer full; unseen_returns: a call whose return was never seen, "
-                           "e.g. a longjmp out of it).",
-                           MetricType::Counter};
+constexpr MetricDesc kLost{
+    "rdma_mr_lost_total",
+    "Events not tracked, by reason (regions: --collector.mr.max-regions full; "
+    "processes: --collector.mr.max-processes full; calls, exit_events: BPF map or "
+    "buffer full; unseen_returns: a call whose return was never seen, "
+    "e.g. a longjmp out of it).",
+    MetricType::Counter};
 
-constexpr MetricDesc kLeakRegions{"rdma_mr_leak_suspect_regions",
-                                  "Outstanding regions registered longer ago than --mr.leak-age.",
-                                  MetricType::Gauge};
-constexpr MetricDesc kLeakBytes{"rdma_mr_leak_suspect_bytes",
-                                "Bytes of the outstanding regions older than --mr.leak-age.",
-                                MetricType::Gauge};
+constexpr MetricDesc kLeakRegions{
+    "rdma_mr_leak_suspect_regions",
+    "Outstanding regions registered longer ago than --collector.mr.leak-age.", MetricType::Gauge};
+constexpr MetricDesc kLeakBytes{
+    "rdma_mr_leak_suspect_bytes",
+    "Bytes of the outstanding regions older than --collector.mr.leak-age.", MetricType::Gauge};
 constexpr MetricDesc kNotHugeAligned{"rdma_mr_not_hugepage_aligned_bytes_total",
                                      "Bytes registered with an address or length not aligned to "
                                      "2 MiB huge pages (TLB pressure on the NIC).",
@@ -76,6 +77,24 @@ constexpr MetricDesc kAccessFlag{"rdma_mr_access_flag_seen",
                                  "1 for every IBV_ACCESS_* flag the process has registered "
                                  "memory with.",
                                  MetricType::Gauge};
+constexpr MetricDesc kByAlignment{
+    "rdma_mr_registrations_by_alignment_total",
+    "Registrations by the alignment of both address and length: 2MiB (can be backed by huge "
+    "pages), 4KiB (page-aligned only), unaligned (implicit ODP registrations in none).",
+    MetricType::Counter};
+constexpr MetricDesc kByAccessFlag{"rdma_mr_registrations_by_access_flag_total",
+                                   "Registrations with each IBV_ACCESS_* flag (a registration "
+                                   "counts once under each of its flags).",
+                                   MetricType::Counter};
+constexpr MetricDesc kReregistrations{
+    "rdma_mr_reregistrations_total",
+    "Registrations of an (address, length) range the process had deregistered before "
+    "(registration churn; ranges remembered in a bounded LRU).",
+    MetricType::Counter};
+constexpr MetricDesc kReregisteredBytes{"rdma_mr_reregistered_bytes_total",
+                                        "Bytes of the registrations counted by "
+                                        "rdma_mr_reregistrations_total.",
+                                        MetricType::Counter};
 constexpr MetricDesc kDuration{"rdma_mr_registration_duration_seconds",
                                "Time spent in ibv_reg_mr and variants (pinning pages), by "
                                "command.",
@@ -143,6 +162,13 @@ constexpr MetricDesc kHostMemory{"rdma_host_memory_bytes",
 
 }  // namespace
 
+std::string AccessFlagName(int bit) {
+  for (const AccessFlag& flag : kAccessFlags) {
+    if (flag.bit == (uint64_t{1} << bit)) return std::string(flag.name);
+  }
+  return "BIT_" + std::to_string(bit);
+}
+
 void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool by_comm) {
   if (by_comm) {
     std::map<std::string, uint64_t> sums;
@@ -205,18 +231,24 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
     out.Add(kLeakBytes, labels, static_cast<double>(proc.leak_suspect_bytes));
     out.Add(kNotHugeAligned, labels, static_cast<double>(proc.not_huge_aligned_bytes));
     out.Add(kNotPageMultiple, labels, static_cast<double>(proc.length_not_page_multiple));
-    uint64_t unnamed = proc.access_seen;
-    for (const AccessFlag& flag : kAccessFlags) {
-      if ((proc.access_seen & flag.bit) == 0) continue;
-      unnamed &= ~flag.bit;
-      out.Add(kAccessFlag, with_flag(flag.name), 1);
-    }
     for (int bit = 0; bit < 64; ++bit) {
-      if ((unnamed >> bit) & 1U) {
-        const std::string name = "BIT_" + std::to_string(bit);
-        out.Add(kAccessFlag, with_flag(name), 1);
-      }
+      if ((proc.access_seen >> bit) & 1U) out.Add(kAccessFlag, with_flag(AccessFlagName(bit)), 1);
     }
+    for (const auto& [alignment, count] : {std::pair{"2MiB", proc.aligned_huge},
+                                           {"4KiB", proc.aligned_page},
+                                           {"unaligned", proc.unaligned}}) {
+      std::vector<Label> aligned = labels;
+      aligned.emplace_back("alignment", alignment);
+      out.Add(kByAlignment, aligned, static_cast<double>(count));
+    }
+    // Only the flags used: a bounded set (32 bits), absent rather than 0 for the others.
+    for (size_t bit = 0; bit < proc.access_registrations.size(); ++bit) {
+      if (proc.access_registrations[bit] == 0) continue;
+      out.Add(kByAccessFlag, with_flag(AccessFlagName(static_cast<int>(bit))),
+              static_cast<double>(proc.access_registrations[bit]));
+    }
+    out.Add(kReregistrations, labels, static_cast<double>(proc.reregistrations));
+    out.Add(kReregisteredBytes, labels, static_cast<double>(proc.reregistered_bytes));
     lost_regions += proc.lost_regions;
   }
   for (const auto& [comm, histograms] : snapshot.histograms) {
@@ -237,6 +269,13 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
     out.Add(kExecReleasedRegions, {{"comm", comm}}, static_cast<double>(released.regions));
     out.Add(kExecReleasedBytes, {{"comm", comm}}, static_cast<double>(released.bytes));
   }
+  // A counter: the regions lost by exited processes stay in it (their retired counters; by
+  // comm they are already in the sums above), else it fell when such a process exited.
+  if (!by_comm) {
+    for (const auto& [comm, retired] : snapshot.retired_counters) {
+      lost_regions += retired.lost_regions;
+    }
+  }
   out.Add(kLost, {{"reason", "regions"}}, static_cast<double>(lost_regions));
   out.Add(kLost, {{"reason", "processes"}}, static_cast<double>(snapshot.lost_processes));
   out.Add(kLost, {{"reason", "calls"}}, static_cast<double>(snapshot.lost_calls));
@@ -245,11 +284,27 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
 }
 
 MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
-                         const std::filesystem::path& sysfs)
+                         const std::filesystem::path& sysfs,
+                         std::unique_ptr<ResourceSource> restrack)
     : pinned_(std::make_unique<UverbsHolders>(procfs, sysfs,
                                               std::chrono::seconds(options.pinned_rescan_seconds))),
       procfs_(procfs),
       by_comm_(options.aggregate_by_comm) {
+  if (!restrack) {
+    // restrack gives pids in our pid namespace (nldev.c fill_res_name_pid, task_pid_vnr),
+    // the probes in the initial one: seeding elsewhere would count a process twice.
+    if (InInitialPidNamespace(procfs_) == true) {
+      restrack = std::make_unique<NetlinkMrSource>();
+    } else {
+      log::Info(
+          "not in the host's initial pid namespace: memory regions registered before "
+          "the exporter started are not counted");
+    }
+  }
+  seed_ = std::make_unique<MrSeedTracker>(std::move(restrack), options.leak_age_ns);
+  // Before the probes attach: a region the dump lists was registered before they could see
+  // it, so it is never counted twice. One registered while they attach is in neither.
+  seed_->Seed(std::chrono::steady_clock::now());
   auto probe = MrProbe::Attach(options, std::move(procfs));
   if (probe) {
     probe_ = std::move(*probe);
@@ -276,14 +331,20 @@ CollectResult MrCollector::Collect(MetricSet& out) const {
     return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
   }
   out.Add(kProbeLinks, {{"probe", "mr"}}, static_cast<double>(probe_->link_count()));
-  const MrSnapshot snapshot = probe_->Snapshot();
+  MrSnapshot snapshot = probe_->Snapshot();
+  const auto comm_of = [this](uint32_t pid) {
+    return sysfs::ReadAttribute(procfs_ / std::to_string(pid) / "comm").value_or("");
+  };
+  const size_t seeded = seed_->Apply(std::chrono::steady_clock::now(), comm_of, snapshot);
   MapMrSnapshot(snapshot, out, by_comm_);
   std::vector<uint32_t> registrants;
   for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
   symbolizer_->Retain(registrants);
   MapPinned(pinned_->Read(registrants), out, by_comm_);
   MapHostMemory(ReadHostMemory(), out);
-  return {.detail = std::to_string(snapshot.processes.size()) + " processes with registrations"};
+  std::string detail = std::to_string(snapshot.processes.size()) + " processes with registrations";
+  if (seeded > 0) detail += ", " + std::to_string(seeded) + " regions from before the start";
+  return {.detail = detail};
 }
 
 }  // namespace rdmascope

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bpf/mr_probe.h"
+#include "collectors/mr_restrack.h"
 #include "collectors/pinned_memory.h"
 #include "core/collector.h"
 #include "sys/symbolizer.h"
@@ -17,6 +18,8 @@
 namespace rdmascope {
 
 void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm = false);
+// The `flag` label of IBV_ACCESS_* bit `bit`: "LOCAL_WRITE"... for verbs.h's, else "BIT_n".
+std::string AccessFlagName(int bit);
 void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool by_comm = false);
 void MapHostMemory(std::optional<uint64_t> total_bytes, MetricSet& out);
 
@@ -27,8 +30,12 @@ std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
 
 class MrCollector : public Collector {
  public:
+  // `restrack` lists the MRs that exist before the probes attach (mr_restrack.h); null for
+  // the kernel's own (RDMA netlink), which is read only in the host's initial pid namespace,
+  // where its pids are the probes' pids.
   MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
-              const std::filesystem::path& sysfs);
+              const std::filesystem::path& sysfs,
+              std::unique_ptr<ResourceSource> restrack = nullptr);
   CollectResult Collect(MetricSet& out) const override;
   void AddDebugRoutes(DebugRoutes& routes) override;
   std::string ProbeError() const override { return attach_error_; }
@@ -46,6 +53,7 @@ class MrCollector : public Collector {
   std::optional<uint64_t> ReadHostMemory() const;
 
   std::unique_ptr<MrProbe> probe_;
+  std::unique_ptr<MrSeedTracker> seed_;  // regions registered before the probes attached
   std::unique_ptr<UverbsHolders> pinned_;
   std::unique_ptr<sys::Symbolizer> symbolizer_ = std::make_unique<sys::Symbolizer>();
   std::string attach_error_;

@@ -55,6 +55,10 @@ std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) 
     std::error_code ec;
     const bool physical = snap.numa_node || std::filesystem::exists(parent, ec);
     if (dcb && physical) snap.pfc = Keep(dcb->QueryPfc(name), name, "dcb-pfc");
+    if (snap.pfc && !snap.pfc->dscp_error.empty()) {
+      log::Debug("netdev query failed: DCB APP table unusable, no DSCP trust series",
+                 {{"device", name}, {"query", "dcb-app"}, {"err", snap.pfc->dscp_error}});
+    }
     if (physical) {
       for (const char* error : {"crc", "frame", "fifo", "missed"}) {
         const auto file = dir / "statistics" / (std::string("rx_") + error + "_errors");

@@ -139,6 +139,7 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
                            .lost_cqs = file->header.lost_cqs,
                            .lost_srqs = file->header.lost_srqs,
                            .lost_qps = file->header.lost_qps,
+                           .message_sizes = file->header.sizes_off == 0,
                            .sample_period = file->header.sample_period};
   for (const occ_cq& cq : file->cqs) {
     if (!cq.in_use) continue;
@@ -205,6 +206,7 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
     // Per process, never per QP: a process may have thousands of QPs.
     for (const auto& [direction, sizes] :
          {std::pair{"send", &process.send}, std::pair{"recv", &process.recv}}) {
+      if (!process.message_sizes) break;  // not counted: absent, not 0
       uint64_t count = 0;
       const auto buckets = Cumulative(sizes->buckets, 0, 1.0, count);
       const Label dir{"direction", direction};
@@ -222,7 +224,41 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
 
 OccupancyCollector::OccupancyCollector(const OccupancyOptions& options,
                                        std::filesystem::path procfs)
-    : dir_(options.dir), procfs_(std::move(procfs)), keep_stale_files_(options.keep_stale_files) {}
+    : dir_(options.dir), procfs_(std::move(procfs)) {
+  HoldReaderLock();
+}
+
+OccupancyCollector::~OccupancyCollector() {
+  if (reader_fd_ >= 0) ::close(reader_fd_);
+}
+
+void OccupancyCollector::HoldReaderLock() const {
+  std::lock_guard lock(reader_mutex_);
+  if (reader_fd_ >= 0) return;
+  const auto path = dir_ / OCC_READERS_FILE;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  struct flock shared {};
+  shared.l_type = F_RDLCK;
+  shared.l_whence = SEEK_SET;
+  if (fd >= 0 && fcntl(fd, F_OFD_SETLK, &shared) == 0) {
+    reader_fd_ = fd;
+    return;
+  }
+  const int err = errno;
+  if (fd >= 0) ::close(fd);
+  if (!reader_failure_logged_) {
+    reader_failure_logged_ = true;
+    log::Debug(
+        "preload reader lock not held: exiting processes delete their stats files, so "
+        "their last interval is not served",
+        {{"path", path.string()}, {"err", std::strerror(err)}});
+  }
+}
+
+void OccupancyCollector::SetFinishedObserver(FinishedObserver observer) {
+  std::lock_guard lock(observer_mutex_);
+  finished_observer_ = std::move(observer);
+}
 
 namespace {
 
@@ -305,7 +341,9 @@ static std::optional<bool> HeldByItsProcess(int fd) {
 }
 
 CollectResult OccupancyCollector::Collect(MetricSet& out) const {
+  HoldReaderLock();
   std::vector<OccupancyProcess> processes;
+  std::vector<size_t> finished;  // indexes in `processes` of the stale files' processes
   size_t rejected = 0;
   for (const std::string& name : sysfs::ListDirectory(dir_)) {
     if (!name.ends_with(".occ")) continue;
@@ -322,7 +360,6 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     // Deleted only if the name still is the inode tested (an application may have created a
     // new file there).
     const auto remove_if_same = [&] {
-      if (keep_stale_files_) return;
       struct stat now {};
       if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
         std::error_code ec;
@@ -360,10 +397,14 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     auto process = ParseOccupancyFile({static_cast<const uint8_t*>(map.data), map.size});
     // Nobody holds its lock: its process exited, was killed or exec'd (or died before
     // writing the header: magic still 0). The liveness test needs no /proc, so it holds for
-    // processes of other pid namespaces too.
+    // processes of other pid namespaces too. Its final figures are served this once (the
+    // library leaves the file at exit for this), then the file goes.
     const auto* header = static_cast<const occ_header*>(map.data);
     if (!*held && (process || header->magic == 0)) {
       remove_if_same();
+      if (!process) continue;
+      finished.push_back(processes.size());
+      processes.push_back(std::move(*process));
       continue;
     }
     if (!process) {
@@ -381,6 +422,12 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
   }
   TranslatePids(processes, procfs_);
   MapOccupancy(processes, out);
+  if (!finished.empty()) {
+    std::lock_guard lock(observer_mutex_);
+    if (finished_observer_) {
+      for (size_t i : finished) finished_observer_(processes[i]);
+    }
+  }
   return {.detail = std::to_string(processes.size()) + " processes with the preload library"};
 }
 

@@ -1,13 +1,18 @@
 // The occupancy collector: exact CQ and SRQ fill levels of the applications that run with the
 // opt-in preload library (preload/, LD_PRELOAD=librdmascope_preload.so), read from their
-// stats files in --occupancy.dir (one per process image, preload/stats_file.h). A file no
-// process holds locked (its process exited, was killed or exec'd) is deleted.
+// stats files in --collector.occupancy.dir (one per process image, preload/stats_file.h). A file no
+// process holds locked (its process exited, was killed or exec'd) holds that process's final
+// figures: they are served by the collection that finds it (so the last interval counts),
+// handed to the finished-process observer if one is set (`rdmascope profile`), and the file is
+// deleted. One read-then-delete path for serve and profile.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -18,9 +23,6 @@ namespace rdmascope {
 
 struct OccupancyOptions {
   std::filesystem::path dir = "/run/rdmascope";
-  // Stale files (their process exited) are skipped but not deleted: `rdmascope profile` reads
-  // the final figures of its program's file after the exit and removes its private directory.
-  bool keep_stale_files = false;
 };
 
 struct OccupancyCq {
@@ -62,6 +64,9 @@ struct OccupancyProcess {
   uint64_t lost_qps = 0;
   std::vector<OccupancyCq> cqs;
   std::vector<OccupancySrq> srqs;
+  // false when the library counted no message sizes (RDMASCOPE_PRELOAD_MESSAGE_SIZES unset):
+  // send and recv are then not figures, and their series are absent.
+  bool message_sizes = true;
   OccupancySizes send;  // ibv_post_send
   OccupancySizes recv;  // ibv_post_recv and ibv_post_srq_recv
   // Sampled post-to-poll times of signalled sends: latency_buckets[i] counts times in
@@ -79,12 +84,28 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
 class OccupancyCollector : public Collector {
  public:
   OccupancyCollector(const OccupancyOptions& options, std::filesystem::path procfs);
+  ~OccupancyCollector() override;
   CollectResult Collect(MetricSet& out) const override;
+
+  // Called, from the collecting thread, with the final figures of each process whose stale
+  // file a collection read (once per file, just before deleting it).
+  using FinishedObserver = std::function<void(const OccupancyProcess&)>;
+  void SetFinishedObserver(FinishedObserver observer);
 
  private:
   std::filesystem::path dir_;
   std::filesystem::path procfs_;
-  bool keep_stale_files_ = false;
+  mutable std::mutex observer_mutex_;
+  FinishedObserver finished_observer_;
+
+  // A read lock on <dir>/.readers (stats_file.h) for the collector's life: while it is held,
+  // libraries exiting leave their files for us to serve once; without it they delete them.
+  // Taken at construction, retried by each collection until held (the directory may appear
+  // later: the first preloaded process creates it).
+  void HoldReaderLock() const;
+  mutable std::mutex reader_mutex_;
+  mutable int reader_fd_ = -1;
+  mutable bool reader_failure_logged_ = false;
 };
 
 }  // namespace rdmascope

@@ -209,7 +209,7 @@ PerfCollector::PerfCollector(const PerfOptions& options, std::filesystem::path s
   online_ = topology_.online;
   const auto groups =
       sys::ParseEventGroups(options.events.empty() ? DefaultPerfEvents(sysfs) : options.events);
-  if (!groups) throw std::invalid_argument("--perf.event: " + groups.error());
+  if (!groups) throw std::invalid_argument("--collector.perf.event: " + groups.error());
   std::vector<sys::PerfEventSpec> specs;
   for (const auto& group : *groups) {
     std::vector<size_t> members;

@@ -22,7 +22,7 @@
 namespace rdmascope {
 
 struct PerfOptions {
-  std::vector<std::string> events;  // --perf.event; empty: the defaults
+  std::vector<std::string> events;  // --collector.perf.event; empty: the defaults
   bool per_cpu = false;             // series per CPU instead of per NUMA node
 };
 

@@ -1,10 +1,16 @@
 #include "collectors/rdma_sysfs.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <span>
+#include <stdexcept>
 
+#include "core/log.h"
 #include "core/sysfs.h"
 
 namespace rdmascope {
@@ -162,10 +168,10 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
   text = sysfs::Trim(text);
   const auto space = text.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
-  double gbits = 0;
-  const std::string_view number = text.substr(0, space);
-  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), gbits);
-  if (ec != std::errc() || end != number.data() + number.size() || gbits < 0) return std::nullopt;
+  // ParseDouble refuses "nan" and "inf": from_chars took them (a NaN or infinite rate).
+  const auto parsed = sysfs::ParseDouble(text.substr(0, space));
+  if (!parsed || *parsed < 0) return std::nullopt;
+  const double gbits = *parsed;
   const std::string_view unit = text.substr(space + 1);
   if (unit.starts_with("GB/sec") && gbits == 0) return 0.0;
   if (!unit.starts_with("Gb/sec")) return std::nullopt;
@@ -206,7 +212,14 @@ void MergeLegacyExtendedCounters(RdmaPort& port,
 std::vector<RdmaDevice> ReadRdmaDevices(const fs::path& sysfs, const NameFilter& devices) {
   std::vector<RdmaDevice> out;
   const fs::path class_dir = sysfs / "class" / "infiniband";
-  for (const std::string& name : sysfs::ListDirectory(class_dir)) {
+  // Absent: no RDMA device (no data). Present but unreadable (EACCES, EMFILE...): a failure with
+  // its reason, never "no RDMA device on this host".
+  const auto names = sysfs::ListDirectoryChecked(class_dir);
+  if (!names) {
+    throw std::runtime_error("cannot list " + class_dir.string() + ": " +
+                             std::strerror(names.error()));
+  }
+  for (const std::string& name : *names) {
     if (!devices.Allows(name)) continue;
     const fs::path dir = class_dir / name;
     RdmaDevice device{.name = name};
@@ -229,6 +242,14 @@ std::vector<RdmaDevice> ReadRdmaDevices(const fs::path& sysfs, const NameFilter&
     }
     std::sort(device.ports.begin(), device.ports.end(),
               [](const RdmaPort& a, const RdmaPort& b) { return a.number < b.number; });
+    // A device removed while we read it (hot unplug, driver unbind, a VF destroyed, a rename)
+    // left the rest of its reads missing and its identity labels empty: that snapshot would
+    // name a device that is gone, with an info series of empty labels. Dropped; its series are
+    // missing from this scrape, as they are from the next.
+    if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) {
+      log::Debug("RDMA device vanished while read", {{"device", name}});
+      continue;
+    }
     out.push_back(std::move(device));
   }
   return out;

@@ -50,7 +50,7 @@ std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
 }
 
 std::unique_ptr<Collector> MakeHostTuning(const ServeConfig& config) {
-  return std::make_unique<HostTuningCollector>(config.sysfs, config.procfs);
+  return std::make_unique<HostTuningCollector>(config.sysfs, config.procfs, config.host);
 }
 
 constexpr std::array<CollectorEntry, 8> kCollectors{{

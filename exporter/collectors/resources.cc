@@ -23,7 +23,7 @@ constexpr MetricDesc kDeviceResources{
 constexpr MetricDesc kProcessResources{
     "rdma_process_resources",
     "RDMA objects held, by owner: pid (\"kernel\" for kernel consumers, \"other\" for the "
-    "processes beyond --resources.max-processes) and comm.",
+    "processes beyond --collector.resources.max-processes) and comm.",
     MetricType::Gauge};
 constexpr MetricDesc kProcessCqEntries{"rdma_process_cq_entries",
                                        "Summed capacity of the owner's completion queues.",

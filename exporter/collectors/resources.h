@@ -1,10 +1,10 @@
 // The resources collector: RDMA objects (PD, CQ, QP, MR, SRQ, context, CM id) per device and
 // per owning process, from the kernel's resource tracking over RDMA netlink (`rdma res show`).
 //
-// Processes are ranked by the number of objects they hold; the top --resources.max-processes
-// keep their own series and the rest are summed under pid="other", so a host running
-// thousands of short-lived RDMA jobs cannot blow up cardinality. Kernel consumers are
-// labelled pid="kernel" with their kernel name as comm (ib_core, rdma_cm...).
+// Processes are ranked by the number of objects they hold; the top
+// --collector.resources.max-processes keep their own series and the rest are summed under
+// pid="other", so a host running thousands of short-lived RDMA jobs cannot blow up cardinality.
+// Kernel consumers are labelled pid="kernel" with their kernel name as comm (ib_core, rdma_cm...).
 #pragma once
 
 #include <cstddef>

@@ -36,13 +36,14 @@ constexpr MetricDesc kMaxSendWrs{
     "Largest send queue depth (max_send_wr as the provider granted it) of the process's RC QPs "
     "on the device: the QP holding the most work-queue memory.",
     MetricType::Gauge};
-constexpr MetricDesc kOmitted{"rdmascope_verbs_queues_omitted",
-                              "CQs and SRQs not exported this scrape (--verbs.max-queue-series).",
-                              MetricType::Gauge};
+constexpr MetricDesc kOmitted{
+    "rdmascope_verbs_queues_omitted",
+    "CQs and SRQs not exported this scrape (--collector.verbs.max-queue-series).",
+    MetricType::Gauge};
 constexpr MetricDesc kLost{"rdma_verbs_lost_total",
                            "Verbs calls or objects not tracked because a BPF map was full, by "
-                           "reason (objects: --verbs.max-queues; processes: "
-                           "--verbs.max-processes).",
+                           "reason (objects: --collector.verbs.max-queues; processes: "
+                           "--collector.verbs.max-processes).",
                            MetricType::Counter};
 
 // enum ibv_event_type, in order.

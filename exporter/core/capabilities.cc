@@ -70,15 +70,13 @@ bool Has(cap_t caps, Capability cap, cap_flag_t flag) {
 
 std::span<const CollectorNeeds> Needs() { return kNeeds; }
 
-CapabilitySet ServingNeeds(const std::map<std::string, bool>& enabled, int port) {
+CapabilitySet ServingNeeds(const std::map<std::string, bool>& enabled) {
   CapabilitySet needs;
   for (const CollectorNeeds& entry : kNeeds) {
     const auto found = enabled.find(std::string(entry.collector));
     if (found != enabled.end() && found->second)
       needs.insert(entry.serve.begin(), entry.serve.end());
   }
-  // Below net.ipv4.ip_unprivileged_port_start (1024 unless changed) bind(2) needs it.
-  if (port > 0 && port < 1024) needs.insert(CAP_NET_BIND_SERVICE);
   return needs;
 }
 

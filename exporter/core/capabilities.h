@@ -26,9 +26,10 @@ struct CollectorNeeds {
 // One entry per collector of collectors/registry.cc.
 std::span<const CollectorNeeds> Needs();
 
-// The default of --capabilities.keep: what the enabled collectors need while serving, plus
-// CAP_NET_BIND_SERVICE when `port` is privileged (the listening socket is bound after the drop).
-CapabilitySet ServingNeeds(const std::map<std::string, bool>& enabled, int port);
+// The default of --capabilities.keep: what the enabled collectors need while serving. Never
+// CAP_NET_BIND_SERVICE: the listening socket is bound before the drop (a privileged port needs
+// it at start-up only) and reloads reuse that socket.
+CapabilitySet ServingNeeds(const std::map<std::string, bool>& enabled);
 
 // "cap_net_admin,perfmon" (libcap names, "cap_" optional, any case) -> set; "none" is the empty
 // set. CAP_SYS_ADMIN and CAP_BPF are refused: they give the whole kernel away and no scrape

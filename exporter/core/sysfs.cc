@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <clocale>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 namespace rdmascope::sysfs {
@@ -31,6 +34,29 @@ std::optional<Int> ParseInteger(std::string_view text) {
 }
 
 }  // namespace
+
+std::optional<double> ParseDouble(std::string_view text) {
+  double value = 0;
+#if defined(_LIBCPP_VERSION) && _LIBCPP_VERSION < 200000
+  // libc++ before 20 has no floating-point from_chars (the fuzzing build uses libc++ 16):
+  // strtod_l in the C locale on a bounded copy, refusing what from_chars refuses (leading
+  // blanks or '+', hexadecimal).
+  if (text.empty() || text.size() > 64 || text.front() == '+' || Trim(text) != text ||
+      text.find_first_of("xX") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  static const locale_t c_locale = newlocale(LC_ALL_MASK, "C", nullptr);
+  const std::string copy(text);
+  char* end = nullptr;
+  value = strtod_l(copy.c_str(), &end, c_locale);
+  if (end != copy.c_str() + copy.size()) return std::nullopt;
+#else
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+#endif
+  if (!std::isfinite(value)) return std::nullopt;
+  return value;
+}
 
 std::string_view Trim(std::string_view text) {
   const auto blank = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
@@ -95,15 +121,28 @@ std::optional<int64_t> ReadSigned(const std::filesystem::path& path) {
 }
 
 std::vector<std::string> ListDirectory(const std::filesystem::path& path) {
+  return ListDirectoryChecked(path).value_or(std::vector<std::string>{});
+}
+
+std::expected<std::vector<std::string>, int> ListDirectoryChecked(
+    const std::filesystem::path& path) {
   std::vector<std::string> names;
   DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) return names;
-  while (const dirent* entry = ::readdir(dir)) {
+  if (dir == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) return names;
+    return std::unexpected(errno);
+  }
+  for (;;) {
+    errno = 0;  // readdir's end and its failure both return null: errno tells them apart
+    const dirent* entry = ::readdir(dir);
+    if (entry == nullptr) break;
     const std::string_view name = entry->d_name;
     if (name == "." || name == "..") continue;
     names.emplace_back(name);
   }
+  const int error = errno;
   ::closedir(dir);
+  if (error != 0) return std::unexpected(error);
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -26,9 +27,18 @@ std::optional<int64_t> ReadSigned(const std::filesystem::path& path);
 
 std::optional<uint64_t> ParseUnsigned(std::string_view text);
 std::optional<int64_t> ParseSigned(std::string_view text);
+// A finite decimal number, the whole text ("25.78125", "8.0", "6.103515625e-5"); nullopt for
+// anything else, "nan" and "inf" included (no kernel file means them as a figure).
+std::optional<double> ParseDouble(std::string_view text);
 
 // Names of the entries of a directory, sorted; empty when it cannot be read.
 std::vector<std::string> ListDirectory(const std::filesystem::path& path);
+// The same, telling "nothing there" from "cannot see": a directory that is absent (ENOENT,
+// ENOTDIR) is empty, one that exists but cannot be listed (EACCES, EMFILE, ENOMEM, EIO, a
+// readdir error part-way) is its errno. For the directories whose emptiness means "no such
+// device on this host" (a claim a collector must not make when it simply could not look).
+std::expected<std::vector<std::string>, int> ListDirectoryChecked(
+    const std::filesystem::path& path);
 
 // Target name of a symlink's last component (e.g. the driver of a device), if any.
 std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path);

@@ -38,6 +38,7 @@ constexpr Check kChecks[] = {
     {"roce.gid_index", "roce", kRdma, "rdmanoroutablerocev2gid", &CheckGidIndex},
     {"roce.cqe_compression", "roce", kRdmaEthtool, "rdmacqecompressionoff", &CheckCqeCompression},
     {"roce.default_tos", "roce", kRdmaHost, "roce-default-tos", &CheckDefaultTos},
+    {"roce.dscp_trust", "roce", kRdmaEthtool, "rdmarocedscpnotonpfcpriority", &CheckDscpTrust},
     {"roce.ecn", "roce", kRdmaHost, "rdmacongestionnotifications", &CheckEcn},
     {"nic.pcie_link", "nic", kHost, "rdmapciedowntrained", &CheckPcieLink},
     {"nic.firmware_uniform", "nic", kRdma, "rdmafirmwaremismatch", &CheckFirmwareUniform},

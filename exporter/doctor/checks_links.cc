@@ -241,39 +241,69 @@ std::vector<Finding> CheckActiveMtu(const Snapshot& now, const Snapshot*,
   return findings;
 }
 
+namespace {
+
+// The window checks of counters that must not move: one row each, run over every metric named.
+struct MustNotMove {
+  const char* id;
+  const char* metrics[2];  // the second may be nullptr
+  const char* what;
+  const char* runbook;
+  const char* advice;
+  bool roce_netdevs_only;
+};
+
+constexpr MustNotMove kCrcErrors{
+    "links.crc_errors",
+    {"rdma_netdev_crc_errors_total"},
+    "CRC/FCS errors",
+    "rdmacrcerrors",
+    "corrupted frames are dropped and RDMA retransmits them: reseat or replace the cable or "
+    "transceiver, and check the switch port's error counters",
+    true};
+constexpr MustNotMove kSymbolErrors{
+    "links.symbol_errors",
+    {"rdma_netdev_symbol_errors_total", "rdma_port_symbol_errors_total"},
+    "symbol errors",
+    "rdmasymbolerrors",
+    "a marginal link (symbol errors come before CRC errors and link downs): reseat or replace "
+    "the cable or transceiver, and check the switch port",
+    false};
+constexpr MustNotMove kLinkDowned{
+    "links.link_downed",
+    {"rdma_port_link_downed_total"},
+    "link downs",
+    "rdmalinkflapping",
+    "the link went down during the window, dropping every connection on the port: reseat or "
+    "replace the cable or transceiver; check the switch port's log",
+    false};
+
+std::vector<Finding> Run(const MustNotMove& check, const Snapshot& now, const Snapshot* before) {
+  std::vector<Finding> findings;
+  for (const char* metric : check.metrics) {
+    if (metric == nullptr) continue;
+    auto found = CounterMustNotIncrease(now, before, check.id, metric, check.what, check.runbook,
+                                        check.advice, check.roce_netdevs_only);
+    std::move(found.begin(), found.end(), std::back_inserter(findings));
+  }
+  return findings;
+}
+
+}  // namespace
+
 std::vector<Finding> CheckCrcErrors(const Snapshot& now, const Snapshot* before,
                                     const DoctorOptions&) {
-  return CounterMustNotIncrease(
-      now, before, "links.crc_errors", "rdma_netdev_crc_errors_total", "CRC/FCS errors",
-      "rdmacrcerrors",
-      "corrupted frames are dropped and RDMA retransmits them: reseat or replace the cable or "
-      "transceiver, and check the switch port's error counters",
-      /*roce_netdevs_only=*/true);
+  return Run(kCrcErrors, now, before);
 }
 
 std::vector<Finding> CheckSymbolErrors(const Snapshot& now, const Snapshot* before,
                                        const DoctorOptions&) {
-  const std::string advice =
-      "a marginal link (symbol errors come before CRC errors and link downs): reseat or replace "
-      "the cable or transceiver, and check the switch port";
-  auto findings =
-      CounterMustNotIncrease(now, before, "links.symbol_errors", "rdma_netdev_symbol_errors_total",
-                             "symbol errors", "rdmasymbolerrors", advice, false);
-  auto port =
-      CounterMustNotIncrease(now, before, "links.symbol_errors", "rdma_port_symbol_errors_total",
-                             "symbol errors", "rdmasymbolerrors", advice, false);
-  findings.insert(findings.end(), port.begin(), port.end());
-  return findings;
+  return Run(kSymbolErrors, now, before);
 }
 
 std::vector<Finding> CheckLinkDowned(const Snapshot& now, const Snapshot* before,
                                      const DoctorOptions&) {
-  return CounterMustNotIncrease(
-      now, before, "links.link_downed", "rdma_port_link_downed_total", "link downs",
-      "rdmalinkflapping",
-      "the link went down during the window, dropping every connection on the port: reseat or "
-      "replace the cable or transceiver; check the switch port's log",
-      false);
+  return Run(kLinkDowned, now, before);
 }
 
 std::vector<Finding> CheckIbaErrors(const Snapshot& now, const Snapshot*,

@@ -151,7 +151,8 @@ std::vector<Finding> CheckMrLeak(const Snapshot& now, const Snapshot*, const Doc
   const std::string runbook = "rdmamrleak";
   if (now.history() == nullptr) return {NothingToCheck(id, kArea, runbook, kNoExporter)};
   std::vector<Finding> findings;
-  // RdmaMrLeak: outstanding bytes growing and regions older than --mr.leak-age still held.
+  // RdmaMrLeak: outstanding bytes growing and regions older than --collector.mr.leak-age still
+  // held.
   for (const Sample* outstanding : now.Find("rdma_mr_outstanding_bytes")) {
     Scope scope = ProcessScope(*outstanding);
     const auto growth = GrowthOf(now, "rdma_mr_outstanding_bytes", *outstanding);
@@ -166,7 +167,7 @@ std::vector<Finding> CheckMrLeak(const Snapshot& now, const Snapshot*, const Doc
         Make(id, kArea, leaking ? Severity::kWarn : Severity::kOk, std::move(scope), runbook);
     finding.observed = "outstanding MR bytes " + Bytes(growth->from) + " -> " + Bytes(growth->to) +
                        " over " + Span(growth->seconds) + ", " + Bytes(old_bytes) +
-                       " in regions older than --mr.leak-age";
+                       " in regions older than --collector.mr.leak-age";
     finding.expected = "outstanding bytes not growing while old regions stay registered";
     if (leaking) {
       const double rate = (growth->to - growth->from) / growth->seconds;

@@ -1,6 +1,7 @@
-// RoCE configuration outside the NIC's DCB state, and the kernel modules RDMA needs:
-// rdma_cm's default ToS (configfs), the mlx5 ECN enables of the RoCE priority, missing
-// modules. Inputs of the host collector (collectors/host_tuning_roce.cc). checks_roce_config.cc.
+// RoCE configuration beyond PFC, and the kernel modules RDMA needs: rdma_cm's default ToS
+// (configfs), the mlx5 ECN enables of the RoCE priority, missing modules (inputs of the host
+// collector, collectors/host_tuning_roce.cc; checks_roce_config.cc), and the DSCP trust of the
+// NIC (the ethtool collector's DCB APP table series; checks_roce_dscp.cc).
 #pragma once
 
 #include <vector>
@@ -13,6 +14,7 @@ namespace rdmascope::doctor {
 
 std::vector<Finding> CheckDefaultTos(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckEcn(const Snapshot&, const Snapshot*, const DoctorOptions&);
+std::vector<Finding> CheckDscpTrust(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckKernelModules(const Snapshot&, const Snapshot*, const DoctorOptions&);
 
 }  // namespace rdmascope::doctor

@@ -20,13 +20,25 @@ struct DoctorOptions {
   bool window_set = false;                 // --window given: passed on to /doctor as ?window=
   std::string exporter = "auto";           // URL, "auto" (the local serve if it answers), "none"
   uint64_t exporter_timeout_ns = 5'000'000'000ULL;  // the whole GET of /doctor
+  // An exporter behind --web.config.file (cli/http_get.h): the CA its certificate chains to,
+  // a client certificate and key (mTLS), basic auth with the password read from a file (never
+  // on the command line, where `ps` shows it).
+  std::string exporter_ca_file;
+  std::string exporter_cert_file;
+  std::string exporter_key_file;
+  bool exporter_insecure_skip_verify = false;
+  std::string exporter_username;
+  std::string exporter_password_file;
   Format format = Format::kText;
   bool show_skipped = false;       // text: a block per skipped check instead of one summary line
   bool fail_on_crit_only = false;  // --fail-on=crit: warn exits 0
   int roce_priority = 3;           // RdmaPfcNotOnRocePriority's priority="3"
-  double min_netdev_mtu = 4200;    // RdmaNetdevMtuTooSmallForRoce
-  double cq_ratio_warn = 1.5;      // RdmaCqUndersized: capacity < 1.5 x feeding WRs
-  double cq_ratio_crit = 1.0;      // capacity below the feeding WRs: overflow is possible
+  // roce.dscp_trust: the DSCP RoCE is sent with when rdma_cm has no default ToS: 26, NVIDIA's
+  // lossless RoCE configuration (ToS 106), as RdmaRoceDscpNotOnPfcPriority's dscp="26".
+  int roce_dscp = 26;
+  double min_netdev_mtu = 4200;            // RdmaNetdevMtuTooSmallForRoce
+  double cq_ratio_warn = 1.5;              // RdmaCqUndersized: capacity < 1.5 x feeding WRs
+  double cq_ratio_crit = 1.0;              // capacity below the feeding WRs: overflow is possible
   double retransmissions_per_second = 10;  // RdmaRetransmissions
   double remote_numa_ratio = 0.5;          // RdmaProcessOffNicNumaNode
   double memlock_warn_ratio = 0.8;         // pinned / RLIMIT_MEMLOCK

@@ -9,27 +9,49 @@
 namespace rdmascope::doctor {
 namespace {
 
-struct NumericThreshold {
-  std::string_view name;  // the flag without --doctor.
-  double DoctorOptions::*member;
-  bool positive;  // 0 is not a usable value
+constexpr NumericThreshold kNumeric[] = {
+    {"min-netdev-mtu", &DoctorOptions::min_netdev_mtu, true,
+     "Smallest netdev MTU of a RoCE interface (4096-byte RDMA payloads need about 4200)"},
+    {"cq-ratio-warn", &DoctorOptions::cq_ratio_warn, true,
+     "CQ capacity below this multiple of the WRs feeding it warns"},
+    {"cq-ratio-crit", &DoctorOptions::cq_ratio_crit, true,
+     "CQ capacity below this multiple of the WRs feeding it is critical"},
+    {"retransmissions-per-second", &DoctorOptions::retransmissions_per_second, false,
+     "Retransmission events per second per port above which doctor warns"},
+    {"remote-numa-ratio", &DoctorOptions::remote_numa_ratio, false,
+     "Share of a process's RDMA threads on another NUMA node than its NIC's above which doctor "
+     "warns"},
+    {"memlock-warn-ratio", &DoctorOptions::memlock_warn_ratio, true,
+     "Pinned memory as a share of RLIMIT_MEMLOCK from which doctor warns (critical at the "
+     "limit)"},
+    {"hugepage-unaligned-ratio", &DoctorOptions::hugepage_unaligned_ratio, false,
+     "Share of registered bytes not 2 MiB-aligned above which doctor reports (info)"},
+    {"pinned-growth-bytes", &DoctorOptions::pinned_growth_bytes, false,
+     "Growth of a process's pinned memory (VmPin) over the exporter's kept history (at most an "
+     "hour) above which doctor warns"},
+    {"message-size", &DoctorOptions::message_size_bytes, true,
+     "Bytes per send WR for queues.qp_depth when the preload library measured none"},
+    {"qp-depth-excess", &DoctorOptions::qp_depth_excess, true,
+     "queues.qp_depth reports (info) an RC send queue deeper than this many times the "
+     "recommended depth"},
+    {"qps-per-core", &DoctorOptions::qps_per_core, false,
+     "Connected QPs per online CPU below which queues.qps_per_core reports (info)"},
+    {"nodes", &DoctorOptions::nodes, false,
+     "Nodes the application exchanges messages with (queues.srq_sizing; 0: unknown)"},
+    {"flows", &DoctorOptions::flows, false,
+     "Average concurrent flows per node (queues.srq_sizing: limit and depth >= nodes x flows x "
+     "1.2; 0: unknown)"},
+    {"registrations-per-second", &DoctorOptions::registrations_per_second, false,
+     "Registrations per second (nearly all deregistered again) above which "
+     "memory.registration_churn warns"},
 };
 
-constexpr NumericThreshold kThresholds[] = {
-    {"min-netdev-mtu", &DoctorOptions::min_netdev_mtu, true},
-    {"cq-ratio-warn", &DoctorOptions::cq_ratio_warn, true},
-    {"cq-ratio-crit", &DoctorOptions::cq_ratio_crit, true},
-    {"retransmissions-per-second", &DoctorOptions::retransmissions_per_second, false},
-    {"remote-numa-ratio", &DoctorOptions::remote_numa_ratio, false},
-    {"memlock-warn-ratio", &DoctorOptions::memlock_warn_ratio, true},
-    {"hugepage-unaligned-ratio", &DoctorOptions::hugepage_unaligned_ratio, false},
-    {"pinned-growth-bytes", &DoctorOptions::pinned_growth_bytes, false},
-    {"message-size", &DoctorOptions::message_size_bytes, true},
-    {"qp-depth-excess", &DoctorOptions::qp_depth_excess, true},
-    {"qps-per-core", &DoctorOptions::qps_per_core, false},
-    {"nodes", &DoctorOptions::nodes, false},
-    {"flows", &DoctorOptions::flows, false},
-    {"registrations-per-second", &DoctorOptions::registrations_per_second, false},
+constexpr IntegerThreshold kInteger[] = {
+    {"roce-priority", &DoctorOptions::roce_priority, 7,
+     "Priority (0-7) RoCE traffic runs on: PFC must be on for it"},
+    {"roce-dscp", &DoctorOptions::roce_dscp, 63,
+     "DSCP (0-63) RoCE traffic is sent with when rdma_cm has no default ToS (roce.dscp_trust "
+     "wants it on the RoCE priority); 26 is ToS 106"},
 };
 
 std::optional<double> ParseNumber(std::string_view text) {
@@ -52,6 +74,9 @@ std::string Text(double value) {
 
 }  // namespace
 
+std::span<const NumericThreshold> NumericThresholds() { return kNumeric; }
+std::span<const IntegerThreshold> IntegerThresholds() { return kInteger; }
+
 std::optional<double> ParseRttSeconds(std::string_view text) {
   if (text.ends_with("us")) {
     const auto us = ParseNumber(text.substr(0, text.size() - 2));
@@ -72,15 +97,17 @@ std::expected<bool, std::string> ApplyThreshold(std::string_view name, std::stri
     options.rtt_seconds = *seconds;
     return true;
   }
-  if (name == "roce-priority") {
-    const auto priority = ParseNumber(value);
-    if (!priority || *priority > 7 || *priority != std::floor(*priority)) {
-      return std::unexpected("roce-priority must be 0-7: " + std::string(value));
+  for (const IntegerThreshold& threshold : kInteger) {
+    if (name != threshold.name) continue;
+    const auto number = ParseNumber(value);
+    if (!number || *number > threshold.max || *number != std::floor(*number)) {
+      return std::unexpected(std::string(name) + " must be 0-" + std::to_string(threshold.max) +
+                             ": " + std::string(value));
     }
-    options.roce_priority = static_cast<int>(*priority);
+    options.*threshold.member = static_cast<int>(*number);
     return true;
   }
-  for (const NumericThreshold& threshold : kThresholds) {
+  for (const NumericThreshold& threshold : kNumeric) {
     if (name != threshold.name) continue;
     const auto number = ParseNumber(value);
     if (!number || (threshold.positive && *number == 0)) {
@@ -103,12 +130,14 @@ std::string ThresholdQuery(const DoctorOptions& options) {
   const auto add = [&query](std::string_view name, const std::string& value) {
     query += (query.empty() ? "" : "&") + std::string(name) + "=" + value;
   };
-  if (options.roce_priority != defaults.roce_priority) {
-    add("roce-priority", std::to_string(options.roce_priority));
+  for (const IntegerThreshold& threshold : kInteger) {
+    if (options.*threshold.member != defaults.*threshold.member) {
+      add(threshold.name, std::to_string(options.*threshold.member));
+    }
   }
   if (options.rtt_seconds != defaults.rtt_seconds)
     add("rtt", Text(options.rtt_seconds * 1e6) + "us");
-  for (const NumericThreshold& threshold : kThresholds) {
+  for (const NumericThreshold& threshold : kNumeric) {
     if (options.*threshold.member != defaults.*threshold.member) {
       add(threshold.name, Text(options.*threshold.member));
     }

@@ -6,12 +6,33 @@
 
 #include <expected>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
 #include "doctor/options.h"
 
 namespace rdmascope::doctor {
+
+// doctor's numeric thresholds: --doctor.NAME on the command line (cli/doctor.cc), NAME in
+// /doctor's query. One table, so that the flags, the query parameters and what
+// `doctor --exporter` sends cannot drift apart.
+struct NumericThreshold {
+  std::string_view name;  // the flag without --doctor.
+  double DoctorOptions::*member;
+  bool positive;  // 0 is not a usable value
+  std::string_view help;
+};
+std::span<const NumericThreshold> NumericThresholds();
+
+// The same for the integer ones (a priority, a DSCP): 0 to `max`.
+struct IntegerThreshold {
+  std::string_view name;
+  int DoctorOptions::*member;
+  int max;
+  std::string_view help;
+};
+std::span<const IntegerThreshold> IntegerThresholds();
 
 // "80us", "12.5us", or a Prometheus duration ("1ms", "1s") -> seconds; nullopt for anything
 // else and for 0 (Prometheus durations have no microseconds, and round trips are counted in

@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "core/html.h"
+#include "core/log.h"
 #include "http/gzip.h"
 
 namespace rdmascope {
@@ -54,7 +55,7 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
 }
 
 HttpHandler::HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string telemetry_path,
-                         DebugRoutes routes)
+                         DebugRoutes routes, int max_requests)
     : runner_(std::move(runner)),
       telemetry_path_(std::move(telemetry_path)),
       routes_(std::move(routes)),
@@ -74,13 +75,29 @@ HttpHandler::HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string te
               .Name("exposer_request_latencies")
               .Help("Latencies of serving scrape requests, in microseconds")
               .Register(*serving_metrics_)
-              .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}})) {}
+              .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}})),
+      rejected_max_requests_(prometheus::BuildCounter()
+                                 .Name("rdmascope_http_requests_rejected_total")
+                                 .Help("HTTP requests refused without being served, by reason "
+                                       "(max_requests: past --web.max-requests scrapes in flight)")
+                                 .Register(*serving_metrics_)
+                                 .Add({{"reason", "max_requests"}})),
+      max_requests_(max_requests) {}
 
 HttpReply HttpHandler::Handle(const HttpRequest& request) const {
   const bool get_or_head = request.method == "GET" || request.method == "HEAD";
   try {
     if (request.path == telemetry_path_) {
-      return get_or_head ? Metrics(request) : MethodNotAllowed("GET, HEAD");
+      if (!get_or_head) return MethodNotAllowed("GET, HEAD");
+      if (max_requests_ <= 0) return Metrics(request);
+      // Counted from before the collection to after the serialisation: the scrapes whose
+      // cost runs at the same time. The slot is released on every path, exceptions included.
+      struct Slot {
+        std::atomic<int>& in_flight;
+        ~Slot() { in_flight.fetch_sub(1); }
+      } slot{scrapes_in_flight_};
+      if (scrapes_in_flight_.fetch_add(1) >= max_requests_) return RejectScrape();
+      return Metrics(request);
     }
     if (request.path == "/") {
       if (!get_or_head) return MethodNotAllowed("GET, HEAD");
@@ -101,6 +118,27 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
   } catch (...) {
     return Text(500, "error: unknown exception\n");
   }
+}
+
+HttpReply HttpHandler::RejectScrape() const {
+  rejected_max_requests_.Increment();
+  // One line per minute at most: a client retrying in a loop must not flood the log.
+  const int64_t minute = std::chrono::duration_cast<std::chrono::minutes>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  int64_t last = last_reject_log_minute_.load();
+  if (last != minute && last_reject_log_minute_.compare_exchange_strong(last, minute)) {
+    log::Warn(
+        "scrape refused: too many concurrent scrapes",
+        {{"limit", std::to_string(max_requests_)},
+         {"flag", "--web.max-requests"},
+         {"refused_total", std::to_string(static_cast<int64_t>(rejected_max_requests_.Value()))}});
+  }
+  HttpReply reply = Text(503, "too many concurrent scrapes (limit " +
+                                  std::to_string(max_requests_) + ", --web.max-requests)\n");
+  // Prometheus retries at its next interval anyway; this tells other clients when to.
+  reply.headers.emplace_back("Retry-After", "1");
+  return reply;
 }
 
 HttpReply HttpHandler::Metrics(const HttpRequest& request) const {

@@ -7,6 +7,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/summary.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -38,14 +39,18 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
 
 class HttpHandler {
  public:
+  // max_requests: scrapes of the telemetry path running at once at most
+  // (--web.max-requests, node_exporter's); past it a scrape gets 503 at once. 0: no limit.
   HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string telemetry_path,
-              DebugRoutes routes);
+              DebugRoutes routes, int max_requests = 0);
 
   // Never throws: a failure is a 500 with its reason.
   HttpReply Handle(const HttpRequest& request) const;
 
  private:
   HttpReply Metrics(const HttpRequest& request) const;
+  // The 503 of a scrape past max_requests_, counted and logged (once a minute at most).
+  HttpReply RejectScrape() const;
 
   std::shared_ptr<CollectorRunner> runner_;
   std::string telemetry_path_;
@@ -56,6 +61,11 @@ class HttpHandler {
   prometheus::Counter& bytes_transferred_;
   prometheus::Counter& scrapes_;
   prometheus::Summary& latencies_;
+  // rdmascope_http_requests_rejected_total{reason="max_requests"}
+  prometheus::Counter& rejected_max_requests_;
+  const int max_requests_;
+  mutable std::atomic<int> scrapes_in_flight_{0};
+  mutable std::atomic<int64_t> last_reject_log_minute_{-1};
 };
 
 }  // namespace rdmascope

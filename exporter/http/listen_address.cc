@@ -70,6 +70,10 @@ std::expected<ListenAddress, std::string> ParseListenAddress(std::string_view ad
       return std::unexpected("invalid host in listen address \"" + std::string(address) + "\"");
     }
     host = host.substr(1, host.size() - 2);
+    // "[a]:b]:80" is not one bracketed host (found by fuzz/listen_address_fuzzer).
+    if (host.find_first_of("[]") != std::string_view::npos) {
+      return std::unexpected("invalid host in listen address \"" + std::string(address) + "\"");
+    }
   } else if (host.find_first_of(":[]") != std::string_view::npos) {
     return std::unexpected("IPv6 hosts must be bracketed, e.g. [::1]:9879");
   }

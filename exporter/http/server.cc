@@ -165,22 +165,29 @@ std::string ReadTextFile(const char* path) {
 
 }  // namespace
 
-HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
-                       DebugRoutes routes)
-    : options_(options),
-      handler_(std::make_unique<HttpHandler>(std::move(runner), options.telemetry_path,
-                                             std::move(routes))) {
-  context_ = MakeContext(options.security);
-  const auto address = ParseListenAddress(options.listen_address);
+int ListenOn(const std::string& listen_address) {
+  const auto address = ParseListenAddress(listen_address);
   if (!address) throw std::runtime_error(address.error());
   const auto listen_fd = BindListenSocket(*address);
   if (!listen_fd) {
-    throw std::runtime_error("cannot listen on " + options.listen_address + ": " +
-                             listen_fd.error());
+    throw std::runtime_error("cannot listen on " + listen_address + ": " + listen_fd.error());
   }
-  listen_fd_ = *listen_fd;
-  port_ = LocalPort(listen_fd_);
+  return *listen_fd;
+}
+
+HttpServer::HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
+                       DebugRoutes routes)
+    : HttpServer(options, ListenOn(options.listen_address), std::move(runner), std::move(routes)) {}
+
+HttpServer::HttpServer(const WebOptions& options, int listen_fd,
+                       std::shared_ptr<CollectorRunner> runner, DebugRoutes routes)
+    : options_(options) {
+  listen_fd_ = listen_fd;
   try {
+    handler_ = std::make_unique<HttpHandler>(std::move(runner), options.telemetry_path,
+                                             std::move(routes), options.max_requests);
+    context_ = MakeContext(options.security);
+    port_ = LocalPort(listen_fd_);
     daemon_ = Start(*context_);
   } catch (...) {
     close(listen_fd_);

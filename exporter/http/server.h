@@ -21,12 +21,22 @@ struct MHD_Daemon;
 
 namespace rdmascope {
 
+// A socket bound to and listening on `listen_address` (--web.listen-address syntax), or
+// std::runtime_error with a one-line reason.
+int ListenOn(const std::string& listen_address);
+
 class HttpServer {
  public:
   // Throws std::runtime_error with a one-line reason if the address cannot be bound or TLS
   // cannot start. With options.security, every response carries its headers and every
   // request passes its client certificate policy and basic auth before any route runs.
   HttpServer(const WebOptions& options, std::shared_ptr<CollectorRunner> runner,
+             DebugRoutes routes = {});
+  // Serves on `listen_fd`, a socket ListenOn returned; the server owns it from here on (closed
+  // even if this throws). `serve` binds first, before the probes load: a taken port then fails
+  // start-up at once instead of after the BPF load and the probes' teardown (seconds: each
+  // uprobe's release waits for a grace period under the kernel's event_mutex).
+  HttpServer(const WebOptions& options, int listen_fd, std::shared_ptr<CollectorRunner> runner,
              DebugRoutes routes = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

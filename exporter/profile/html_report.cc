@@ -106,16 +106,20 @@ std::string MemorySummary(const ProfileData& data) {
   html += Row("released at exit", calls ? Count(true, mr.released_at_exit_regions) + " regions, " +
                                               Count(true, mr.released_at_exit_bytes, "bytes")
                                         : kNotMeasured);
-  const bool aligned =
-      MrFieldMeasured(data, "aligned_2mib") && MrFieldMeasured(data, "aligned_4kib");
-  html += Row("aligned to 2 MiB / 4 KiB", aligned ? Count(true, mr.aligned_2mib) + " / " +
-                                                        Count(true, mr.aligned_4kib) + " of " +
-                                                        Count(true, mr.registrations)
-                                                  : kNotMeasured);
+  const bool aligned = MrFieldMeasured(data, "aligned_2mib") &&
+                       MrFieldMeasured(data, "aligned_4kib") && MrFieldMeasured(data, "unaligned");
+  html +=
+      Row("aligned to 2 MiB / 4 KiB only / unaligned",
+          aligned ? Count(true, mr.aligned_2mib) + " / " + Count(true, mr.aligned_4kib) + " / " +
+                        Count(true, mr.unaligned) + " of " + Count(true, mr.registrations)
+                  : kNotMeasured);
   html += Row("bytes not 2 MiB-aligned", Figure(Double(mr.not_hugepage_aligned_bytes), "bytes"));
   html += Row("lengths not a multiple of 4 KiB", Figure(Double(mr.length_not_page_multiple), ""));
-  html += Row("same range registered again",
-              Count(MrFieldMeasured(data, "churn_registrations"), mr.churn_registrations));
+  html +=
+      Row("same range registered again", MrFieldMeasured(data, "churn_registrations")
+                                             ? Count(true, mr.churn_registrations) + " times, " +
+                                                   Count(true, mr.churn_bytes, "bytes")
+                                             : kNotMeasured);
   std::string flags;
   if (MrFieldMeasured(data, "access_flags")) {
     for (const auto& [flag, count] : mr.access_flags) {
@@ -156,8 +160,12 @@ std::string WorkSummary(const ProfileData& data) {
   html += Row("threads' NUMA nodes", nodes.empty() ? kNotMeasured : nodes);
   html += Row("NIC's NUMA node",
               perf.nic_numa_node ? std::to_string(*perf.nic_numa_node) : kNotMeasured);
+  const std::string scope = perf.process_own ? " (the process)" : " (host-wide)";
   for (const auto& [event, count] : perf.events) {
-    html += Row(event, HtmlEscape(FormatValue(count, "")));
+    html += Row(event + scope, HtmlEscape(FormatValue(count, "")));
+  }
+  for (const auto& [event, reason] : perf.unavailable) {
+    html += Row(event, "<span class=\"missing\">unavailable: " + HtmlEscape(reason) + "</span>");
   }
   return html + "</table>\n";
 }

@@ -55,7 +55,9 @@ Json Mr(const ProfileData& data) {
       {"released_at_exit_bytes", If(calls, mr.released_at_exit_bytes)},
       {"aligned_2mib", field("aligned_2mib", mr.aligned_2mib)},
       {"aligned_4kib", field("aligned_4kib", mr.aligned_4kib)},
+      {"unaligned", field("unaligned", mr.unaligned)},
       {"churn_registrations", field("churn_registrations", mr.churn_registrations)},
+      {"churn_bytes", field("churn_bytes", mr.churn_bytes)},
       {"access_flags", field("access_flags", mr.access_flags)},
       {"size_bytes", calls ? Histogram(mr.size_bytes) : Json(nullptr)},
       {"latency_ns", calls ? Histogram(mr.latency_ns) : Json(nullptr)},
@@ -111,6 +113,8 @@ Json Messages(const ProfileData& data) {
 
 Json Perf(const PerfSummary& perf) {
   return {{"events", Json(perf.events)},
+          {"events_scope", perf.process_own ? "process" : "host"},
+          {"unavailable", Json(perf.unavailable)},
           {"ipc", Optional(perf.ipc)},
           {"llc_miss_ratio", Optional(perf.llc_miss_ratio)},
           {"thread_numa_nodes", Json(perf.thread_numa_nodes)},

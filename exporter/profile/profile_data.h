@@ -46,16 +46,18 @@ struct MrSummary {
   uint64_t registered_bytes = 0;
   uint64_t outstanding_regions = 0, outstanding_bytes = 0;  // at the end / at exit
   uint64_t released_at_exit_regions = 0, released_at_exit_bytes = 0;
-  uint64_t aligned_2mib = 0, aligned_4kib = 0;   // registrations whose address and length are
-                                                 // multiples of 2 MiB / 4 KiB
-  uint64_t churn_registrations = 0;              // same (address, length) registered again
+  // Registrations whose address and length are both multiples of 2 MiB; of 4 KiB but not
+  // both of 2 MiB; neither (implicit ODP registrations are in none of the three).
+  uint64_t aligned_2mib = 0, aligned_4kib = 0, unaligned = 0;
+  uint64_t churn_registrations = 0;              // a deregistered (address, length) registered
+  uint64_t churn_bytes = 0;                      // again, and the bytes of those registrations
   std::map<std::string, uint64_t> access_flags;  // "LOCAL_WRITE" -> registrations with it
   Log2Histogram size_bytes;
   Log2Histogram latency_ns;
   bool from_restrack_only = false;  // --pid: registrations made before attach (restrack view)
-  // Added by the session (profile-core): what the MR probe measures per process. The four
-  // fields above it cannot (aligned_2mib, aligned_4kib, churn_registrations, access_flags
-  // counts) are listed in `unmeasured` instead of reading as 0.
+  // A field above the MR probe could not measure (e.g. a collection that lacked its series)
+  // is listed in `unmeasured` ("aligned_2mib", "churn_registrations", "access_flags"...)
+  // instead of reading as 0.
   std::optional<uint64_t> not_hugepage_aligned_bytes;  // registered bytes, address or length
                                                        // not 2 MiB-aligned
   std::optional<uint64_t> length_not_page_multiple;    // registrations, length % 4096 != 0
@@ -83,6 +85,10 @@ struct MessageSummary {
 
 struct PerfSummary {
   std::map<std::string, double> events;  // event name -> count over the window
+  // true: `events` are the process's own (counted on its threads, inherited by new ones);
+  // false: host-wide, from the perf collector.
+  bool process_own = false;
+  std::map<std::string, std::string> unavailable;  // event -> why it could not be counted
   std::optional<double> ipc;
   std::optional<double> llc_miss_ratio;
   std::vector<int> thread_numa_nodes;  // NUMA node of each thread's last CPU

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "collectors/mr.h"
 #include "collectors/occupancy.h"
 #include "core/log.h"
 #include "core/metric_set.h"
@@ -100,6 +101,37 @@ std::optional<MrProcess> MrFromFamilies(const std::vector<MetricFamily>& familie
   proc.length_not_page_multiple =
       Count(One(families, "rdma_mr_length_not_page_multiple_total", match).value_or(0));
   return proc;
+}
+
+// The per-registration details of the MR probe (alignment, churn, per-flag counts) into
+// `proc`; false when the collection had none of them (then they are not measured, not 0).
+bool MrDetailsFromFamilies(const std::vector<MetricFamily>& families, const std::string& pid,
+                           MrProcess& proc) {
+  const doctor::Matchers match{{"pid", pid}};
+  const auto by_alignment = Find(families, "rdma_mr_registrations_by_alignment_total", match);
+  const auto reregistrations = One(families, "rdma_mr_reregistrations_total", match);
+  if (by_alignment.empty() || !reregistrations) return false;
+  for (const ClientMetric* metric : by_alignment) {
+    const std::string& alignment = LabelOf(*metric, "alignment");
+    const uint64_t count = Count(metric->counter.value);
+    if (alignment == "2MiB") proc.aligned_huge = count;
+    if (alignment == "4KiB") proc.aligned_page = count;
+    if (alignment == "unaligned") proc.unaligned = count;
+  }
+  proc.reregistrations = Count(*reregistrations);
+  proc.reregistered_bytes =
+      Count(One(families, "rdma_mr_reregistered_bytes_total", match).value_or(0));
+  proc.access_registrations.fill(0);
+  for (const ClientMetric* metric :
+       Find(families, "rdma_mr_registrations_by_access_flag_total", match)) {
+    const std::string& flag = LabelOf(*metric, "flag");
+    for (size_t bit = 0; bit < proc.access_registrations.size(); ++bit) {
+      if (AccessFlagName(static_cast<int>(bit)) == flag) {
+        proc.access_registrations[bit] = Count(metric->counter.value);
+      }
+    }
+  }
+  return true;
 }
 
 std::vector<std::string> AccessFlagsSeen(const std::vector<MetricFamily>& families,
@@ -234,6 +266,7 @@ void ProfileSession::Absorb(const std::vector<MetricFamily>& families, double t,
   if (!mr_exit_seen_) {
     if (auto proc = MrFromFamilies(families, pid_text_)) {
       if (comm_.empty()) comm_ = proc->comm;
+      mr_details_ = MrDetailsFromFamilies(families, pid_text_, *proc);
       mr_ = *proc;
       seen = true;
     }
@@ -366,26 +399,34 @@ void ProfileSession::OnMrExit(const MrProcess& last) {
   {
     std::lock_guard lock(mutex_);
     mr_ = last;
+    mr_details_ = true;  // the probe's own figures: every field measured
     mr_exit_seen_ = true;
   }
   TakeStacks(true);
 }
 
+void ProfileSession::OnPreloadFinished(const OccupancyProcess& last) {
+  if (last.pid != options_.pid) return;
+  std::lock_guard lock(mutex_);
+  preload_finished_.push_back(last);
+}
+
 void ProfileSession::ProcessExited() {
-  if (options_.preload_dir.empty()) return;
-  std::error_code ec;
   std::vector<OccupancyProcess> mine;
-  for (const auto& entry : std::filesystem::directory_iterator(options_.preload_dir, ec)) {
-    std::ifstream file(entry.path(), std::ios::binary);
-    const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(file), {}};
-    auto parsed = ParseOccupancyFile(bytes);
-    if (parsed && parsed->pid == options_.pid) mine.push_back(std::move(*parsed));
+  {
+    std::lock_guard lock(mutex_);
+    mine = preload_finished_;
   }
   if (mine.empty()) return;
   MetricSet set;
   MapOccupancy(mine, set);
   preload_at_exit_ = set.Take();
   Absorb(preload_at_exit_, MonotonicSeconds() - start_monotonic_, false);
+}
+
+void ProfileSession::SetProcessPerf(std::vector<sys::ProcessPerfCounters::Event> events) {
+  std::lock_guard lock(mutex_);
+  process_perf_ = std::move(events);
 }
 
 bool ProfileSession::exit_seen() const {
@@ -447,7 +488,20 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
     }
   }
   mr.access_flags_seen = AccessFlagsSeen(view, pid_text_);
-  mr.unmeasured = {"aligned_2mib", "aligned_4kib", "churn_registrations", "access_flags"};
+  if (mr_ && mr_details_) {
+    mr.aligned_2mib = mr_->aligned_huge;
+    mr.aligned_4kib = mr_->aligned_page;
+    mr.unaligned = mr_->unaligned;
+    mr.churn_registrations = mr_->reregistrations;
+    mr.churn_bytes = mr_->reregistered_bytes;
+    for (size_t bit = 0; bit < mr_->access_registrations.size(); ++bit) {
+      if (mr_->access_registrations[bit] == 0) continue;
+      mr.access_flags[AccessFlagName(static_cast<int>(bit))] = mr_->access_registrations[bit];
+    }
+  } else {
+    mr.unmeasured = {"aligned_2mib",        "aligned_4kib", "unaligned",
+                     "churn_registrations", "churn_bytes",  "access_flags"};
+  }
   // The probe's histograms are per comm (processes of the same name are summed) and keep
   // exited processes' counts: the last collection has every registration up to the exit.
   if (!data.comm.empty()) {
@@ -547,8 +601,22 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
     }
   }
 
-  // Perf: host-wide events (the perf collector counts per CPU/node, not per process).
-  for (const ClientMetric* metric : Find(last.families, "rdma_perf_events_total", {})) {
+  // Perf: the process's own counters when they could be opened, else host-wide events (the
+  // perf collector counts per CPU/node, not per process).
+  if (process_perf_) {
+    for (const sys::ProcessPerfCounters::Event& event : *process_perf_) {
+      if (event.value) {
+        data.perf.events[event.name] = *event.value;
+        data.perf.process_own = true;
+      } else {
+        data.perf.unavailable[event.name] =
+            event.reason.empty() ? "the event has not run" : event.reason;
+      }
+    }
+  }
+  for (const ClientMetric* metric : data.perf.process_own
+                                        ? std::vector<const ClientMetric*>{}
+                                        : Find(last.families, "rdma_perf_events_total", {})) {
     const std::string& event = LabelOf(*metric, "event");
     const auto before = One(start_families_, "rdma_perf_events_total",
                             {{"event", event}, {"node", LabelOf(*metric, "node")}});
@@ -557,7 +625,9 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
     }
   }
   if (!data.perf.events.empty()) {
-    data.notes.push_back("perf events are host-wide over the window, not the process's own");
+    if (!data.perf.process_own) {
+      data.notes.push_back("perf events are host-wide over the window, not the process's own");
+    }
     const auto& events = data.perf.events;
     if (events.contains("instructions") && events.contains("cycles") && events.at("cycles") > 0) {
       data.perf.ipc = events.at("instructions") / events.at("cycles");

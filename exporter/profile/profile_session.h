@@ -17,9 +17,11 @@
 #include <vector>
 
 #include "bpf/mr_probe.h"
+#include "collectors/occupancy.h"
 #include "core/collector_runner.h"
 #include "doctor/samples.h"
 #include "profile/profile_data.h"
+#include "sys/perf_events.h"
 
 namespace rdmascope::profile {
 
@@ -59,14 +61,21 @@ class ProfileSession {
   // One sample: timelines, peaks, and the call sites of the outstanding regions (symbolised
   // now, while the process is alive: a dead process's maps cannot be read).
   void Sample();
-  // The process has exited but the collectors have not run since: read what would be lost at
-  // the next collection (the preload stats file, deleted once unlocked).
+  // The process has exited and a collection ran since: its final preload figures (handed over
+  // by OnPreloadFinished) become the window's message figures.
   void ProcessExited();
   // From the MR probe's exit observer (MrCollector::SetExitObserver), inside a collection.
   void OnMrExit(const MrProcess& last);
+  // From the occupancy collector's finished-process observer, inside a collection: the final
+  // figures of a stale stats file, read once before the collector deletes it.
+  void OnPreloadFinished(const OccupancyProcess& last);
   // The last collection, deltas, advice. Call once.
   ProfileData Finish(const std::string& end_reason, std::optional<int> exit_status,
                      const std::vector<std::string>& extra_notes);
+
+  // The process's own perf counters (sys::ProcessPerfCounters), read at the end of the
+  // window: they replace the host-wide events in the report. Call before Finish().
+  void SetProcessPerf(std::vector<sys::ProcessPerfCounters::Event> events);
 
   Progress progress() const;
   // The MR probe has seen the process exit (--pid: it may linger as another parent's zombie).
@@ -102,6 +111,7 @@ class ProfileSession {
   mutable std::mutex mutex_;     // OnMrExit runs inside a collection; progress() from any thread
   std::optional<MrProcess> mr_;  // the probe's figures for the pid, the last seen
   bool mr_exit_seen_ = false;
+  bool mr_details_ = false;                // mr_ holds alignment, churn and per-flag counts
   std::vector<RegistrationStack> stacks_;  // the last walk, symbolised
   bool stacks_at_exit_ = false;
   std::string comm_;
@@ -109,8 +119,10 @@ class ProfileSession {
   std::map<std::string, Timeline> timelines_;
   std::vector<std::string> notes_;
   std::set<std::string> devices_;  // RDMA devices the process holds objects on (restrack)
+  std::vector<OccupancyProcess> preload_finished_;  // the pid's images whose files went stale
   std::vector<prometheus::MetricFamily> preload_at_exit_;
   std::vector<prometheus::MetricFamily> last_preload_families_;  // with its message series
+  std::optional<std::vector<sys::ProcessPerfCounters::Event>> process_perf_;
 };
 
 }  // namespace rdmascope::profile

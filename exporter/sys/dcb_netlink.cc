@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -21,10 +22,52 @@ constexpr size_t kReplyBufferBytes = 32 * 1024;
 
 struct ParseState {
   std::expected<PfcConfig, int> result = std::unexpected(ENODATA);
+  std::optional<DscpMap> dscp;  // set once an APP table was read whole
+  std::string dscp_error;
 };
+
+// The APP table's entries, as `dcb app show` reads them (iproute2 dcb/dcb_app.c). Entries of
+// other selectors (EtherType, ports, and since Linux 6.2 the non-IEEE PCP entries under
+// DCB_ATTR_DCB_APP) are not about DSCP and are skipped. A short entry or a DSCP entry outside
+// 0-63 / priority outside 0-7 makes the whole table unusable: which DSCP it meant is unknown.
+std::expected<DscpMap, std::string> ParseAppTable(const nlattr* table) {
+  DscpMap map;
+  const auto* at = static_cast<const char*>(mnl_attr_get_payload(table));
+  const char* end = at + mnl_attr_get_payload_len(table);
+  const auto* entry = reinterpret_cast<const nlattr*>(at);
+  for (; mnl_attr_ok(entry, static_cast<int>(end - reinterpret_cast<const char*>(entry)));
+       entry = mnl_attr_next(entry)) {
+    if (mnl_attr_get_type(entry) != DCB_ATTR_IEEE_APP) continue;
+    if (mnl_attr_get_payload_len(entry) < sizeof(dcb_app)) {
+      return std::unexpected("APP entry of " + std::to_string(mnl_attr_get_payload_len(entry)) +
+                             " bytes, shorter than struct dcb_app");
+    }
+    dcb_app app;
+    std::memcpy(&app, mnl_attr_get_payload(entry), sizeof app);
+    if (app.selector != IEEE_8021QAZ_APP_SEL_DSCP) continue;
+    if (app.protocol >= DscpMap::kDscps || app.priority >= 8) {
+      return std::unexpected("DSCP APP entry " + std::to_string(app.protocol) + " -> priority " +
+                             std::to_string(app.priority) + " out of range");
+    }
+    map.priorities[app.protocol] |= static_cast<uint8_t>(1U << app.priority);
+    ++map.entries;
+  }
+  // Bytes left over that do not make an attribute: the nest was cut short.
+  if (reinterpret_cast<const char*>(entry) < end) return std::unexpected("truncated APP table");
+  return map;
+}
 
 int OnIeeeAttribute(const nlattr* attr, void* data) {
   auto* state = static_cast<ParseState*>(data);
+  if (mnl_attr_get_type(attr) == DCB_ATTR_IEEE_APP_TABLE) {
+    auto map = ParseAppTable(attr);
+    if (map) {
+      state->dscp = *map;
+    } else {
+      state->dscp_error = map.error();
+    }
+    return MNL_CB_OK;
+  }
   if (mnl_attr_get_type(attr) != DCB_ATTR_IEEE_PFC) return MNL_CB_OK;
   if (mnl_attr_get_payload_len(attr) < sizeof(ieee_pfc)) {
     state->result = std::unexpected(EBADMSG);
@@ -85,11 +128,16 @@ size_t BuildIeeeGetRequest(std::string_view ifname, uint32_t seq, std::vector<ch
 
 std::expected<PfcConfig, int> ParseIeeeGetReply(const void* data, size_t len) {
   ParseState state;
+  if (!WholeNetlinkMessages(data, len)) return std::unexpected(EBADMSG);
   errno = 0;
   if (mnl_cb_run(data, len, 0, 0, OnMessage, &state) < 0) {
     if (!state.result && state.result.error() == EBADMSG) return state.result;
     // An NLMSG_ERROR reply: libmnl sets errno to the kernel's error (EOPNOTSUPP, ENODEV...).
     return std::unexpected(errno != 0 ? errno : EBADMSG);
+  }
+  if (state.result) {
+    state.result->dscp = state.dscp;
+    state.result->dscp_error = std::move(state.dscp_error);
   }
   return state.result;
 }

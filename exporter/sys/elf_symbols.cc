@@ -40,7 +40,9 @@ std::map<uint16_t, std::string> VersionDefinitions(Elf* elf, Elf_Scn* verdef, si
     if (gelf_getverdaux(data, static_cast<int>(offset + def.vd_aux), &aux) != nullptr) {
       if (const char* name = elf_strptr(elf, strtab, aux.vda_name)) names[def.vd_ndx] = name;
     }
-    if (def.vd_next == 0) break;
+    // The next entry must lie further inside the section: a vd_next of 2^31 twice brought the
+    // offset (cast to int) back to 0, forever (found by fuzz/elf_symbols_fuzzer).
+    if (def.vd_next == 0 || def.vd_next >= data->d_size - offset) break;
     offset += def.vd_next;
   }
   return names;

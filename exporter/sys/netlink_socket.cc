@@ -4,7 +4,10 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <cstring>
 
 namespace rdmascope::sys {
 
@@ -19,6 +22,20 @@ std::expected<mnl_socket*, int> OpenNetlinkSocket(int protocol) {
   const timeval timeout{.tv_sec = 1, .tv_usec = 0};
   setsockopt(mnl_socket_get_fd(socket), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
   return socket;
+}
+
+bool WholeNetlinkMessages(const void* data, size_t len) {
+  const auto* bytes = static_cast<const uint8_t*>(data);
+  while (len > 0) {
+    if (len < sizeof(nlmsghdr)) return false;
+    nlmsghdr header;
+    std::memcpy(&header, bytes, sizeof header);
+    if (header.nlmsg_len < sizeof(nlmsghdr) || header.nlmsg_len > len) return false;
+    const size_t step = std::min<size_t>(NLMSG_ALIGN(header.nlmsg_len), len);
+    bytes += step;
+    len -= step;
+  }
+  return true;
 }
 
 }  // namespace rdmascope::sys

@@ -30,8 +30,8 @@ struct PerfEventSpec {
 std::expected<PerfEventSpec, std::string> ResolvePerfEvent(const std::filesystem::path& sysfs,
                                                            std::string_view name);
 
-// --perf.event values: "name" or "{a,b,c}" (a group, counted together so that ratios such as
-// instructions per cycle are consistent). Commas inside "pmu/.../" belong to the event.
+// --collector.perf.event values: "name" or "{a,b,c}" (a group, counted together so that ratios such
+// as instructions per cycle are consistent). Commas inside "pmu/.../" belong to the event.
 std::expected<std::vector<std::vector<std::string>>, std::string> ParseEventGroups(
     const std::vector<std::string>& values);
 

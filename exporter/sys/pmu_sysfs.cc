@@ -112,6 +112,10 @@ std::vector<int> ParseCpuList(std::string_view text) {
     const auto lo = ParseNumber(part.substr(0, dash));
     const auto hi = dash == std::string_view::npos ? lo : ParseNumber(part.substr(dash + 1));
     if (!lo || !hi || *lo > *hi || *hi > 65535) return {};
+    // The kernel prints bitmaps in ascending, disjoint runs (%*pbl): anything else is not its
+    // text, and refusing it bounds the list to 65536 CPUs (the fuzzer made 33 million entries
+    // from 4 KiB of "0-65535," repeated).
+    if (!cpus.empty() && *lo <= static_cast<uint64_t>(cpus.back())) return {};
     for (uint64_t cpu = *lo; cpu <= *hi; ++cpu) cpus.push_back(static_cast<int>(cpu));
   }
   return cpus;
@@ -148,9 +152,9 @@ std::expected<PmuEvent, std::string> ResolvePmuEvent(const std::filesystem::path
     if (auto applied = ApplyTerms(dir, *definition, event); !applied)
       return std::unexpected(applied.error());
     if (const auto scale = sysfs::ReadAttribute(dir / "events" / (std::string(first) + ".scale"))) {
-      char* end = nullptr;
-      const double value = std::strtod(scale->c_str(), &end);
-      if (end != scale->c_str() && value > 0) event.scale = value;
+      // Positive and finite only: strtod took "inf" (counts scaled to infinity).
+      const auto value = sysfs::ParseDouble(sysfs::Trim(*scale));
+      if (value && *value > 0) event.scale = *value;
     }
     if (const auto unit = sysfs::ReadAttribute(dir / "events" / (std::string(first) + ".unit"))) {
       event.unit = *unit;

@@ -261,18 +261,10 @@ int OnMessage(const nlmsghdr* message, void* data) {
   return state->malformed ? MNL_CB_ERROR : MNL_CB_OK;
 }
 
-// True if the buffer is whole messages only: libmnl stops quietly at a truncated one, which
-// would read as the end of the dump.
-bool WholeMessages(const void* data, size_t len) {
-  int remaining = static_cast<int>(len);
-  for (auto* message = static_cast<const nlmsghdr*>(data); mnl_nlmsg_ok(message, remaining);
-       message = mnl_nlmsg_next(message, &remaining)) {
-  }
-  return remaining == 0;
-}
-
 int Run(const void* data, size_t len, ParseState& state) {
-  if (len == 0 || !WholeMessages(data, len)) return -EBADMSG;
+  // Whole messages only: libmnl stops quietly at a truncated one, which would read as the end
+  // of the dump, and trusts a huge length (WholeNetlinkMessages).
+  if (len == 0 || !WholeNetlinkMessages(data, len)) return -EBADMSG;
   errno = 0;
   const int ret = mnl_cb_run(data, len, state.seq, 0, OnMessage, &state);
   if (ret >= MNL_CB_STOP) return ret;  // 1 (MNL_CB_OK): more to come, 0: NLMSG_DONE
@@ -422,7 +414,8 @@ int RdmaNetlink::RunDump(const std::vector<char>& request, size_t len, Parse&& p
   }
 }
 
-std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll(size_t max_raw_cqs) {
+std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll(
+    size_t max_raw_cqs, std::span<const RdmaResourceKind> kinds) {
   std::vector<char> request;
   std::vector<RdmaDeviceResources> devices;
   uint32_t seq = seq_++;
@@ -432,7 +425,7 @@ std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll(size_t
       });
   if (summary < 0) return std::unexpected(-summary);
   for (RdmaDeviceResources& device : devices) {
-    for (const RdmaResourceKind kind : kAllRdmaResourceKinds) {
+    for (const RdmaResourceKind kind : kinds) {
       seq = seq_++;
       std::vector<RdmaResourceEntry> entries;
       const int ret = RunDump(request, BuildResourceDump(kind, device.index, seq, request),
@@ -444,6 +437,7 @@ std::expected<std::vector<RdmaDeviceResources>, int> RdmaNetlink::DumpAll(size_t
         // After a timeout or a malformed dump the socket may hold stale replies; the sequence
         // check skips none of them, so stop here rather than misread the next dump.
         device.errors.push_back(std::string(ResourceKindName(kind)) + ": " + std::strerror(-ret));
+        device.unlisted.push_back(kind);
         if (ret == -EAGAIN || ret == -EBADMSG || ret == -EPROTO) return std::unexpected(-ret);
         continue;
       }

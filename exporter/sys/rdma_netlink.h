@@ -12,6 +12,7 @@
 #include <expected>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,9 @@ struct RdmaDeviceResources {
   std::map<std::string, uint64_t> summary;  // kernel name -> current count
   std::vector<RdmaResourceEntry> entries;
   std::vector<std::string> errors;  // kinds the kernel would not list, with the reason
+  // The kinds of `errors`: their objects are unknown on this device, not absent (the MR
+  // collector must not take a region it follows for gone when its kind could not be listed).
+  std::vector<RdmaResourceKind> unlisted;
 };
 
 // A port as RDMA_NLDEV_CMD_PORT_GET reports it (nldev.c fill_port_info). The kernel adds the
@@ -104,8 +108,10 @@ class RdmaNetlink {
   ~RdmaNetlink();
 
   // Every device with its summary and (for the kinds this kernel tracks) its objects; the raw
-  // state of at most max_raw_cqs user CQs, on devices whose driver provides it.
-  std::expected<std::vector<RdmaDeviceResources>, int> DumpAll(size_t max_raw_cqs = 0);
+  // state of at most max_raw_cqs user CQs, on devices whose driver provides it. `kinds`
+  // narrows the per-device dumps (the MR collector lists MRs only).
+  std::expected<std::vector<RdmaDeviceResources>, int> DumpAll(
+      size_t max_raw_cqs = 0, std::span<const RdmaResourceKind> kinds = kAllRdmaResourceKinds);
 
   // Every port of every device, with its netdev when it is in this network namespace.
   std::expected<std::vector<RdmaPortNetdev>, int> DumpPorts();

@@ -33,7 +33,7 @@ def main(binary, mr_pairs, workload, library, outdir):
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
     off = pair_cost(mr_pairs, env)
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--mr.library={library}"]) as exporter:
+                                   f"--probe.library={library}"]) as exporter:
         on = pair_cost(mr_pairs, env)
         procs = []
         for _ in range(PROCESSES):

@@ -6,7 +6,9 @@ Usage: preload_bench.py PRELOAD_CALLS FAKEVERBS_LIB PRELOAD_LIB OUTPUT_DIR [[NAM
 Each extra LIB is another build of the library (e.g. before a change, or a wrapper that only
 calls through: the floor), run in turn with the others so that a loaded machine affects all
 alike. The added cost of a run is its time minus that of the run without the library in the
-same round; reported: median and range over the rounds (PRELOAD_BENCH_ROUNDS, default 5)."""
+same round; reported: median and range over the rounds (PRELOAD_BENCH_ROUNDS, default 5).
+The library runs twice a round: as plain occupancy users run it, and with message sizes
+counted (RDMASCOPE_PRELOAD_MESSAGE_SIZES=1, as under `rdmascope profile`)."""
 
 import os
 import statistics
@@ -28,7 +30,10 @@ def run(program, env):
 def main(program, library, preload, outdir, *extra):
     rounds = int(os.environ.get("PRELOAD_BENCH_ROUNDS", "5"))
     base = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
-    variants = [("without", None), ("with the library", preload)]
+    base.pop("RDMASCOPE_PRELOAD_MESSAGE_SIZES", None)
+    sizes_on = {"RDMASCOPE_PRELOAD_MESSAGE_SIZES": "1"}
+    variants = [("without", None), ("with the library", preload),
+                ("with the library, sizes counted", (preload, sizes_on))]
     for i, spec in enumerate(extra):
         name, _, lib = spec.rpartition("=")
         variants.append((name or ("with the baseline library" if i == 0 else f"with {lib}"),
@@ -37,8 +42,9 @@ def main(program, library, preload, outdir, *extra):
     with tempfile.TemporaryDirectory() as stats_dir:
         for _ in range(rounds):
             for name, lib in variants:
+                lib, extra_env = lib if isinstance(lib, tuple) else (lib, {})
                 env = base if lib is None else dict(base, LD_PRELOAD=lib,
-                                                    RDMASCOPE_PRELOAD_DIR=stats_dir)
+                                                    RDMASCOPE_PRELOAD_DIR=stats_dir, **extra_env)
                 results[name].append(run(program, env))
     lines = ["# Preload library benchmark (one run)", ""]
     for key, what in KEYS:

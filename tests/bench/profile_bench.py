@@ -51,7 +51,7 @@ def main(binary, mr_pairs, preload_calls, library, preload, outdir):
     with tempfile.TemporaryDirectory(prefix="rdmascope-profile-bench-") as tmp:
         profile = [binary, "profile", "--quiet", "--collector.disable-defaults",
                    "--collector.mr", "--collector.verbs", "--collector.occupancy",
-                   f"--mr.library={library}", f"--preload={preload}", "--duration=600s",
+                   f"--probe.library={library}", f"--preload={preload}", "--duration=600s",
                    f"--output={tmp}/out", "--"]
         rows = []
         for name, cmd in (("mr_pairs", [mr_pairs, str(PAIRS)]),

@@ -60,6 +60,20 @@ def wait_listening(ns, port, proc, timeout=10):
     raise RuntimeError(f"nothing listening on {port}")
 
 
+def collector_durations(ns, port, rounds=20):
+    """Median of rdmascope_collector_duration_seconds per collector over `rounds` scrapes (ms):
+    where a scrape's time goes. Empty for an exporter without that series."""
+    seen = {}
+    for _ in range(rounds):
+        body = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf",
+                               f"http://127.0.0.1:{port}/metrics"],
+                              capture_output=True, text=True).stdout
+        for name, value in harness.series(harness.parse(body),
+                                          "rdmascope_collector_duration_seconds").items():
+            seen.setdefault(dict(name)["collector"], []).append(value * 1e3)
+    return {c: statistics.median(v) for c, v in sorted(seen.items())}
+
+
 def measure(ns, name, cmd, port, scrapes):
     proc = subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -72,6 +86,7 @@ def measure(ns, name, cmd, port, scrapes):
                              check=True, capture_output=True, text=True).stdout
         cpu_after = cpu_seconds(proc.pid)
         mem = memory_kib(proc.pid)
+        durations = collector_durations(ns, port)
     finally:
         proc.terminate()
         proc.wait()
@@ -85,6 +100,7 @@ def measure(ns, name, cmd, port, scrapes):
         "rss_mib": mem["VmRSS"] / 1024,
         "peak_rss_mib": mem["VmHWM"] / 1024,
         "bytes": size,
+        "collector_ms": durations,
     }
 
 
@@ -135,6 +151,9 @@ def main():
         f"Median latency ratio (node_exporter / rdmascope): "
         f"{theirs['median_ms'] / ours['median_ms']:.1f}x; CPU per scrape ratio: "
         f"{theirs['cpu_ms_per_scrape'] / max(ours['cpu_ms_per_scrape'], 1e-9):.1f}x.",
+        "",
+        "rdmascope per collector (median rdmascope_collector_duration_seconds of 20 more "
+        "scrapes, ms): " + ", ".join(f"{c} {ms:.3f}" for c, ms in ours["collector_ms"].items()),
         "",
     ]
     report = "\n".join(lines)

@@ -22,9 +22,9 @@ expect_error "not a directory" serve --path.sysfs=/nonexistent
 expect_error "log.level" serve --log.level=loud
 expect_error "queue-stats" serve --collector.ethtool.queue-stats=maybe
 expect_error "telemetry-path" serve --web.telemetry-path=metrics
-expect_error "not a duration" serve --mr.leak-age=10x
-expect_error "configured twice" serve --perf.event=cycles --perf.event='{instructions,cycles}'
-expect_error "unclosed group" serve --perf.event='{cycles,instructions'
+expect_error "not a duration" serve --collector.mr.leak-age=10x
+expect_error "configured twice" serve --collector.perf.event=cycles --collector.perf.event='{instructions,cycles}'
+expect_error "unclosed group" serve --collector.perf.event='{cycles,instructions'
 # --probe.strict: a probe set that cannot attach stops the start, with the reason.
 expect_error "--probe.strict: the mr probes did not attach" check --collector.disable-defaults \
   --collector.mr --probe.strict --probe.library=/etc/hostname
@@ -49,5 +49,13 @@ print(("ok" if ok else "FAIL") + ": port in use -> rc=%d %s" % (p.returncode, p.
 sys.exit(0 if ok else 1)
 PY
 out=$("$bin" --version) && grep -q '^rdmascope ' <<<"$out" && echo "ok: --version: $out" || { echo "FAIL: --version"; fail=1; }
-"$bin" serve --help | grep -q -- '--no-collector.ethtool' && echo "ok: serve --help" || { echo "FAIL: serve --help"; fail=1; }
+"$bin" serve --help | grep -qF -- '--[no-]collector.ethtool' && echo "ok: serve --help" || { echo "FAIL: serve --help"; fail=1; }
+# A first-release spelling still works for one release, with one warning naming the new flag.
+expect_error "use the new name" serve --mr.leak-age=10x
+out=$("$bin" check --collector.disable-defaults --collector.perf --perf.event=cpu-clock 2>&1 >/dev/null)
+if grep -qF 'flag=--perf.event new=--collector.perf.event' <<<"$out"; then
+  echo "ok: deprecated --perf.event -> $(grep -F deprecated <<<"$out")"
+else
+  echo "FAIL: deprecated --perf.event: $out"; fail=1
+fi
 exit $fail

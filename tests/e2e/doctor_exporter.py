@@ -3,7 +3,8 @@
 a good /doctor answer is rendered (JSON and text) with the exit code of its worst finding and
 ?window= passed on; a 500, garbage, a refused connection, a server that never answers (past
 --exporter.timeout) and a bad URL each give one clear log line and a report collected locally
-(the fixture tree), never a crash or a hang. --help shows no --web.* flag."""
+(the fixture tree), never a crash or a hang. --help shows no --web.* flag. TLS and basic auth
+against a real `serve`: doctor_exporter_tls.py."""
 
 import http.server
 import json
@@ -111,11 +112,11 @@ def main(binary, fixtures):
         cases = {
             "HTTP 500: error: collector exploded": f"{base}/error",
             "bad /doctor answer: not a JSON object": f"{base}/garbage",
-            "Connection refused": f"http://127.0.0.1:{closed_port()}",
-            "reading the answer: timed out": f"{base}/slow",
-            "not an http:// URL: https://127.0.0.1:9879 (doctor's client has no TLS and no "
-            "basic auth": "https://127.0.0.1:9879",
-            "HTTP 401: Unauthorized (the exporter asks for basic auth": f"{base}/auth",
+            "cannot connect: ": f"http://127.0.0.1:{closed_port()}",
+            "timed out: ": f"{base}/slow",
+            "not an http:// or https:// URL: ftp://127.0.0.1:9879": "ftp://127.0.0.1:9879",
+            "HTTP 401: Unauthorized (the exporter asks for basic auth, --web.config.file: pass "
+            "--exporter.username and --exporter.password-file)": f"{base}/auth",
             "bad port in": "http://127.0.0.1:99999",
         }
         for cause, url in cases.items():

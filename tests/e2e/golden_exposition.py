@@ -13,9 +13,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
-# Lines whose values differ from run to run (timings, our own process) are left out.
-VOLATILE = re.compile(r'^(process_|exposer_|rdmascope_collector_duration_seconds|'
-                      r'# (HELP|TYPE) (process_|exposer_))|^rdmascope_build_info')
+# Lines whose values differ from run to run (timings, our own process) are left out, and the
+# HTTP server's own metrics (exposer_*, rdmascope_http_*): they count requests, not the fixture.
+VOLATILE = re.compile(r'^(process_|exposer_|rdmascope_http_|rdmascope_collector_duration_seconds|'
+                      r'# (HELP|TYPE) (process_|exposer_|rdmascope_http_))|^rdmascope_build_info')
 
 
 # The one lint promtool raises is on a name the metrics contract fixes

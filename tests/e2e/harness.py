@@ -26,14 +26,16 @@ def keep_scrape(body):
 class Exporter:
     """`rdmascope serve` on 127.0.0.1:<free port>, optionally inside a network namespace."""
 
-    def __init__(self, binary, args=(), netns=None, timeout=10, prefix=()):
-        """prefix: arguments between `binary` and `serve` (e.g. runuser's -u USER -- PATH)."""
+    def __init__(self, binary, args=(), netns=None, timeout=10, prefix=(), env=None):
+        """prefix: arguments between `binary` and `serve` (e.g. runuser's -u USER -- PATH);
+        env: variables added to the exporter's environment (LD_PRELOAD seams, libfiu)."""
         self.log = tempfile.NamedTemporaryFile(prefix="rdmascope-log-", delete=False)
         os.chmod(self.log.name, 0o666)  # writable by an unprivileged exporter too
         cmd = [binary, *prefix, "serve", "--web.listen-address=127.0.0.1:0", *args]
         if netns:
             cmd = ["ip", "netns", "exec", netns, *cmd]
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **env} if env else None)
         deadline = time.monotonic() + timeout
         self.port = None
         while time.monotonic() < deadline and self.port is None:
@@ -45,8 +47,9 @@ class Exporter:
             else:
                 time.sleep(0.05)
         if self.port is None:
+            log = self.read_log()  # before stop(), which removes the file
             self.stop()
-            raise RuntimeError("exporter did not start listening:\n" + self.read_log())
+            raise RuntimeError("exporter did not start listening:\n" + log)
         self.netns = netns
 
     def read_log(self):

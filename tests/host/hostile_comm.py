@@ -64,7 +64,7 @@ def main(binary, library):
             failures.append(what)
 
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--probe.library={library}", "--mr.leak-age=0s"]) as exporter:
+                                   f"--probe.library={library}", "--collector.mr.leak-age=0s"]) as exporter:
         child = subprocess.Popen([sys.executable, "-c", CHILD, library, HOSTILE.hex()],
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Host tier: on a kernel without InfiniBand BTF (this host: no ib_core) the MR tracking falls
 back to uprobes cleanly: MR metrics still come (from the libibverbs stand-in), the kernel
-path reports 0, and one log line says why. With --mr.tracking=kernel the collector reports no
-probe and says why instead of silently using uprobes; with --mr.tracking=uprobes nothing is
+path reports 0, and one log line says why. With --collector.mr.tracking=kernel the collector reports no
+probe and says why instead of silently using uprobes; with --collector.mr.tracking=uprobes nothing is
 even tried."""
 
 import os
@@ -29,7 +29,7 @@ def main(binary, workload, library):
         if got != want:
             failures.append(f"{what}: got {got!r}, want {want!r}")
 
-    base = ["--collector.disable-defaults", "--collector.mr", f"--mr.library={library}"]
+    base = ["--collector.disable-defaults", "--collector.mr", f"--probe.library={library}"]
     with harness.Exporter(binary, base) as exporter:
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
         # THREADS REGIONS SIZE LEAKED FAILURES OLD_ABI EXTRAS: one thread, 3 regions, 1 leaked.
@@ -50,13 +50,13 @@ def main(binary, workload, library):
     expect("auto: the reason names ib_core",
            bool(fallback) and "no BTF for ib_core" in fallback[0], True)
 
-    with harness.Exporter(binary, [*base, "--mr.tracking=kernel"]) as exporter:
+    with harness.Exporter(binary, [*base, "--collector.mr.tracking=kernel"]) as exporter:
         samples = harness.parse(exporter.metrics())
         log = exporter.read_log()
     expect("kernel only: probe=mr", value(samples, "rdmascope_probe_attached", probe="mr"), 0.0)
-    expect("kernel only: reason logged", "--mr.tracking=kernel: no BTF for ib_core" in log, True)
+    expect("kernel only: reason logged", "--collector.mr.tracking=kernel: no BTF for ib_core" in log, True)
 
-    with harness.Exporter(binary, [*base, "--mr.tracking=uprobes"]) as exporter:
+    with harness.Exporter(binary, [*base, "--collector.mr.tracking=uprobes"]) as exporter:
         samples = harness.parse(exporter.metrics())
         log = exporter.read_log()
     expect("uprobes: probe=mr", value(samples, "rdmascope_probe_attached", probe="mr"), 1.0)

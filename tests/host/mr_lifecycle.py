@@ -69,7 +69,7 @@ def attach_during_loop(check, binary, workload, library, env, jumps):
     proc = start(workload, ["loop", THREADS, HOLD, SIZE, int(jumps)], env)
     pid = read_word(proc, "LOOPING")
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--mr.library={library}"]) as exporter:
+                                   f"--probe.library={library}"]) as exporter:
         exporter.metrics()  # the loop runs on under the probes
         command(proc, "hold")
         read_word(proc, "READY")
@@ -104,7 +104,7 @@ def main(binary, workload, library, many_workload):
     attach_during_loop(check, binary, workload, library, env, jumps=True)
 
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--mr.library={library}"]) as exporter:
+                                   f"--probe.library={library}"]) as exporter:
         # One glibc arena and no per-thread cache: the pointer thread A's deregistration frees
         # is the next one handed out, to thread B.
         race_env = dict(env, GLIBC_TUNABLES="glibc.malloc.tcache_count=0:glibc.malloc.arena_max=1")

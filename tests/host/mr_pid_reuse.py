@@ -33,7 +33,7 @@ def main(binary, workload, library):
         return harness.SKIP
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--mr.library={library}"]) as exporter:
+                                   f"--probe.library={library}"]) as exporter:
         for attempt in range(10):
             a, pid_a = start(workload, env, regions=10, leaked=4)
             a.stdin.write("exit\n")

@@ -53,7 +53,7 @@ def main(binary, workload, library, static_binary=None):
                 failures.append(f"unprivileged: {what}: {got}")
     # A second run of the workload checks that a new process starts from zero.
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--mr.library={library}", "--mr.leak-age=2s"]) as exporter:
+                                   f"--probe.library={library}", "--collector.mr.leak-age=2s"]) as exporter:
         samples = harness.parse(exporter.metrics())
         if value(samples, "rdmascope_probe_attached", probe="mr") != 1.0:
             print(exporter.read_log())
@@ -158,12 +158,12 @@ def main(binary, workload, library, static_binary=None):
         lost = harness.series(samples, "rdma_mr_lost_total")
         if any(v != 0 for v in lost.values()):
             failures.append(f"lost events: {lost}")
-    # --mr.binary: a statically linked program carrying its own ibv_reg_mr_iova2. It registers
+    # --probe.binary: a statically linked program carrying its own ibv_reg_mr_iova2. It registers
     # one region and exits without deregistering it.
     if static_binary:
         with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                       f"--mr.library={library}",
-                                       f"--mr.binary={static_binary}"]) as exporter:
+                                       f"--probe.library={library}",
+                                       f"--probe.binary={static_binary}"]) as exporter:
             subprocess.run([static_binary], capture_output=True, check=True)
             time.sleep(0.2)
             samples = harness.parse(exporter.metrics())
@@ -172,11 +172,11 @@ def main(binary, workload, library, static_binary=None):
                value(samples, "rdma_mr_exit_released_regions_total", comm=comm))
         print(f"static binary: registrations {got[0]}, released at exit {got[1]} (want 1, 1)")
         if got != (1.0, 1.0):
-            failures.append(f"--mr.binary static program: {got}")
+            failures.append(f"--probe.binary static program: {got}")
 
-    # --mr.aggregate-by-comm: no pid label, and counters keep exited processes' counts.
+    # --collector.mr.aggregate-by-comm: no pid label, and counters keep exited processes' counts.
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                   f"--mr.library={library}", "--mr.aggregate-by-comm"]) as exporter:
+                                   f"--probe.library={library}", "--collector.mr.aggregate-by-comm"]) as exporter:
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
         seen = []
         for run in (1, 2):

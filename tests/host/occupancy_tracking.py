@@ -2,8 +2,11 @@
 """Host tier: the preload library counts exactly the CQ and SRQ occupancy of a program that
 drives the libibverbs stand-in's data path (its operations table, as a provider's), and the
 exporter serves it from the stats file: outstanding completions and their peak, poll batch
-fullness, the SRQ fill level against its limit; queues disappear when destroyed; the file is
-removed at exit, and deleted by the exporter when its process was killed (nobody holds its lock).
+fullness, the SRQ fill level against its limit; queues disappear when destroyed; a file whose
+process exited or was killed (nobody holds its lock) is left by the library while an exporter
+reads the directory (it holds a read lock on .readers), served once by the exporter's next scrape
+(the process's last interval counts) and deleted by it; with no reader, a process that exits
+deletes its own file (nothing piles up in /run), and a killed one's stays until a reader runs.
 The figures are derived in tests/host/fakeverbs/occupancy_workload.c. No root needed."""
 
 import os
@@ -15,6 +18,11 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
+
+
+def occ_files(directory):
+    """The stats files (not the readers' lock file)."""
+    return sorted(n for n in os.listdir(directory) if n.endswith(".occ"))
 
 
 def main(binary, workload, library, preload):
@@ -30,7 +38,7 @@ def main(binary, workload, library, preload):
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library), LD_PRELOAD=preload,
                    RDMASCOPE_PRELOAD_DIR=stats_dir)
         with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.occupancy",
-                                       f"--occupancy.dir={stats_dir}"]) as exporter:
+                                       f"--collector.occupancy.dir={stats_dir}"]) as exporter:
             samples = harness.parse(exporter.metrics())
             expect("no data before any process", harness.value(
                 samples, "rdmascope_collector_no_data", collector="occupancy"), 1.0)
@@ -39,7 +47,7 @@ def main(binary, workload, library, preload):
             pid = proc.stdout.readline().split()[1]
             # <pid namespace inode>-<pid>-<start ticks>-<image>.occ (preload/stats_file.h)
             expect("stats file created", [re.fullmatch(r"\d+-(\d+)-\d+-0\.occ", n).group(1)
-                                          for n in os.listdir(stats_dir)], [pid])
+                                          for n in occ_files(stats_dir)], [pid])
             samples = harness.parse(exporter.metrics())
 
             def by_capacity(name):
@@ -76,7 +84,14 @@ def main(binary, workload, library, preload):
             proc.stdin.write("exit\n")
             proc.stdin.flush()
             proc.wait()
-            expect("file removed at exit", os.listdir(stats_dir), [])
+            expect("file left at exit", [n.split("-")[1] for n in occ_files(stats_dir)], [pid])
+            samples = harness.parse(exporter.metrics())
+            expect("exited process: final figures served once", len(harness.series(
+                samples, "rdma_preload_untracked_queues_total", pid=pid)), 3)
+            expect("exited process: file deleted after", occ_files(stats_dir), [])
+            samples = harness.parse(exporter.metrics())
+            expect("exited process: then gone", len(harness.series(
+                samples, "rdma_preload_untracked_queues_total", pid=pid)), 0)
 
             killed = subprocess.Popen([workload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       env=env, text=True)
@@ -84,13 +99,36 @@ def main(binary, workload, library, preload):
             killed.send_signal(signal.SIGKILL)
             killed.wait()
             expect("file left by a killed process",
-                   [n.split("-")[1] for n in os.listdir(stats_dir)], [killed_pid])
+                   [n.split("-")[1] for n in occ_files(stats_dir)], [killed_pid])
             samples = harness.parse(exporter.metrics())
-            expect("killed process not reported", len(harness.series(
+            expect("killed process: its last figures served once", len(harness.series(
+                samples, "rdma_cq_outstanding_entries", pid=killed_pid)) > 0, True)
+            expect("its file forgotten", occ_files(stats_dir), [])
+            samples = harness.parse(exporter.metrics())
+            expect("killed process: then gone", len(harness.series(
                 samples, "rdma_cq_outstanding_entries", pid=killed_pid)), 0)
-            expect("its file forgotten", os.listdir(stats_dir), [])
             if failures:
                 print(exporter.read_log())
+
+        # No reader any more (the exporter stopped; .readers stays, unlocked): a process that
+        # exits deletes its own file, one that is killed leaves it.
+        for reader_file in (True, False):
+            if not reader_file:
+                os.remove(os.path.join(stats_dir, ".readers"))
+            alone = subprocess.Popen([workload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=env, text=True)
+            alone.stdout.readline()
+            alone.stdin.write("exit\n")
+            alone.stdin.flush()
+            alone.wait()
+            expect(f"no reader ({'unlocked .readers' if reader_file else 'no .readers'}): "
+                   "an exiting process deletes its file", occ_files(stats_dir), [])
+        killed = subprocess.Popen([workload], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  env=env, text=True)
+        killed.stdout.readline()
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        expect("no reader: a killed process's file stays", len(occ_files(stats_dir)), 1)
     return 1 if failures else 0
 
 

@@ -28,8 +28,8 @@ def main(binary, counts, busy):
             failures.append(what)
 
     cpus = os.cpu_count()
-    args = ["--collector.disable-defaults", "--collector.perf", "--perf.event=cpu-clock",
-            "--perf.event=context-switches", "--perf.event=page-faults", "--perf.event=cycles"]
+    args = ["--collector.disable-defaults", "--collector.perf", "--collector.perf.event=cpu-clock",
+            "--collector.perf.event=context-switches", "--collector.perf.event=page-faults", "--collector.perf.event=cycles"]
     with harness.Exporter(binary, args) as exporter:
         def total(samples, event):
             return sum(harness.series(samples, "rdma_perf_events_total", event=event).values())
@@ -56,11 +56,11 @@ def main(binary, counts, busy):
                                                collector="perf") == 1.0, "")
         expect("reason logged", "perf event not counted" in exporter.read_log(), "")
 
-    with harness.Exporter(binary, args[:3] + ["--perf.per-cpu"]) as exporter:
+    with harness.Exporter(binary, args[:3] + ["--collector.perf.per-cpu"]) as exporter:
         samples = harness.parse(exporter.metrics())
         cpu_labels = {dict(k)["cpu"] for k in harness.series(samples, "rdma_perf_events_total",
                                                              event="cpu-clock")}
-        expect("one series per CPU with --perf.per-cpu", len(cpu_labels) == cpus, cpu_labels)
+        expect("one series per CPU with --collector.perf.per-cpu", len(cpu_labels) == cpus, cpu_labels)
 
     # The kernel's own account of the target's CPU time over the same second is the reference:
     # on a loaded machine two spinning threads get less than two CPUs, and so does task-clock.

@@ -42,8 +42,8 @@ def main(binary):
         if not ok:
             failures.append(what)
 
-    args = ["--collector.disable-defaults", "--collector.perf", "--perf.event=cpu-clock",
-            "--perf.per-cpu"]
+    args = ["--collector.disable-defaults", "--collector.perf", "--collector.perf.event=cpu-clock",
+            "--collector.perf.per-cpu"]
     with harness.Exporter(binary, args) as exporter:
         def cpu1():
             samples = harness.parse(exporter.metrics())

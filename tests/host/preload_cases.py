@@ -83,7 +83,7 @@ def main(binary, cases, library, preload, workload, plugin_host, plugin):
         print("\n".join(warnings))
 
         with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.occupancy",
-                                       f"--occupancy.dir={stats_dir}"]) as exporter:
+                                       f"--collector.occupancy.dir={stats_dir}"]) as exporter:
             for name in os.listdir(stats_dir):  # the cases' leftovers: exited or _exit'ed
                 if name.endswith(".occ"):
                     os.unlink(os.path.join(stats_dir, name))
@@ -99,6 +99,11 @@ def main(binary, cases, library, preload, workload, plugin_host, plugin):
                 samples, "rdma_cq_polled_completions_total", pid=pid), 3.0)
             host.communicate("exit\n", timeout=30)
             expect("plugin: exit status", host.returncode, 0)
+            # Its file is left at exit: the next scrape serves the last figures and deletes it.
+            samples = harness.parse(exporter.metrics())
+            expect("plugin: final figures served", harness.value(
+                samples, "rdma_cq_polled_completions_total", pid=pid), 3.0)
+            expect("plugin: file deleted after", occ_files(stats_dir), [])
 
             # Two pid namespaces, both applications pid 1, one directory.
             apps = [subprocess.Popen(["unshare", "-p", "-f", "--mount-proc", workload],
@@ -120,6 +125,8 @@ def main(binary, cases, library, preload, workload, plugin_host, plugin):
             for a in apps:
                 a.communicate("exit\n", timeout=30)
                 expect("namespaced app exit status", a.returncode, 0)
+            exporter.metrics()  # their final figures, then their files go
+            expect("namespaced apps: files deleted after exit", occ_files(stats_dir), [])
 
             # exec into an image that never opens a device.
             idle = subprocess.Popen([cases, "exec-idle-from"], env=env, stdin=subprocess.PIPE,
@@ -127,9 +134,12 @@ def main(binary, cases, library, preload, workload, plugin_host, plugin):
             idle_pid = idle.stdout.readline().split()[1]
             expect("exec: the old image's file is left", len(occ_files(stats_dir)), 1)
             samples = harness.parse(exporter.metrics())
-            expect("exec: the old image's queues not served", len(harness.series(
-                samples, "rdma_cq_capacity_entries", pid=idle_pid)), 0)
+            expect("exec: the old image's final figures served once", len(harness.series(
+                samples, "rdma_cq_capacity_entries", pid=idle_pid)) > 0, True)
             expect("exec: its file deleted", occ_files(stats_dir), [])
+            samples = harness.parse(exporter.metrics())
+            expect("exec: the old image's queues not served again", len(harness.series(
+                samples, "rdma_cq_capacity_entries", pid=idle_pid)), 0)
             idle.communicate("", timeout=30)
             if failures:
                 print(exporter.read_log())

@@ -10,7 +10,10 @@ known sizes on 2 threads (its header derives the figures); checked:
   RDMASCOPE_PRELOAD_SAMPLE=0 none; a bad value keeps the default, with one line on stderr;
 - 70 more threads than the stats file's 64 per-thread shards: still exact;
 - a forked child and an exec'd child count into files of their own: their figures only, the
-  parent's unchanged. No root needed."""
+  parent's unchanged;
+- message sizes are counted only with RDMASCOPE_PRELOAD_MESSAGE_SIZES=1 (which `rdmascope
+  profile` sets; the cases above run with it): without it no size series at all, not zeros,
+  while the queues are still counted. No root needed."""
 
 import os
 import subprocess
@@ -59,10 +62,10 @@ def stop(proc, what):
 def main(binary, program, library, preload):
     with tempfile.TemporaryDirectory(prefix="rdmascope-profile-") as stats_dir:
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library), LD_PRELOAD=preload,
-                   RDMASCOPE_PRELOAD_DIR=stats_dir)
+                   RDMASCOPE_PRELOAD_DIR=stats_dir, RDMASCOPE_PRELOAD_MESSAGE_SIZES="1")
         env.pop("RDMASCOPE_PRELOAD_SAMPLE", None)
         with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.occupancy",
-                                       f"--occupancy.dir={stats_dir}"]) as exporter:
+                                       f"--collector.occupancy.dir={stats_dir}"]) as exporter:
             proc, pids = start(program, env)
             samples = harness.parse(exporter.metrics())
             pid = pids["READY"]
@@ -157,6 +160,19 @@ def main(binary, program, library, preload):
             expect("bad RDMASCOPE_PRELOAD_SAMPLE: a line per process", len(
                 [line for line in err.splitlines() if "RDMASCOPE_PRELOAD_SAMPLE=often" in line]),
                 2)
+
+            # Message sizes not asked for: absent (the post path did no size work).
+            unasked = {k: v for k, v in env.items() if k != "RDMASCOPE_PRELOAD_MESSAGE_SIZES"}
+            proc, pids = start(program, unasked)
+            samples = harness.parse(exporter.metrics())
+            for name in ("rdma_process_posted_work_requests_total",
+                         "rdma_process_posted_bytes_total",
+                         "rdma_process_message_size_bytes_count"):
+                expect(f"sizes not asked: no {name}",
+                       harness.series(samples, name, pid=pids["READY"]), {})
+            expect("sizes not asked: queues still counted", bool(harness.series(
+                samples, "rdma_cq_polls_total", pid=pids["READY"])), True)
+            stop(proc, "sizes not asked")
             if failures:
                 print(exporter.read_log())
     print("FAILED: " + ", ".join(failures) if failures else "PASS")

@@ -11,9 +11,12 @@ Both lists are read from docs/security.md ("Final list"), so the test holds the 
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
@@ -118,6 +121,32 @@ def check_collectors(checks, case, exporter, workloads, library):
             proc.communicate("x\nx\n", timeout=30)
 
 
+def free_privileged_port():
+    for port in range(990, 900, -1):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port in 901-990")
+
+
+def wait_for_scrape(port, proc, timeout=60):
+    """The /metrics body once the exporter answers (it binds before loading its probes, so the
+    port accepts before it serves)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"exporter exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+                return r.read().decode()
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"no answer on port {port} within {timeout} s")
+
+
 def main(binary, mr_workload, verbs_workload, library, security_md):
     if os.geteuid() != 0:
         print("SKIP: needs root (setpriv, BPF)")
@@ -133,9 +162,9 @@ def main(binary, mr_workload, verbs_workload, library, security_md):
     with tempfile.TemporaryDirectory(prefix="rdmascope-caps-") as stats:
         os.chmod(stats, 0o755)
         args = ["--web.threads=2", "--collector.mr", "--collector.verbs", "--collector.perf",
-                "--perf.event=cpu-clock", "--collector.ethtool", "--collector.host",
-                "--collector.occupancy", f"--occupancy.dir={stats}", "--collector.rdma",
-                "--collector.resources", f"--probe.library={library}", "--mr.leak-age=0s"]
+                "--collector.perf.event=cpu-clock", "--collector.ethtool", "--collector.host",
+                "--collector.occupancy", f"--collector.occupancy.dir={stats}", "--collector.rdma",
+                "--collector.resources", f"--probe.library={library}", "--collector.mr.leak-age=0s"]
         cases = [("root", binary, (), mask(serving)),
                  ("nobody with ambient capabilities", "setpriv", as_nobody, None)]
         for case, program, prefix, bounding in cases:
@@ -163,6 +192,24 @@ def main(binary, mr_workload, verbs_workload, library, security_md):
                 samples, "rdma_perf_event_supported", event="cpu-clock"), 1.0)
             checks.expect("no CAP_SYS_ADMIN: ethtool still served", harness.value(
                 samples, "rdmascope_collector_success", collector="ethtool"), 1.0)
+
+        # A privileged port as `nobody`: CAP_NET_BIND_SERVICE at start-up binds the socket
+        # before the drop, and is not kept while serving.
+        port = free_privileged_port()
+        bind = ",".join("+" + n.lower()[4:] for n in [*start, "CAP_NET_BIND_SERVICE"])
+        command = ["setpriv", "--reuid=" + NOBODY, "--regid=" + NOBODY, "--clear-groups",
+                   f"--inh-caps=-all,{bind}", f"--ambient-caps=-all,{bind}", "--", binary,
+                   "serve", f"--web.listen-address=127.0.0.1:{port}", *args]
+        with subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) as proc:
+            try:
+                body = wait_for_scrape(port, proc)
+                checks.expect(f"privileged port {port}: served as nobody",
+                              "rdmascope_build_info" in body, True)
+                check_threads(checks, f"privileged port {port}", proc.pid, mask(serving))
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
 
         # --capabilities.keep=none: nothing at all, and perf events opened at start-up count.
         with harness.Exporter(binary, [*args, "--capabilities.keep=none"]) as exporter:

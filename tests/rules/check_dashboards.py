@@ -1,14 +1,39 @@
 #!/usr/bin/env python3
 """The Grafana dashboards are what dashboards/generate.py produces (nobody edits the JSON by
-hand and loses it at the next generation), and each one has what users need: the instance
-variable, and on every panel a title, a description, a unit and a query.
+hand and loses it at the next generation), and each one has what users need: the cluster and
+instance variables (cluster first, so that one data source can hold many clusters), and on every
+panel a title, a description, a unit and a query whose every series selector filters by
+both cluster and instance.
 
 Usage: check_dashboards.py DASHBOARDS_DIR"""
 
 import importlib.util
 import json
 import os
+import re
 import sys
+
+SELECTORS = ('cluster=~"$cluster"', 'instance=~"$instance"')
+# Words of PromQL that are not metric names: aggregation and function names are followed by
+# "(", so only these keywords and the label lists of by/without/on/ignoring need skipping.
+KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or",
+            "unless", "offset"}
+
+
+def unfiltered_selectors(expr):
+    """The series selectors of a PromQL expression that lack one of SELECTORS: every {...}
+    matcher list, and every bare metric name (which would select all clusters and hosts)."""
+    missing = [m.group(0) for m in re.finditer(r"[A-Za-z_:][\w:]*\{[^}]*\}", expr)
+               if not all(s in m.group(0) for s in SELECTORS)]
+    rest = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
+    rest = re.sub(r"\{[^}]*\}", "{}", rest)  # matcher lists (checked above)
+    rest = re.sub(r"\[[^]]*\]", "", rest)  # range durations
+    rest = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", rest)
+    for m in re.finditer(r"[A-Za-z_:][\w:]*", rest):
+        after = rest[m.end():].lstrip()
+        if m.group(0) not in KEYWORDS and not after.startswith(("(", "{")):
+            missing.append(m.group(0))
+    return missing
 
 
 def main(directory):
@@ -25,9 +50,21 @@ def main(directory):
             if f.read() != text:
                 failures.append(f"{name}: differs from dashboards/generate.py's output; run it")
         board = json.loads(text)
-        variables = {v["name"] for v in board["templating"]["list"]}
-        if not {"datasource", "instance"} <= variables:
-            failures.append(f"{name}: datasource and instance variables")
+        variables = [v["name"] for v in board["templating"]["list"]]
+        if variables[:3] != ["datasource", "cluster", "instance"]:
+            failures.append(f"{name}: variables datasource, cluster, instance first: {variables}")
+        for variable in board["templating"]["list"][1:]:
+            # label_values(SELECTOR, LABEL): the selector must be chained on the variables above.
+            selector = re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1", variable["definition"])
+            if variable["name"] == "cluster":
+                chained = True
+            elif variable["name"] == "instance":
+                chained = SELECTORS[0] in selector
+            else:
+                chained = not unfiltered_selectors(selector)
+            if not chained:
+                failures.append(f"{name}: variable {variable['name']} not chained on the "
+                                f"variables before it: {variable['definition']}")
         for panel in board["panels"]:
             where = f"{name}: {panel.get('title')!r}"
             if not panel.get("title") or not panel.get("description"):
@@ -36,6 +73,10 @@ def main(directory):
                 failures.append(f"{where}: unit")
             if not panel.get("targets") or not all(t.get("expr") for t in panel["targets"]):
                 failures.append(f"{where}: a query")
+            for target in panel.get("targets", []):
+                if bad := unfiltered_selectors(target.get("expr", "")):
+                    failures.append(f"{where}: selectors without {' and '.join(SELECTORS)}: "
+                                    f"{bad}")
         print(f"ok: {name}: {len(board['panels'])} panels")
     for failure in failures:
         print("FAIL:", failure)

@@ -203,6 +203,10 @@ inline Snapshot Host(bool bad, bool later) {
   f.Counter("rdma_netdev_crc_errors_total", {{"device", "eno1"}}, counter(3, 50));
   f.Gauge("rdma_netdev_pfc_enabled", {{"device", "eth2"}, {"priority", "3"}}, bad ? 0 : 1);
   f.Gauge("rdma_netdev_pfc_enabled", {{"device", "eth2"}, {"priority", "0"}}, 0);
+  // eth2 trusts DSCP; RoCE's DSCP 26 is mapped to priority 0 (bad) or 3 (healthy).
+  f.Gauge("rdma_netdev_dscp_trust", {{"device", "eth2"}}, 1);
+  f.Gauge("rdma_netdev_dscp_priority_info",
+          {{"device", "eth2"}, {"dscp", "26"}, {"priority", bad ? "0" : "3"}}, 1);
   f.Counter("rdma_netdev_pause_frames_total",
             {{"device", "eth2"}, {"direction", "rx"}, {"priority", "global"}},
             counter(0, bad ? 40 : 0));

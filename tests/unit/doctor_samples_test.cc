@@ -173,7 +173,7 @@ TEST(DoctorHistory, MrLeakNamesTheGrowingProcessWithOldRegions) {
   // The ring kept the last hour: 61 snapshots, the oldest at minute 1 (29.5 MiB by then).
   EXPECT_EQ(leaker->observed,
             "outstanding MR bytes 2.7 MiB -> 101 MiB over 59.5 min, 1 MiB in regions older "
-            "than --mr.leak-age");
+            "than --collector.mr.leak-age");
   EXPECT_NE(leaker->advice.find("/debug/mr/stacks?pid=4242"), std::string::npos);
   const Finding* steady = ForPid(leak, "7");
   ASSERT_NE(steady, nullptr);

@@ -15,7 +15,12 @@ std::vector<NetdevSnapshot> FixtureNetdevs() {
   mlx5.driver = sys::DriverInfo{"mlx5_core", "6.1.0", "22.36.1010 (MT_0000000359)", "0000:3b:00.0"};
   mlx5.stats = ParseEthtoolS(ReadText(FixturePath("ethtool/mlx5_cx6dx.txt")));
   mlx5.coalesce = sys::CoalesceSettings{8, 16, true, false};
-  mlx5.pfc = sys::PfcConfig{.capability = 8, .enabled_mask = 0x08};
+  // `dcb app add dev ens1f0np0 dscp-prio 26:3 48:6`: RoCE's DSCP on the PFC priority, CNPs on 6.
+  sys::DscpMap dscp;
+  dscp.priorities[26] = 1U << 3;
+  dscp.priorities[48] = 1U << 6;
+  dscp.entries = 2;
+  mlx5.pfc = sys::PfcConfig{.capability = 8, .enabled_mask = 0x08, .dscp = dscp};
   mlx5.mtu = 4200;
   mlx5.numa_node = 1;
 
@@ -145,6 +150,38 @@ TEST(EthtoolCollector, NormalisedCountersPickTheDocumentedNames) {
       Value(families, "rdma_netdev_pfc_enabled", {{"device", "ens1f0np0"}, {"priority", "0"}}), 0);
   // Absent on drivers without such counters: a missing series, never 0.
   EXPECT_EQ(Value(families, "rdma_netdev_symbol_errors_total", {{"device", "ens801f0"}}), -1);
+}
+
+// The DCB APP table's DSCP map: a trust flag per interface and one info series per entry; no
+// series at all when the table was not read (old kernel, malformed reply).
+TEST(EthtoolCollector, DscpTrustAndMap) {
+  sys::DscpMap dscp_trust;
+  for (int dscp = 0; dscp < 64; ++dscp) dscp_trust.priorities[dscp] = 1U << (dscp >> 3);
+  dscp_trust.entries = 64;
+  NetdevSnapshot trusting{.name = "ens1f0np0"};
+  trusting.pfc = sys::PfcConfig{.capability = 8, .enabled_mask = 0x08, .dscp = dscp_trust};
+  NetdevSnapshot pcp{.name = "ens1f1np1"};
+  pcp.pfc = sys::PfcConfig{.capability = 8, .enabled_mask = 0x08, .dscp = sys::DscpMap{}};
+  NetdevSnapshot unread{.name = "ens2f0np0"};
+  unread.pfc =
+      sys::PfcConfig{.capability = 8, .enabled_mask = 0x08, .dscp_error = "truncated APP table"};
+  MetricSet out;
+  MapNetdevs({trusting, pcp, unread}, NameFilter(), QueueStatsMode::kRaw, out);
+  const auto families = out.Take();
+  EXPECT_EQ(Value(families, "rdma_netdev_dscp_trust", {{"device", "ens1f0np0"}}), 1);
+  EXPECT_EQ(Value(families, "rdma_netdev_dscp_trust", {{"device", "ens1f1np1"}}), 0);
+  EXPECT_EQ(Value(families, "rdma_netdev_dscp_trust", {{"device", "ens2f0np0"}}), -1);
+  EXPECT_EQ(Value(families, "rdma_netdev_dscp_priority_info",
+                  {{"device", "ens1f0np0"}, {"dscp", "26"}, {"priority", "3"}}),
+            1);
+  size_t entries = 0;
+  for (const auto& family : families) {
+    if (family.name == "rdma_netdev_dscp_priority_info") entries = family.metric.size();
+  }
+  EXPECT_EQ(entries, 64U);  // only the trusting interface's entries
+  // PFC is still served when the APP table could not be read.
+  EXPECT_EQ(
+      Value(families, "rdma_netdev_pfc_enabled", {{"device", "ens2f0np0"}, {"priority", "3"}}), 1);
 }
 
 // Kernels before v6.4 name bnxt's ring discard sum rx_total_discard_pkts (bnxt_sw_func_stats).

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 
 #include "core/metric_set.h"
@@ -148,6 +149,87 @@ TEST(HostTuning, RoceConfigAndKernelModules) {
   const std::string unmounted = testing::Serialise(host.Collect());
   EXPECT_TRUE(Contains(unmounted, "rdma_host_rdma_cm_configfs 0"));
   EXPECT_FALSE(Contains(unmounted, "rdma_port_default_roce_tos"));
+}
+
+// A netdev without a `device` link is virtual (veth, bridge): no ECN enables, no driver whose
+// RDMA provider could be missing, whatever files appear below it. The collector does not look
+// there at all, which is what keeps 64 veths from costing 1 ms a scrape.
+TEST(HostTuning, VirtualNetdevsHaveNoHardwareSettings) {
+  Host host;
+  host.Write("sys/class/net/veth0/mtu", "1500");
+  fs::create_directories(host.root.path() / "sys/class/net/veth0/ecn/roce_np/enable");
+  host.Write("sys/class/net/veth0/ecn/roce_np/enable/3", "1");
+  const std::string text = testing::Serialise(host.Collect());
+  EXPECT_FALSE(Contains(text, "device=\"veth0\"")) << text;
+  EXPECT_TRUE(Contains(
+      text, "rdma_netdev_ecn_enabled{device=\"ens1f0np0\",point=\"rp\",priority=\"3\"} 1"));
+}
+
+// Settings that change by hand are read once per refresh interval and served from that reading
+// in between (series present, values as read); huge page counts move at every scrape. A module
+// loaded, an ECN enable flipped or an interface added shows at the next refresh.
+TEST(HostTuning, SlowSettingsRefreshOnTheirInterval) {
+  Host host;
+  auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  HostTuningCollector collector(host.root.path() / "sys", host.root.path() / "proc",
+                                HostTuningOptions{std::chrono::seconds(60)},
+                                [&now] { return now; });
+  const auto scrape = [&collector] {
+    MetricSet set;
+    collector.Collect(set);
+    return testing::Serialise(set.Take());
+  };
+  const std::string rdma_ucm =
+      "rdma_host_kernel_module_loaded{module=\"rdma_ucm\",needed_by=\"rdma\"} ";
+  const std::string ecn_np3 =
+      "rdma_netdev_ecn_enabled{device=\"ens1f0np0\",point=\"np\",priority=\"3\"} ";
+  const std::string first = scrape();
+  EXPECT_TRUE(Contains(first, rdma_ucm + "0"));
+  EXPECT_TRUE(Contains(first, ecn_np3 + "0"));
+  EXPECT_TRUE(Contains(first, "rdma_host_hugepages{state=\"free\"} 0"));
+
+  // A module loaded, an ECN enable flipped, a PCI netdev hot-plugged with ECN on, and huge
+  // pages taken by an application.
+  fs::create_directories(host.root.path() / "sys/class/misc/rdma_cm");
+  host.Write("sys/class/net/ens1f0np0/ecn/roce_np/enable/3", "1");
+  const fs::path hotplugged = host.root.path() / "sys/class/net/ens9";
+  fs::create_directories(hotplugged / "ecn/roce_rp/enable");
+  fs::create_directory_symlink(
+      host.root.path() / "sys/devices/pci0000:00/0000:00:1d.0/0000:06:00.0", hotplugged / "device");
+  host.Write("sys/class/net/ens9/ecn/roce_rp/enable/5", "1");
+  std::string meminfo = kMeminfo;
+  meminfo.replace(meminfo.find("HugePages_Free:        0"), 24, "HugePages_Free:      100");
+  std::ofstream(host.root.path() / "proc/meminfo") << meminfo;
+  const std::string ens9 = "rdma_netdev_ecn_enabled{device=\"ens9\",point=\"rp\",priority=\"5\"} 1";
+
+  now += std::chrono::seconds(59);
+  const std::string between = scrape();
+  EXPECT_TRUE(Contains(between, rdma_ucm + "0")) << "served from the last reading";
+  EXPECT_TRUE(Contains(between, ecn_np3 + "0"));
+  EXPECT_FALSE(Contains(between, ens9));
+  EXPECT_TRUE(Contains(between, "rdma_host_online_cpus 15")) << "still present between reads";
+  EXPECT_TRUE(Contains(between, "rdma_host_hugepages{state=\"free\"} 100")) << "every scrape";
+
+  now += std::chrono::seconds(1);
+  const std::string refreshed = scrape();
+  EXPECT_TRUE(Contains(refreshed, rdma_ucm + "1"));
+  EXPECT_TRUE(Contains(refreshed, ecn_np3 + "1"));
+  EXPECT_TRUE(Contains(refreshed, ens9));
+  EXPECT_TRUE(Contains(refreshed, "rdma_host_online_cpus 15"));
+}
+
+TEST(HostTuning, RefreshIntervalZeroReadsEveryScrape) {
+  Host host;
+  const auto now = std::chrono::steady_clock::time_point{};
+  HostTuningCollector collector(host.root.path() / "sys", host.root.path() / "proc",
+                                HostTuningOptions{std::chrono::nanoseconds(0)},
+                                [now] { return now; });
+  MetricSet set;
+  collector.Collect(set);
+  fs::create_directories(host.root.path() / "sys/class/misc/rdma_cm");
+  collector.Collect(set = MetricSet());
+  EXPECT_TRUE(Contains(testing::Serialise(set.Take()),
+                       "rdma_host_kernel_module_loaded{module=\"rdma_ucm\",needed_by=\"rdma\"} 1"));
 }
 
 TEST(HostTuning, NoNumaNodeNoIrqRatio) {

@@ -21,6 +21,12 @@ MrSnapshot Snapshot() {
                                 .access_seen = 0x7 | (1ULL << 40),
                                 .not_huge_aligned_bytes = 4096,
                                 .length_not_page_multiple = 1,
+                                .aligned_huge = 9,
+                                .aligned_page = 0,
+                                .unaligned = 1,
+                                .reregistrations = 2,
+                                .reregistered_bytes = 2 * 2097152,
+                                .access_registrations = {10, 10, 4},
                                 .leak_suspect_regions = 2,
                                 .leak_suspect_bytes = 2 * 2097152});
   MrHistograms h;
@@ -66,6 +72,43 @@ TEST(MrCollector, HistogramBucketsAreCumulativeAndExact) {
   FAIL() << "no size histogram";
 }
 
+// Per-registration details: every alignment class (a real 0 included), the flags used (not
+// the unused ones), churn; summed with exited processes' counters when aggregated by comm.
+TEST(MrCollector, RegistrationDetails) {
+  MrSnapshot snapshot = Snapshot();
+  MrProcess retired{.comm = "trainer", .aligned_page = 5, .reregistrations = 1};
+  retired.access_registrations[20] = 3;  // IBV_ACCESS_RELAXED_ORDERING
+  retired.access_registrations[9] = 1;   // no name in verbs.h's table
+  snapshot.retired_counters["trainer"] = retired;
+  for (const bool by_comm : {false, true}) {
+    MetricSet out;
+    MapMrSnapshot(snapshot, out, by_comm);
+    std::map<std::string, double> got;
+    for (const auto& family : out.Take()) {
+      for (const auto& metric : family.metric) {
+        std::string key = family.name;
+        for (const auto& label : metric.label) {
+          if (label.name == "alignment" || label.name == "flag") key += "/" + label.value;
+        }
+        got[key] = metric.counter.value;
+      }
+    }
+    const double retired_page = by_comm ? 5 : 0, retired_rereg = by_comm ? 1 : 0;
+    EXPECT_EQ(got["rdma_mr_registrations_by_alignment_total/2MiB"], 9);
+    EXPECT_EQ(got["rdma_mr_registrations_by_alignment_total/4KiB"], retired_page);
+    EXPECT_TRUE(got.contains("rdma_mr_registrations_by_alignment_total/4KiB"));
+    EXPECT_EQ(got["rdma_mr_registrations_by_alignment_total/unaligned"], 1);
+    EXPECT_EQ(got["rdma_mr_registrations_by_access_flag_total/LOCAL_WRITE"], 10);
+    EXPECT_EQ(got["rdma_mr_registrations_by_access_flag_total/REMOTE_WRITE"], 10);
+    EXPECT_EQ(got["rdma_mr_registrations_by_access_flag_total/REMOTE_READ"], 4);
+    EXPECT_FALSE(got.contains("rdma_mr_registrations_by_access_flag_total/REMOTE_ATOMIC"));
+    EXPECT_EQ(got.contains("rdma_mr_registrations_by_access_flag_total/RELAXED_ORDERING"), by_comm);
+    EXPECT_EQ(got.contains("rdma_mr_registrations_by_access_flag_total/BIT_9"), by_comm);
+    EXPECT_EQ(got["rdma_mr_reregistrations_total"], 2 + retired_rereg);
+    EXPECT_EQ(got["rdma_mr_reregistered_bytes_total"], 2 * 2097152);
+  }
+}
+
 }  // namespace
 }  // namespace rdmascope
 
@@ -89,6 +132,22 @@ TEST(ParseDuration, PrometheusStyle) {
 
 namespace rdmascope {
 namespace {
+
+// rdma_mr_lost_total is a counter: the regions a full map lost for a process that has exited
+// stay counted (tests/fault/bpf_map_full.py saw it fall from 24 to 0 at the exit).
+TEST(MrCollector, LostRegionsOfExitedProcessesStayCounted) {
+  MrSnapshot snapshot;
+  snapshot.processes.push_back({.pid = 7, .comm = "live", .lost_regions = 3});
+  snapshot.retired_counters["gone"] = {.comm = "gone", .lost_regions = 24};
+  for (const bool by_comm : {false, true}) {
+    MetricSet out;
+    MapMrSnapshot(snapshot, out, by_comm);
+    const std::string text = testing::Serialise(out.Take());
+    EXPECT_NE(text.find("rdma_mr_lost_total{reason=\"regions\"} 27\n"), std::string::npos)
+        << "by_comm=" << by_comm << "\n"
+        << text;
+  }
+}
 
 TEST(MrCollector, AggregateByCommDropsPidAndSums) {
   MrSnapshot snapshot;

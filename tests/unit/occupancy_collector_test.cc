@@ -122,6 +122,30 @@ TEST(OccupancyCollector, GoldenExposition) {
   EXPECT_TRUE(testing::MatchesGolden(testing::Serialise(out.Take()), "occupancy.prom"));
 }
 
+// A library that did not count message sizes (RDMASCOPE_PRELOAD_MESSAGE_SIZES unset) says so in
+// the header: no size series, rather than zeros that read as "nothing posted". A file of an
+// earlier v3 library has 0 in that word (reserved then) and counted sizes always.
+TEST(OccupancyCollector, MessageSizesAbsentWhenNotCounted) {
+  auto file = File();
+  file->header.sizes_off = 1;
+  std::memset(file->shards, 0, sizeof file->shards);
+  std::memset(&file->shard_shared, 0, sizeof file->shard_shared);
+  const auto process = ParseOccupancyFile(Bytes(*file));
+  ASSERT_TRUE(process) << process.error();
+  EXPECT_FALSE(process->message_sizes);
+  MetricSet out;
+  MapOccupancy({*process}, out);
+  const std::string text = testing::Serialise(out.Take());
+  EXPECT_EQ(text.find("rdma_process_message_size_bytes"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rdma_process_posted_bytes_total"), std::string::npos);
+  EXPECT_EQ(text.find("rdma_process_posted_work_requests_total"), std::string::npos);
+  EXPECT_NE(text.find("rdma_cq_outstanding_entries"), std::string::npos) << text;
+
+  const auto earlier = ParseOccupancyFile(Bytes(*File()));
+  ASSERT_TRUE(earlier);
+  EXPECT_TRUE(earlier->message_sizes);
+}
+
 TEST(OccupancyCollector, RejectsForeignFiles) {
   auto file = File();
   EXPECT_FALSE(ParseOccupancyFile(Bytes(*file).first(100))) << "short";
@@ -169,14 +193,16 @@ TEST(OccupancyCollector, LockedFilesAreLiveUnlockedOnesStale) {
   EXPECT_FALSE(result.no_data) << result.detail;
   const auto text = testing::Serialise(out.Take());
   EXPECT_NE(text.find("pid=\"4242\""), std::string::npos) << text;
-  EXPECT_EQ(text.find("pid=\"4243\""), std::string::npos) << text;
+  EXPECT_NE(text.find("pid=\"4243\""), std::string::npos) << "final figures, served once";
   EXPECT_TRUE(std::filesystem::exists(live)) << "held: its process lives";
   EXPECT_FALSE(std::filesystem::exists(stale)) << "nobody holds it: stale, deleted";
   EXPECT_TRUE(std::filesystem::exists(creating)) << "not yet sized: being created, kept";
   ::close(fd);
   MetricSet after;
-  EXPECT_TRUE(collector.Collect(after).no_data);
+  EXPECT_FALSE(collector.Collect(after).no_data) << "its final figures";
   EXPECT_FALSE(std::filesystem::exists(live)) << "its process closed the lock: stale";
+  MetricSet gone;
+  EXPECT_TRUE(collector.Collect(gone).no_data) << "served once, then forgotten";
 }
 
 // A library of another version (here 2, before the profile shards: a shorter file) left its
@@ -200,20 +226,69 @@ TEST(OccupancyCollector, OtherVersionFilesDeletedWhenStale) {
   ::close(fd);
 }
 
-// `rdmascope profile` reads its program's file after the exit (RDMASCOPE_PRELOAD_KEEP_AT_EXIT):
-// a collection running meanwhile skips the stale file and must leave it there.
-TEST(OccupancyCollector, StaleFilesKeptWhenAsked) {
+// A process's last interval counts: the library leaves its file at exit (stale: the exit
+// dropped the lock), the next collection serves its final figures once, hands them to the
+// finished-process observer (`rdmascope profile`), and deletes the file. Before, the library
+// deleted the file at exit and serve never saw what was posted after its last scrape.
+TEST(OccupancyCollector, StaleFileServedOnceAndHandedOver) {
   testing::TempDir dir;
-  const auto stale = WriteFile(dir.path(), "4026532999-7-1-0.occ", *File(), sizeof(occ_file));
-  OccupancyCollector keeping({.dir = dir.path(), .keep_stale_files = true},
-                             dir.path() / "no-procfs");
+  auto file = File();
+  file->shards[0].send.bytes += 4096;  // posted after the last scrape the process lived for
+  file->shards[0].send.buckets[12] += 1;
+  const auto stale = WriteFile(dir.path(), "4026532999-7-1-0.occ", *file);
+  OccupancyCollector collector({.dir = dir.path()}, dir.path() / "no-procfs");
+  std::vector<OccupancyProcess> handed;
+  collector.SetFinishedObserver([&handed](const OccupancyProcess& p) { handed.push_back(p); });
   MetricSet out;
-  EXPECT_TRUE(keeping.Collect(out).no_data) << "an exited process is not served";
-  EXPECT_TRUE(std::filesystem::exists(stale)) << "kept for the profile to read";
-  OccupancyCollector serving({.dir = dir.path()}, dir.path() / "no-procfs");
+  EXPECT_FALSE(collector.Collect(out).no_data);
+  const std::string text = testing::Serialise(out.Take());
+  EXPECT_NE(text.find("rdma_process_posted_bytes_total{pid=\"4242\",comm=\"trainer\","
+                      "direction=\"send\"} 21474848769"),
+            std::string::npos)
+      << text;
+  ASSERT_EQ(handed.size(), 1U);
+  EXPECT_EQ(handed[0].pid, 4242U);
+  EXPECT_EQ(handed[0].send.buckets[12], 1U);
+  EXPECT_FALSE(std::filesystem::exists(stale)) << "read, then deleted";
   MetricSet again;
-  serving.Collect(again);
-  EXPECT_FALSE(std::filesystem::exists(stale)) << "serve deletes it";
+  EXPECT_TRUE(collector.Collect(again).no_data);
+  EXPECT_EQ(handed.size(), 1U) << "handed over once";
+}
+
+// What the library's exit asks (preload/tables.c): does anyone hold a read lock on .readers?
+bool ReaderLockHeld(const std::filesystem::path& readers) {
+  const int fd = ::open(readers.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct flock probe {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  const bool held = fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type == F_RDLCK;
+  ::close(fd);
+  return held;
+}
+
+// While a collector lives it holds .readers, so exiting libraries leave their final figures
+// for it; the directory may appear after the collector (the first preloaded process makes it):
+// the next collection takes the lock then. Gone with the collector: libraries delete their
+// own files again.
+TEST(OccupancyCollector, HoldsTheReaderLockWhileItLives) {
+  testing::TempDir dir;
+  const auto later = dir.path() / "later";
+  {
+    OccupancyCollector collector({.dir = dir.path()}, dir.path() / "no-procfs");
+    EXPECT_TRUE(ReaderLockHeld(dir.path() / OCC_READERS_FILE));
+    OccupancyCollector second({.dir = dir.path()}, dir.path() / "no-procfs");
+    EXPECT_TRUE(ReaderLockHeld(dir.path() / OCC_READERS_FILE)) << "read locks share";
+
+    OccupancyCollector waiting({.dir = later}, dir.path() / "no-procfs");
+    EXPECT_FALSE(std::filesystem::exists(later / OCC_READERS_FILE));
+    std::filesystem::create_directory(later);
+    MetricSet out;
+    waiting.Collect(out);
+    EXPECT_TRUE(ReaderLockHeld(later / OCC_READERS_FILE));
+  }
+  EXPECT_FALSE(ReaderLockHeld(dir.path() / OCC_READERS_FILE));
+  EXPECT_FALSE(ReaderLockHeld(later / OCC_READERS_FILE));
 }
 
 }  // namespace

@@ -44,6 +44,10 @@ TEST(PmuFormat, CpuLists) {
   EXPECT_EQ(ParseCpuList("0,28"), (std::vector<int>{0, 28}));
   EXPECT_TRUE(ParseCpuList("3-1").empty());
   EXPECT_TRUE(ParseCpuList("x").empty());
+  // Not the kernel's ascending, disjoint runs: refused, so the list stays bounded.
+  EXPECT_TRUE(ParseCpuList("0-65535,0-65535").empty());
+  EXPECT_TRUE(ParseCpuList("4,2").empty());
+  EXPECT_TRUE(ParseCpuList("0-3,3").empty());
 }
 
 TEST_F(PmuTree, SkylakeMemoryControllerEvents) {

@@ -70,9 +70,11 @@ inline ProfileData SampleProfile() {
   mr.outstanding_bytes = 12 * kMiB + 4096 + 8192 + kMiB;
   mr.released_at_exit_regions = 6;
   mr.released_at_exit_bytes = mr.outstanding_bytes;
-  mr.aligned_2mib = 3;
-  mr.aligned_4kib = 105;
+  mr.aligned_2mib = 103;  // the 4 MiB regions
+  mr.aligned_4kib = 2;    // 4 KiB and 8 KiB
+  mr.unaligned = 0;
   mr.churn_registrations = 99;
+  mr.churn_bytes = 99 * 4 * kMiB;
   mr.access_flags = {{"LOCAL_WRITE", 105}, {"REMOTE_READ", 3}};
   mr.access_flags_seen = {"LOCAL_WRITE", "REMOTE_READ"};
   mr.not_hugepage_aligned_bytes = 4096 + 8192;

@@ -127,17 +127,18 @@ TEST(ProfileJson, SourcesThatWereNotActiveAreNullNotZero) {
 
 TEST(ProfileJson, FieldsTheSessionCouldNotMeasureAreNull) {
   ProfileData data = SampleProfile();
-  data.mr.unmeasured = {"aligned_2mib", "aligned_4kib", "churn_registrations", "access_flags"};
+  data.mr.unmeasured = {"aligned_2mib",        "aligned_4kib", "unaligned",
+                        "churn_registrations", "churn_bytes",  "access_flags"};
   data.mr.not_hugepage_aligned_bytes = std::nullopt;
   const auto doc = nlohmann::json::parse(Json(data));
-  for (const char* field : {"aligned_2mib", "aligned_4kib", "churn_registrations", "access_flags",
-                            "not_hugepage_aligned_bytes"}) {
+  for (const char* field : {"aligned_2mib", "aligned_4kib", "unaligned", "churn_registrations",
+                            "churn_bytes", "access_flags", "not_hugepage_aligned_bytes"}) {
     EXPECT_EQ(doc["mr"][field], nullptr) << field;
   }
   EXPECT_EQ(doc["mr"]["registrations"], 105);
   EXPECT_EQ(doc["mr"]["length_not_page_multiple"], 0);  // measured: a real 0
   EXPECT_EQ(doc["mr"]["access_flags_seen"][1], "REMOTE_READ");
-  EXPECT_EQ(doc["mr"]["unmeasured"].size(), 4U);
+  EXPECT_EQ(doc["mr"]["unmeasured"].size(), 6U);
   const std::string html = HtmlReport(data);
   EXPECT_NE(html.find("<th>same range registered again</th><td class=\"num\"><span "
                       "class=\"missing\">not measured</span>"),
@@ -237,6 +238,35 @@ TEST(HtmlReport, IsSelfContainedWithThePlots) {
   // What was not measured says so.
   EXPECT_NE(html.find("<th>instructions per cycle</th><td class=\"num\"><span "
                       "class=\"missing\">not measured</span>"),
+            std::string::npos);
+}
+
+// The process's own perf counters: an event it could not count is unavailable with the
+// reason, never a 0 among the counts.
+TEST(ProfileJson, UnavailablePerfEventsCarryTheirReason) {
+  ProfileData data = SampleProfile();
+  data.perf.process_own = true;
+  data.perf.unavailable = {{"cycles", "not supported by this CPU or kernel"}};
+  const auto doc = nlohmann::json::parse(Json(data));
+  EXPECT_EQ(doc["perf"]["events_scope"], "process");
+  EXPECT_FALSE(doc["perf"]["events"].contains("cycles"));
+  EXPECT_EQ(doc["perf"]["unavailable"]["cycles"], "not supported by this CPU or kernel");
+  const std::string html = HtmlReport(data);
+  EXPECT_NE(html.find("<th>cycles</th><td class=\"num\"><span class=\"missing\">unavailable: "
+                      "not supported by this CPU or kernel</span>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>task-clock (the process)</th>"), std::string::npos);
+}
+
+// The per-registration figures of the MR probe: three alignment classes, churn, flag counts.
+TEST(HtmlReport, ShowsRegistrationDetails) {
+  const std::string html = HtmlReport(SampleProfile());
+  EXPECT_NE(html.find("<th>aligned to 2 MiB / 4 KiB only / unaligned</th><td class=\"num\">"
+                      "103 / 2 / 0 of 105</td>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>same range registered again</th><td class=\"num\">99 times, "),
+            std::string::npos);
+  EXPECT_NE(html.find("<th>access flags</th><td class=\"num\">LOCAL_WRITE 105, REMOTE_READ 3"),
             std::string::npos);
 }
 

@@ -182,6 +182,28 @@ TEST(RdmaCollector, NoDeviceIsNoDataNotFailure) {
   EXPECT_EQ(out.sample_count(), 0U);
 }
 
+// Issue 18 item 3 (tests/fault/sysfs_faults.py found it with opendir failing under libfiu):
+// /sys/class/infiniband present but unreadable (here a symbolic link loop: ELOOP even for
+// root) is a failure with its reason, not "no RDMA device on this host".
+TEST(RdmaCollector, UnreadableDeviceDirectoryIsAFailureNotNoData) {
+  TempDir root;
+  std::filesystem::create_directories(root.path() / "class");
+  std::filesystem::create_directory_symlink("infiniband", root.path() / "class" / "infiniband");
+  RdmaCollector collector(RdmaOptions{}, root.path(), std::make_unique<FakeMtu>(),
+                          std::make_unique<FailingNetdevs>());
+  MetricSet out;
+  try {
+    const CollectResult result = collector.Collect(out);
+    ADD_FAILURE() << "collected, no_data=" << result.no_data << " detail=" << result.detail;
+  } catch (const std::exception& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot list "), std::string::npos) << what;
+    EXPECT_NE(what.find("class/infiniband: Too many levels of symbolic links"), std::string::npos)
+        << what;
+  }
+  EXPECT_EQ(out.sample_count(), 0U);
+}
+
 // Issue #12 item 2. bnxt_re/hw_counters.c bnxt_re_stat_descs names active_* (live object
 // counts read from atomics in bnxt_re_ib_get_hw_stats) and watermark_* (their high-water
 // marks): values that go down, not counters. The device is renamed (rocep65s0f0), so the

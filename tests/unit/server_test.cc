@@ -224,8 +224,11 @@ TEST(HttpServer, EveryAddressIsDualStack) {
 struct Gate {
   std::mutex mutex;
   std::condition_variable changed;
-  bool entered = false;
+  int entered = 0;  // collections started so far
   bool open = false;
+  // Only the first ones wait: a collection the test expects to be refused, if it ran after
+  // all, returns at once and fails the test instead of hanging it.
+  int block_first = 1 << 30;
 };
 
 class Blocking : public Collector {
@@ -233,8 +236,9 @@ class Blocking : public Collector {
   explicit Blocking(Gate& gate) : gate_(gate) {}
   CollectResult Collect(MetricSet&) const override {
     std::unique_lock lock(gate_.mutex);
-    gate_.entered = true;
+    ++gate_.entered;
     gate_.changed.notify_all();
+    if (gate_.entered > gate_.block_first) return {};
     gate_.changed.wait(lock, [this] { return gate_.open; });
     return {};
   }
@@ -256,7 +260,7 @@ TEST(HttpServer, LongScrapeDoesNotBlockOtherConnections) {
   std::thread slow([&] { slow_response = Fetch(AF_INET, server.port(), "/metrics"); });
   {
     std::unique_lock lock(gate.mutex);
-    gate.changed.wait(lock, [&] { return gate.entered; });
+    gate.changed.wait(lock, [&] { return gate.entered > 0; });
   }
   // Only this test opens the gate: the landing page is answered while the scrape is blocked.
   const std::string landing = Fetch(AF_INET, server.port(), "/");
@@ -268,6 +272,93 @@ TEST(HttpServer, LongScrapeDoesNotBlockOtherConnections) {
   slow.join();
   EXPECT_EQ(landing.rfind("HTTP/1.1 200", 0), 0U) << landing;
   EXPECT_EQ(slow_response.rfind("HTTP/1.1 200", 0), 0U) << slow_response;
+}
+
+std::shared_ptr<CollectorRunner> BlockingRunner(Gate& gate) {
+  std::vector<NamedCollector> collectors;
+  collectors.push_back({"blocking", std::make_unique<Blocking>(gate)});
+  return std::make_shared<CollectorRunner>(std::move(collectors), BuildInfo{"0.1.0", "abc"},
+                                           "/proc");
+}
+
+void WaitEntered(Gate& gate, int count) {
+  std::unique_lock lock(gate.mutex);
+  gate.changed.wait(lock, [&] { return gate.entered >= count; });
+}
+
+void OpenGate(Gate& gate) {
+  {
+    std::lock_guard lock(gate.mutex);
+    gate.open = true;
+  }
+  gate.changed.notify_all();
+}
+
+// --web.max-requests (node_exporter's): with 2 scrapes running, a third is refused at once
+// with 503 and a body naming the flag, counted; the landing page is not limited; once the
+// scrapes finish their slots are free again.
+TEST(HttpHandler, MaxRequestsRefusesScrapesPastTheLimit) {
+  Gate gate;
+  gate.block_first = 2;
+  const HttpHandler handler(BlockingRunner(gate), "/metrics", {}, 2);
+  HttpReply first, second;
+  std::thread a([&] { first = handler.Handle({.method = "GET", .path = "/metrics"}); });
+  std::thread b([&] { second = handler.Handle({.method = "HEAD", .path = "/metrics"}); });
+  WaitEntered(gate, 2);
+  const HttpReply refused = handler.Handle({.method = "GET", .path = "/metrics"});
+  const HttpReply landing = handler.Handle({.method = "GET", .path = "/"});
+  OpenGate(gate);
+  a.join();
+  b.join();
+  EXPECT_EQ(refused.status, 503U);
+  EXPECT_EQ(refused.body, "too many concurrent scrapes (limit 2, --web.max-requests)\n");
+  EXPECT_EQ(landing.status, 200U);
+  EXPECT_EQ(first.status, 200U);
+  EXPECT_EQ(second.status, 200U);
+  const HttpReply after = handler.Handle({.method = "GET", .path = "/metrics"});
+  EXPECT_EQ(after.status, 200U);
+  EXPECT_NE(after.body.find("rdmascope_http_requests_rejected_total{reason=\"max_requests\"} 1\n"),
+            std::string::npos)
+      << after.body;
+  EXPECT_EQ(gate.entered, 3);  // the refused scrape collected nothing
+}
+
+// 0 is node_exporter's "no limit": three scrapes run at once.
+TEST(HttpHandler, MaxRequestsZeroIsNoLimit) {
+  Gate gate;
+  const HttpHandler handler(BlockingRunner(gate), "/metrics", {}, 0);
+  std::vector<std::thread> scrapes;
+  std::vector<unsigned> statuses(3);
+  for (unsigned& status : statuses) {
+    scrapes.emplace_back([&handler, &status] {
+      status = handler.Handle({.method = "GET", .path = "/metrics"}).status;
+    });
+  }
+  WaitEntered(gate, 3);
+  OpenGate(gate);
+  for (auto& scrape : scrapes) scrape.join();
+  EXPECT_EQ(statuses, (std::vector<unsigned>{200, 200, 200}));
+}
+
+// Through the server: the 503 reaches the client while another connection's scrape runs.
+TEST(HttpServer, MaxRequestsAnswers503) {
+  Gate gate;
+  gate.block_first = 1;
+  HttpServer server({.listen_address = "127.0.0.1:0", .threads = 2, .max_requests = 1},
+                    BlockingRunner(gate));
+  std::string slow_response;
+  std::thread slow([&] { slow_response = Fetch(AF_INET, server.port(), "/metrics"); });
+  WaitEntered(gate, 1);
+  // The busy thread is inside the scrape, not in its epoll wait: the other thread accepts this
+  // connection (as in LongScrapeDoesNotBlockOtherConnections).
+  const std::string refused = Fetch(AF_INET, server.port(), "/metrics");
+  OpenGate(gate);
+  slow.join();
+  EXPECT_EQ(slow_response.rfind("HTTP/1.1 200", 0), 0U) << slow_response;
+  EXPECT_EQ(refused.rfind("HTTP/1.1 503", 0), 0U) << refused;
+  EXPECT_NE(refused.find("too many concurrent scrapes (limit 1, --web.max-requests)"),
+            std::string::npos)
+      << refused;
 }
 
 TEST(HttpServer, PortInUseIsAOneLineError) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
 #include <fstream>
 
 #include "core/name_filter.h"
@@ -35,6 +36,20 @@ TEST(Sysfs, ReadsDefensively) {
   EXPECT_EQ(sysfs::ReadFile(dir.path() / "big", 1 << 20)->size(), 8192U);
   EXPECT_EQ(sysfs::ListDirectory(dir.path()).size(), 4U);
   EXPECT_TRUE(sysfs::ListDirectory(dir.path() / "missing").empty());
+}
+
+// Absent is empty; present but unlistable is its errno (ListDirectory alone cannot tell).
+TEST(Sysfs, ListDirectoryCheckedTellsAbsentFromUnreadable) {
+  testing::TempDir dir;
+  std::ofstream(dir.path() / "file") << "x";
+  std::filesystem::create_directory_symlink("loop", dir.path() / "loop");
+  EXPECT_EQ(sysfs::ListDirectoryChecked(dir.path())->size(), 2U);
+  EXPECT_TRUE(sysfs::ListDirectoryChecked(dir.path() / "missing")->empty());
+  EXPECT_TRUE(sysfs::ListDirectoryChecked(dir.path() / "file")->empty());  // ENOTDIR
+  const auto loop = sysfs::ListDirectoryChecked(dir.path() / "loop");
+  ASSERT_FALSE(loop);
+  EXPECT_EQ(loop.error(), ELOOP);
+  EXPECT_TRUE(sysfs::ListDirectory(dir.path() / "loop").empty());
 }
 
 TEST(NameFilter, AnchoredIncludeExclude) {

@@ -13,8 +13,18 @@
  *   one failing registration (length 0)
  *   leak_buffers(): 5 regions of 65536 bytes, never deregistered
  *   leak_late(): 2 regions of 4096 bytes, never deregistered
- *   registrations 27 (499712 bytes), deregistrations 20, failures 1,
+ *   shapes(): a 2 MiB region at a 2 MiB address (LOCAL_WRITE | REMOTE_WRITE | REMOTE_ATOMIC)
+ *     and 1000 bytes at a 4 KiB address + 100 (LOCAL_WRITE | RELAXED_ORDERING), each
+ *     registered and deregistered
+ *   registrations 29 (2597864 bytes), deregistrations 22, failures 1,
  *   outstanding at exit 7 regions, 335872 bytes
+ *   alignment: 1 of 2 MiB (shapes), 27 of 4 KiB only (churn 20, leak_buffers 5, leak_late 2),
+ *     1 unaligned (shapes)
+ *   per flag: LOCAL_WRITE 29, REMOTE_READ 27, REMOTE_WRITE 1, REMOTE_ATOMIC 1,
+ *     RELAXED_ORDERING 1
+ *   churn: churn()'s range registered again 19 times after its deregistration (155648 bytes)
+ *   perf: 1024 pages touched (at least 1024 page faults of its own), 2 sleeps in linger mode
+ *   (at least 2 context switches)
  *   messages: 10 signalled sends of 2048 bytes (one SGE), 4 receives of 4096 bytes. */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
@@ -56,6 +66,23 @@ __attribute__((noinline)) void leak_late(void) {
   }
 }
 
+/* One registration of each alignment class not seen elsewhere, with other flags. */
+__attribute__((noinline)) static void shapes(void) {
+  const size_t huge = 2u << 20;
+  char* aligned = aligned_alloc(huge, huge);
+  CHECK(aligned);
+  struct ibv_mr* mr =
+      ibv_reg_mr(NULL, aligned, huge,
+                 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+  CHECK(mr && ibv_dereg_mr(mr) == 0);
+  char* page = aligned_alloc(4096, 4096);
+  CHECK(page);
+  mr = ibv_reg_mr(NULL, page + 100, 1000, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+  CHECK(mr && ibv_dereg_mr(mr) == 0);
+  free(aligned);
+  free(page);
+}
+
 static void messages(void) {
   static struct ibv_device device = {.name = "fakedev0"};
   struct ibv_context* context = ibv_open_device(&device);
@@ -83,6 +110,15 @@ static void messages(void) {
   CHECK(ibv_poll_cq(cq, 16, wc) == 10);
 }
 
+/* 4 MiB written once: 1024 first-touch page faults of this process. */
+__attribute__((noinline)) static void touch_pages(void) {
+  const size_t bytes = 1024 * 4096;
+  volatile char* memory = malloc(bytes);
+  CHECK(memory);
+  for (size_t i = 0; i < bytes; i += 4096) memory[i] = 1;
+  free((void*)memory);
+}
+
 static void wait_line(void) {
   char line[64];
   if (!fgets(line, sizeof line, stdin)) exit(1);
@@ -103,6 +139,8 @@ int main(int argc, char** argv) {
   CHECK(buffer);
   churn(buffer);
   leak_buffers();
+  shapes();
+  touch_pages();
   messages();
   if (wait) {
     leak_late();

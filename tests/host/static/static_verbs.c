@@ -1,5 +1,5 @@
 /* A statically linked program that carries its own registration entry point, as a program
- * linked against a static libibverbs would: --mr.binary must find it in .symtab. */
+ * linked against a static libibverbs would: --probe.binary must find it in .symtab. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

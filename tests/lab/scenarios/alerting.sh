@@ -3,7 +3,7 @@
 # RdmaMrLeak fire and reach Alertmanager, and the guest's real network configuration (eth0 at
 # MTU 1500 carrying RoCE GIDs, active RDMA MTU 1024 below the port's 4096) fires the MTU alerts.
 . /scenarios/lib.sh
-start_exporter --mr.leak-age=2s || exit 1
+start_exporter --collector.mr.leak-age=2s || exit 1
 rm -f /tmp/leaker.ready
 # 240 regions of 64 KiB, one every 500 ms: two minutes of steady growth.
 mr_leaker rxe0 240 65536 /tmp/leaker.ready 500 &

@@ -7,7 +7,7 @@
 COLLECTORS="--collector.disable-defaults --collector.rdma --collector.ethtool --collector.mr \
   --collector.verbs --collector.resources"
 # shellcheck disable=SC2086  # word splitting of $COLLECTORS is meant
-start_exporter $COLLECTORS --mr.leak-age=5s || exit 1
+start_exporter $COLLECTORS --collector.mr.leak-age=5s || exit 1
 exporter=$!
 
 # After the exporter's first snapshot: a CQ of 16 entries fed by 128 WRs, and a program that

@@ -9,7 +9,7 @@ churn=$!
 sleep 1
 # The uprobe path (the fallback): its first stack frame is the caller of ibv_reg_mr, which
 # the kernel path (mr_kernel.sh) cannot give without frame pointers in libibverbs.
-start_exporter --mr.tracking=uprobes || exit 1
+start_exporter --collector.mr.tracking=uprobes || exit 1
 scrape >/dev/null
 sleep 1
 touch /tmp/churn.stop

@@ -33,7 +33,7 @@ finish $load_pid
 block bench_none cat /tmp/bench_none.out
 
 # 2. Uprobes (forced): they see the pairs through the system libibverbs, not the copy.
-start_exporter --mr.tracking=uprobes || exit 1
+start_exporter --collector.mr.tracking=uprobes || exit 1
 exporter=$!
 load bench_uprobes $PAIRS 0 0
 block scrape_uprobes_bench scrape

@@ -11,8 +11,9 @@ block stats_files ls /run/rdmascope
 
 # ibv_rc_pingpong -s 2048, server and client under the preload library: 2048-byte messages in
 # both directions and sampled completion latency (issue #14). A long run, scraped once both
-# have timed completions, then stopped: a process's stats file goes when it exits.
-export RDMASCOPE_PRELOAD_SAMPLE=16
+# have timed completions, then stopped: a process's stats file goes when it exits. Message
+# sizes are counted only when asked (RDMASCOPE_PRELOAD_MESSAGE_SIZES=1, as `profile` does).
+export RDMASCOPE_PRELOAD_SAMPLE=16 RDMASCOPE_PRELOAD_MESSAGE_SIZES=1
 LD_PRELOAD=/usr/bin/librdmascope_preload.so ibv_rc_pingpong -d rxe0 -g 1 -n 1000000 -s 2048 \
   >/tmp/pp_server.out 2>&1 &
 server=$!

@@ -77,6 +77,9 @@ def check(lab):
            sum(harness.series(events, "rdma_async_events_total", pid=helper).values()),
            float(len(printed)))
 
+    final = scrape(lab, "scrape_final")
+    expect("final figures of the killed srq_pingpong served once after its exit",
+           len(harness.series(final, "rdma_srq_posted_wrs", pid=srq_pid)), 1)
     gone = scrape(lab, "scrape_gone")
     expect("stats file of the killed server forgotten",
            [line for line in lab.blocks.get("stats_files", []) if line.strip()], [])

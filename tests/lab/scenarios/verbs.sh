@@ -33,6 +33,9 @@ block scrape_events scrape
 kill $srq $helper
 wait $srq $helper 2>/dev/null
 sleep 0.5
+# A stats file of an exited process is served once (its final figures), then deleted: the
+# second scrape after the exit is the one without the process.
+block scrape_final scrape
 block scrape_gone scrape
 block stats_files ls /run/rdmascope
 block exporter_log cat /tmp/rdmascope.log

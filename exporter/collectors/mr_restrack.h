@@ -1,0 +1,115 @@
+// Memory regions registered before the MR probes attached: the probes never saw them, so
+// only the kernel's resource tracking (restrack, `rdma res show mr`) knows them. They are
+// seeded from a restrack dump taken just before the probes attach, added to the outstanding
+// gauges of their process, and followed by key in later dumps until they are gone
+// (deregistered, released at exit or exec, device removed). docs/architecture.md, "Regions
+// registered before the exporter started".
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "bpf/mr_probe.h"
+#include "collectors/resources.h"
+#include "sys/rdma_netlink.h"
+
+namespace rdmascope {
+
+// The MR dump alone (RDMA_NLDEV_CMD_RES_MR_GET per device), through the resources
+// collector's netlink code.
+class NetlinkMrSource : public ResourceSource {
+ public:
+  std::expected<std::vector<sys::RdmaDeviceResources>, int> Read() const override;
+};
+
+// A region as restrack names it. The MRN is the restrack id of the MR: allocated per device
+// by a cyclic 32-bit allocator (restrack.c rdma_restrack_add, xa_alloc_cyclic), so a freed
+// MRN is not handed out again before the counter wraps. It is dumped to every caller
+// (nldev.c fill_res_mr_entry), unlike LKEY/RKEY which need CAP_NET_ADMIN: the serving
+// process may have dropped it (docs/security.md), so keys would vanish from later dumps.
+struct RestrackMrKey {
+  uint32_t device_index = 0;
+  uint32_t mrn = 0;
+  auto operator<=>(const RestrackMrKey&) const = default;
+};
+
+// What the seeded regions of one process add to its outstanding figures.
+struct SeededProcess {
+  uint32_t pid = 0;
+  int64_t regions = 0;
+  int64_t bytes = 0;         // implicit ODP regions excluded, as the probes count them
+  int64_t implicit_odp = 0;  // of regions
+};
+
+class RestrackMrSeed {
+ public:
+  RestrackMrSeed() = default;
+  // The user MRs with an owner pid of a dump taken before the probes attached. Kernel MRs
+  // (no pid, a kernel name) are not the probes' business; an MR without either belongs to
+  // an exiting process.
+  explicit RestrackMrSeed(const std::vector<sys::RdmaDeviceResources>& before_attach);
+
+  struct Follow {
+    size_t dropped = 0;    // seeded regions gone since the previous dump
+    bool unknown = false;  // a device still present could not list its MRs: nothing dropped
+  };
+  // Keeps the seeded regions `later` still lists under the same owner (their length as it
+  // lists it: ibv_rereg_mr may change it in place). A region is gone when its device lists
+  // MRs without it, lists it without a pid (its owner is exiting) or under another pid, or
+  // is not listed at all (unregistered: ib_unregister_device releases every user object).
+  Follow FollowDump(const std::vector<sys::RdmaDeviceResources>& later);
+
+  bool empty() const { return regions_.empty(); }
+  size_t size() const { return regions_.size(); }
+  std::vector<SeededProcess> ByProcess() const;  // by pid
+
+ private:
+  struct Region {
+    uint32_t pid = 0;
+    uint64_t length = 0;
+  };
+  std::map<RestrackMrKey, Region> regions_;
+};
+
+// Adds the seeded figures to the snapshot's processes: outstanding regions, bytes and
+// implicit ODP regions; leak suspects too when `seeded_are_leak_suspects` (the seed is older
+// than the leak age, so its regions were registered longer ago than that). A process the
+// probes have no entry for (it registered nothing since they attached) is added with zero
+// counters: registrations and deregistrations count from the exporter's start. Its comm is
+// comm_of(pid); a process whose comm cannot be read any more is left out. Keeps the
+// snapshot's order by pid.
+void AddSeeded(const std::vector<SeededProcess>& seeded, bool seeded_are_leak_suspects,
+               const std::function<std::string(uint32_t)>& comm_of, MrSnapshot& snapshot);
+
+// The seed of one MR collector: taken once before the probes attach, followed at each scrape
+// while it holds regions (then no dump is made any more). Thread-safe: scrapes may run
+// concurrently.
+class MrSeedTracker {
+ public:
+  // `source` may be null: no seeding (no RDMA netlink, another pid namespace...).
+  MrSeedTracker(std::unique_ptr<ResourceSource> source, uint64_t leak_age_ns);
+  // Before the probes attach.
+  void Seed(std::chrono::steady_clock::time_point now);
+  // At a scrape: follows the seed with a new dump and adds what is left to `snapshot`.
+  // Throws when the dump fails or is partial while regions are seeded: their owners'
+  // outstanding figures cannot be vouched for this scrape (the collector fails it, logged).
+  // Returns the number of seeded regions added.
+  size_t Apply(std::chrono::steady_clock::time_point now,
+               const std::function<std::string(uint32_t)>& comm_of, MrSnapshot& snapshot);
+
+ private:
+  std::unique_ptr<ResourceSource> source_;
+  uint64_t leak_age_ns_;
+  std::mutex mutex_;
+  RestrackMrSeed seed_;
+  std::chrono::steady_clock::time_point seeded_at_;
+};
+
+}  // namespace rdmascope

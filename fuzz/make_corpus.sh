@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Rebuilds the seed corpora fuzz/corpus/<target>/seed-* from the test fixtures (text values of
+# tests/fixtures/sysfs/*.tree and tests/fixtures/web) and from make_seeds.c (binary netlink
+# replies, mlx5 dumps, x86 code, a preload stats file, a small ELF). Regression inputs
+# (corpus/<target>/regress-*: crashes once found) are kept. Run from anywhere; needs gcc and
+# libmnl-dev. The result is checked in: review the diff.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(dirname "$here")
+corpus=$here/corpus
+fixtures=$root/tests/fixtures
+targets=(sysfs_value rdma_netlink dcb_netlink mlx5_cq_dump elf_symbols x86_tail_jump pmu cpu_list
+         perf_event_groups proc occupancy listen_address web_config serve_flags)
+for t in "${targets[@]}"; do
+  mkdir -p "$corpus/$t"
+  find "$corpus/$t" -name 'seed-*' -delete
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Binary seeds, written as the kernel / the preload library write them.
+gcc -O1 -Wall -Werror -I"$root/preload" -o "$tmp/make_seeds" "$here/make_seeds.c" -lmnl
+mkdir -p "$tmp/bin"
+for t in "${targets[@]}"; do mkdir -p "$tmp/bin/$t"; done
+"$tmp/make_seeds" "$tmp/bin"
+for f in "$tmp"/bin/*/*; do
+  t=$(basename "$(dirname "$f")")
+  cp "$f" "$corpus/$t/seed-$(basename "$f")"
+done
+
+# A small shared object with a forwarder (ibv_reg_mr-like: moves, then jmp through the PLT)
+# and versioned symbols, as libibverbs has.
+cat >"$tmp/lib.c" <<'C'
+int inner(int a, int b, int c);
+int outer(int a, int b, int c) { return inner(c, a, b); }
+int outer_v1(int a, int b) { return inner(b, a, 0); }
+__asm__(".symver outer_v1,outer@LIB_1.0");
+C
+printf 'LIB_1.0 { global: outer; local: *; };\nLIB_1.1 { global: outer; } LIB_1.0;\n' >"$tmp/lib.map"
+gcc -O2 -fPIC -shared -nostdlib -Wl,--version-script="$tmp/lib.map" -Wl,-z,noseparate-code \
+    -o "$tmp/lib.so" "$tmp/lib.c"
+strip --strip-unneeded "$tmp/lib.so"
+cp "$tmp/lib.so" "$corpus/elf_symbols/seed-forwarder.so"
+
+# Text values: every distinct value of the fixture trees (at most 4 KiB, like an attribute).
+n=0
+while IFS= read -r value; do
+  n=$((n + 1))
+  printf '%s\n' "$value" >"$corpus/sysfs_value/seed-$n"
+done < <(grep -h ' = ' "$fixtures"/sysfs/*.tree | sed 's/^[^=]* = //' | sort -u | head -300)
+
+# CPU lists, PMU formats, events and specs from the PMU trees.
+n=0
+while IFS= read -r value; do
+  n=$((n + 1))
+  printf '%s\n' "$value" >"$corpus/cpu_list/seed-$n"
+done < <(grep -hE '(cpulist|cpumask|online|local_cpulist) = ' "$fixtures"/sysfs/*.tree |
+         sed 's/^[^=]* = //' | sort -u)
+n=0
+while IFS='|' read -r spec event scale format; do
+  n=$((n + 1))
+  # 8 bytes of a value for the format, then the lines pmu_fuzzer.cc reads.
+  { printf '\0\0\0\0\0\0\0\x2a'; printf '%s\n%s\n%s\n%s\n%s\n' "$spec" "$event" "$scale" "$format" "$format"; } \
+    >"$corpus/pmu/seed-$n"
+done <<'PMU'
+uncore_imc_0/cas_count_read/|event=0x04,umask=0x03|6.103515625e-5|config:0-7,32-35
+cpu/event=0xc0,umask=0x00/|event=0x3c|1|config:8-15
+fuzz/fuzz/|term=0x07|0.0000610351|config:0-7
+fuzz/fuzz,term=3/|term=0x1|2e3|config1:0-3
+amd_df/event=0x07,umask=0x38/|event=0x07|1|config:0-7,32-35,59-60
+PMU
+printf 'cycles\ninstructions\n' >"$corpus/perf_event_groups/seed-1"
+printf '{cycles,instructions}\n' >"$corpus/perf_event_groups/seed-2"
+printf 'uncore_imc_0/cas_count_read/\n{uncore_imc_0/cas_count_read/,uncore_imc_0/cas_count_write/}\n' \
+  >"$corpus/perf_event_groups/seed-3"
+printf 'cpu/event=0xc0,umask=0x00/\nLLC-load-misses\nINST_RETIRED:ANY_P\n' >"$corpus/perf_event_groups/seed-4"
+
+# /proc files: a selector byte (the stat field) then the file, as proc_fuzzer.cc reads them.
+for f in status limits stat; do
+  { printf '\x16'; cat "/proc/self/$f"; } >"$corpus/proc/seed-$f"
+done
+{ printf '\x27'; head -c 4096 /proc/meminfo; } >"$corpus/proc/seed-meminfo"
+{ printf '\x16'; printf '4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 4 0 12345 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n'; } \
+  >"$corpus/proc/seed-stat-comm"
+
+# Listen addresses and serve flags.
+i=0
+for a in ':9879' '127.0.0.1:9879' '[::1]:9879' 'localhost:0' '[fe80::1%eth0]:80' ':65535'; do
+  i=$((i + 1)); printf '%s' "$a" >"$corpus/listen_address/seed-$i"
+done
+printf -- '--web.listen-address=:0\n--path.sysfs=/sys\n--collector.ethtool\n' >"$corpus/serve_flags/seed-1"
+printf -- '--no-collector.rdma\n--log.level=debug\n--web.max-requests=4\n' >"$corpus/serve_flags/seed-2"
+printf -- '--collector.ethtool.metrics-include=^rx\n--perf.event={cycles,instructions}\n' \
+  >"$corpus/serve_flags/seed-3"
+
+# Web config files: ours and exporter-toolkit's test data (Debian's golang package).
+cp "$fixtures/web/web.yml" "$corpus/web_config/seed-web.yml"
+toolkit=/usr/share/gocode/src/github.com/prometheus/exporter-toolkit/web/testdata
+if [[ -d $toolkit ]]; then
+  for f in "$toolkit"/*.yml; do cp "$f" "$corpus/web_config/seed-$(basename "$f")"; done
+fi
+for t in "${targets[@]}"; do
+  echo "$t: $(find "$corpus/$t" -type f | wc -l) inputs, $(du -sk "$corpus/$t" | cut -f1) KiB"
+done

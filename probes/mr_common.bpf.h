@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What probes/mr.bpf.c (uprobes on libibverbs) and probes/mr_kernel.bpf.c (fentry/fexit on
+ * uverbs and ib_core) share: the maps user space reads (the kernel path reuses mr.bpf.c's
+ * fds for the first four), process state, and the accounting of a registration and of a
+ * release, so that both paths mean exactly the same by every counter. Included once by
+ * each BPF object, after vmlinux.h and the libbpf headers. */
+#ifndef RDMASCOPE_PROBES_MR_COMMON_BPF_H
+#define RDMASCOPE_PROBES_MR_COMMON_BPF_H
+
+#include "mr.h"
+
+/* Sizes are set by user space before load (bpf_map__set_max_entries). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 262144);
+  __type(key, struct mr_region_key);
+  __type(value, struct mr_region);
+} regions SEC(".maps");
+
+/* User stacks of registrations, for leak-suspect call sites. */
+struct {
+  __uint(type, BPF_MAP_TYPE_STACK_TRACE);
+  __uint(max_entries, 16384);
+  __uint(key_size, sizeof(__u32));
+  __uint(value_size, MR_MAX_STACK_DEPTH * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct mr_proc_key);
+  __type(value, struct mr_proc);
+} procs SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct mr_globals);
+} globals SEC(".maps");
+
+/* Where a new process's entry is built before it is inserted whole (struct mr_proc is too
+ * large for the 512-byte BPF stack): slot 0. Slot 1 is never written: all zeroes. */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 2);
+  __type(key, __u32);
+  __type(value, struct mr_proc);
+} proc_scratch SEC(".maps");
+
+/* Ranges deregistered recently, for churn (mr_range_key in mr.h). An LRU: bounded whatever
+ * the application does, the oldest ranges are forgotten first, and nothing has to be
+ * cleaned up at exit (the key holds the process's start time, so a reused pid never
+ * matches). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, MR_RELEASED_RANGES);
+  __type(key, struct mr_range_key);
+  __type(value, __u8);
+} released_ranges SEC(".maps");
+
+/* floor(log2(v)) for v > 0, 0 for 0; branchy but verifier-friendly. */
+static __always_inline __u32 log2_u64(__u64 v) {
+  __u32 r = 0;
+  if (v >> 32) {
+    v >>= 32;
+    r += 32;
+  }
+  if (v >> 16) {
+    v >>= 16;
+    r += 16;
+  }
+  if (v >> 8) {
+    v >>= 8;
+    r += 8;
+  }
+  if (v >> 4) {
+    v >>= 4;
+    r += 4;
+  }
+  if (v >> 2) {
+    v >>= 2;
+    r += 2;
+  }
+  if (v >> 1) r += 1;
+  return r;
+}
+
+/* The histogram bucket of v: ceil(log2(v)), see mr.h. */
+static __always_inline __u32 bucket_of(__u64 v, __u32 buckets) {
+  __u32 b = v <= 1 ? 0 : log2_u64(v - 1) + 1;
+  return b >= buckets ? buckets - 1 : b;
+}
+
+static __always_inline struct mr_globals* global_counters(void) {
+  __u32 zero = 0;
+  return bpf_map_lookup_elem(&globals, &zero);
+}
+
+/* The thread-group leader's start in the clock of /proc/PID/stat's starttime, so that user
+ * space can tell a reused pid apart (and it survives an exec by a non-leader thread, which
+ * takes over the leader's start times in de_thread()). */
+static __always_inline __u64 leader_start_ns(void) {
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  return BPF_CORE_READ(task, group_leader, start_boottime);
+}
+
+/* The exec generation of the current image (see mr_proc_key in mr.h). */
+static __always_inline __u32 current_exec_id(void) {
+  struct task_struct* task = (struct task_struct*)bpf_get_current_task();
+  return (__u32)BPF_CORE_READ(task, self_exec_id);
+}
+
+/* The process's totals, created on first use. Threads of a new process race here on their
+ * first registrations: the entry is built whole in per-CPU scratch and inserted with
+ * BPF_NOEXIST, so one thread's entry wins and every thread counts into it. A reused pid has
+ * another start time, hence another key: nothing is ever reset in place. */
+static __always_inline struct mr_proc* proc_stats(__u32 tgid, __u32 exec_id, __u64 start_ns) {
+  struct mr_proc_key key = {.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
+  if (proc) return proc;
+  __u32 work_slot = 0;
+  struct mr_proc* fresh = bpf_map_lookup_elem(&proc_scratch, &work_slot);
+  if (!fresh) return NULL;
+  /* Cleared by a copy from the slot nobody writes: clang's BPF backend inlines a memset of
+   * at most 128 stores, and struct mr_proc is larger than 1 KiB. */
+  __u32 zero_slot = 1;
+  const struct mr_proc* zeroes = bpf_map_lookup_elem(&proc_scratch, &zero_slot);
+  if (!zeroes || bpf_probe_read_kernel(fresh, sizeof(*fresh), zeroes) != 0) return NULL;
+  fresh->start_ns = start_ns;
+  bpf_get_current_comm(fresh->comm, sizeof(fresh->comm));
+  bpf_map_update_elem(&procs, &key, fresh, BPF_NOEXIST); /* -EEXIST: a sibling won */
+  proc = bpf_map_lookup_elem(&procs, &key);
+  if (!proc) {
+    struct mr_globals* g = global_counters();
+    if (g) __sync_fetch_and_add(&g->lost_procs, 1);
+  }
+  return proc;
+}
+
+/* Bytes a region adds to the byte sums: none for implicit ODP (see mr.h). */
+static __always_inline __u64 region_bytes(const struct mr_region* region) {
+  return (region->flags & MR_REGION_IMPLICIT_ODP) ? 0 : region->length;
+}
+
+/* A region entered the regions map: it is outstanding until its release. */
+static __always_inline void count_outstanding(struct mr_proc* proc,
+                                              const struct mr_region* region) {
+  __sync_fetch_and_add(&proc->outstanding_regions, 1);
+  __sync_fetch_and_add(&proc->outstanding_bytes, (__s64)region_bytes(region));
+  if (region->flags & MR_REGION_IMPLICIT_ODP) {
+    __sync_fetch_and_add(&proc->outstanding_implicit_odp, 1);
+  }
+}
+
+/* Counts one successful registration of [addr, addr + length) with `access` (IBV_ACCESS_*,
+ * the same bits as the kernel's IB_ACCESS_*) into its process: totals, histograms,
+ * alignment, per-flag counts, and churn (the range was deregistered before by this image).
+ * Implicit ODP registrations have no range: they count in no size or alignment figure. */
+static __always_inline void count_registration(struct mr_proc* proc, __u32 tgid, __u32 exec_id,
+                                               __u64 addr, __u64 length, __u32 access,
+                                               int implicit_odp, __u64 latency_ns) {
+  __sync_fetch_and_add(&proc->registrations, 1);
+  __sync_fetch_and_or(&proc->access_seen, (__u64)access);
+#pragma unroll
+  for (int bit = 0; bit < MR_ACCESS_BITS; bit++) {
+    if (access & (1U << bit)) __sync_fetch_and_add(&proc->access_registrations[bit], 1);
+  }
+  __u32 bucket = bucket_of(latency_ns, MR_LATENCY_BUCKETS);
+  __sync_fetch_and_add(&proc->latency[bucket & (MR_LATENCY_BUCKETS - 1)], 1);
+  __sync_fetch_and_add(&proc->latency_sum_ns, latency_ns);
+  if (implicit_odp) return;
+  if (((addr | length) & (MR_HUGE_PAGE_BYTES - 1)) == 0) {
+    __sync_fetch_and_add(&proc->aligned_huge, 1);
+  } else {
+    __sync_fetch_and_add(&proc->not_huge_aligned_bytes, length);
+    if (((addr | length) & (MR_PAGE_BYTES - 1)) == 0) {
+      __sync_fetch_and_add(&proc->aligned_page, 1);
+    } else {
+      __sync_fetch_and_add(&proc->unaligned, 1);
+    }
+  }
+  if (length & (MR_PAGE_BYTES - 1)) __sync_fetch_and_add(&proc->length_not_page_multiple, 1);
+  bucket = bucket_of(length, MR_SIZE_BUCKETS);
+  if (bucket < MR_SIZE_BUCKETS) __sync_fetch_and_add(&proc->size[bucket], 1);
+  __sync_fetch_and_add(&proc->size_sum_bytes, length);
+  /* Deleting is the lookup: of two threads registering the range again at once, only the
+   * one whose delete succeeds counts it. */
+  struct mr_range_key range = {
+      .tgid = tgid, .exec_id = exec_id, .start_ns = proc->start_ns, .addr = addr, .length = length};
+  if (bpf_map_delete_elem(&released_ranges, &range) == 0) {
+    __sync_fetch_and_add(&proc->reregistrations, 1);
+    __sync_fetch_and_add(&proc->reregistered_bytes, length);
+  }
+}
+
+/* A region is gone (deregistered, unimported, its pointer handed out again by the library,
+ * or replaced by the driver in a rereg): counted out of its process. `remember`: the range
+ * was given up by the application, so registering it again is churn (not for a rereg, which
+ * moves the region rather than ending it). */
+static __always_inline void count_release(__u32 tgid, __u32 exec_id, const struct mr_region* region,
+                                          int remember) {
+  struct mr_proc_key key = {.tgid = tgid, .exec_id = exec_id, .start_ns = region->proc_start_ns};
+  struct mr_proc* proc = bpf_map_lookup_elem(&procs, &key);
+  if (!proc) return;
+  __sync_fetch_and_add(&proc->deregistrations, 1);
+  __sync_fetch_and_add(&proc->outstanding_regions, -1);
+  __sync_fetch_and_add(&proc->outstanding_bytes, -(__s64)region_bytes(region));
+  if (region->flags & MR_REGION_IMPLICIT_ODP) {
+    __sync_fetch_and_add(&proc->outstanding_implicit_odp, -1);
+    return;
+  }
+  if (!remember) return;
+  struct mr_range_key range = {.tgid = tgid,
+                               .exec_id = exec_id,
+                               .start_ns = region->proc_start_ns,
+                               .addr = region->addr,
+                               .length = region->length};
+  __u8 one = 1;
+  bpf_map_update_elem(&released_ranges, &range, &one, BPF_ANY);
+}
+
+#endif /* RDMASCOPE_PROBES_MR_COMMON_BPF_H */
