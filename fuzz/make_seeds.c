@@ -258,6 +258,26 @@ static void OccupancySeeds(void) {
   f.shards[0].send.bytes = 4096;
   f.shards[0].send.buckets[12] = 1;
   Save("occupancy", "one_cq_one_srq", &f, sizeof f);
+  /* The same file as occupancy_fuzzer.cc's sparse form: the header, then kind, index, slot. */
+  static uint8_t
+      sparse[sizeof f.header + 3 * 3 + sizeof f.cqs[0] + sizeof f.srqs[0] + sizeof f.shards[0]];
+  size_t used = 0;
+  memcpy(sparse, &f.header, sizeof f.header);
+  used += sizeof f.header;
+  const struct {
+    uint8_t kind;
+    const void* slot;
+    size_t size;
+  } slots[] = {{0, &f.cqs[0], sizeof f.cqs[0]},
+               {1, &f.srqs[0], sizeof f.srqs[0]},
+               {2, &f.shards[0], sizeof f.shards[0]}};
+  for (size_t i = 0; i < sizeof slots / sizeof slots[0]; ++i) {
+    sparse[used] = slots[i].kind;
+    sparse[used + 1] = sparse[used + 2] = 0;
+    memcpy(sparse + used + 3, slots[i].slot, slots[i].size);
+    used += 3 + slots[i].size;
+  }
+  Save("occupancy", "one_cq_one_srq_sparse", sparse, used);
 }
 
 int main(int argc, char** argv) {

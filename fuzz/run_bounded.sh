@@ -30,8 +30,12 @@ for t in "${targets[@]}"; do
   cp -r "$src/fuzz/corpus/$t/." "$work/corpus/"
   dict=()
   [[ -f $src/fuzz/$t.dict ]] && dict=(-dict="$src/fuzz/$t.dict")
+  # As run_long.sh: occupancy's sparse inputs, web_config without entropic scheduling.
+  extra=()
+  [[ $t == occupancy ]] && extra=(-max_len=8192)
+  [[ $t == web_config ]] && extra=(-entropic=0)
   echo "== $t: ${seconds}s"
-  if ! "$build/fuzz/${t}_fuzzer" "$work/corpus" "${dict[@]}" -max_total_time="$seconds" \
+  if ! "$build/fuzz/${t}_fuzzer" "$work/corpus" "${dict[@]}" "${extra[@]}" -max_total_time="$seconds" \
        -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/crashes/$t/" -print_final_stats=1 \
        >"$work/log" 2>&1; then
     status=1

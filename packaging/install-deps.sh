@@ -38,6 +38,7 @@ test_pkgs=(
   golang-github-prometheus-exporter-toolkit-dev openssl  # web config fixtures; test certs
   debhelper lintian fakeroot             # packaging tier: the .deb and its checks
   mmdebstrap buildah umoci               # packaging tier: bookworm chroot, OCI image
+  systemd-container                      # packaging tier: systemd-nspawn boots the .deb's unit
   chromium                               # profile's HTML report rendered in a real browser
   clang-16 libc++-16-dev libc++abi-16-dev libclang-rt-16-dev  # libFuzzer targets (fuzz/)
 )

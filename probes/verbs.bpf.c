@@ -249,6 +249,8 @@ int BPF_KRETPROBE(create_qp_return, void* qp) {
       .handle = user_u32((__u64)qp, VERBS_QP_HANDLE),
       .type = user_u32(call.attr, VERBS_QP_INIT_QP_TYPE),
       .state = 0, /* IBV_QPS_RESET */
+      .max_send_sge = user_u32(call.attr, VERBS_QP_INIT_MAX_SEND_SGE),
+      .max_recv_sge = user_u32(call.attr, VERBS_QP_INIT_MAX_RECV_SGE),
   };
   if (bpf_map_update_elem(&qps, &key, &value, BPF_ANY) != 0) lost_object();
   return 0;

@@ -16,28 +16,30 @@
 /* Offsets of the fields read from libibverbs' structs in the application's memory, from
  * <infiniband/verbs.h> (x86-64, LP64). The exporter static_asserts each one against the
  * header it is built with (exporter/bpf/verbs_probe.cc). */
-#define VERBS_CONTEXT_DEVICE 0       /* struct ibv_context: device */
-#define VERBS_DEVICE_NAME 24         /* struct ibv_device: name[64] */
-#define VERBS_CQ_CONTEXT 0           /* struct ibv_cq: context */
-#define VERBS_CQ_HANDLE 24           /* struct ibv_cq: handle */
-#define VERBS_CQ_CQE 28              /* struct ibv_cq: cqe */
-#define VERBS_QP_CONTEXT 0           /* struct ibv_qp: context */
-#define VERBS_QP_HANDLE 48           /* struct ibv_qp: handle */
-#define VERBS_QP_NUM 52              /* struct ibv_qp: qp_num */
-#define VERBS_QP_INIT_SEND_CQ 8      /* struct ibv_qp_init_attr: send_cq */
-#define VERBS_QP_INIT_RECV_CQ 16     /* struct ibv_qp_init_attr: recv_cq */
-#define VERBS_QP_INIT_SRQ 24         /* struct ibv_qp_init_attr: srq */
-#define VERBS_QP_INIT_MAX_SEND_WR 32 /* struct ibv_qp_init_attr: cap.max_send_wr */
-#define VERBS_QP_INIT_MAX_RECV_WR 36 /* struct ibv_qp_init_attr: cap.max_recv_wr */
-#define VERBS_QP_INIT_QP_TYPE 52     /* struct ibv_qp_init_attr: qp_type */
-#define VERBS_QP_ATTR_STATE 0        /* struct ibv_qp_attr: qp_state */
-#define VERBS_SRQ_CONTEXT 0          /* struct ibv_srq: context */
-#define VERBS_SRQ_HANDLE 24          /* struct ibv_srq: handle */
-#define VERBS_SRQ_INIT_MAX_WR 8      /* struct ibv_srq_init_attr: attr.max_wr */
-#define VERBS_SRQ_ATTR_MAX_WR 0      /* struct ibv_srq_attr: max_wr */
-#define VERBS_SRQ_ATTR_LIMIT 8       /* struct ibv_srq_attr: srq_limit */
-#define VERBS_ASYNC_EVENT_ELEMENT 0  /* struct ibv_async_event: element (cq, qp, srq...) */
-#define VERBS_ASYNC_EVENT_TYPE 8     /* struct ibv_async_event: event_type */
+#define VERBS_CONTEXT_DEVICE 0        /* struct ibv_context: device */
+#define VERBS_DEVICE_NAME 24          /* struct ibv_device: name[64] */
+#define VERBS_CQ_CONTEXT 0            /* struct ibv_cq: context */
+#define VERBS_CQ_HANDLE 24            /* struct ibv_cq: handle */
+#define VERBS_CQ_CQE 28               /* struct ibv_cq: cqe */
+#define VERBS_QP_CONTEXT 0            /* struct ibv_qp: context */
+#define VERBS_QP_HANDLE 48            /* struct ibv_qp: handle */
+#define VERBS_QP_NUM 52               /* struct ibv_qp: qp_num */
+#define VERBS_QP_INIT_SEND_CQ 8       /* struct ibv_qp_init_attr: send_cq */
+#define VERBS_QP_INIT_RECV_CQ 16      /* struct ibv_qp_init_attr: recv_cq */
+#define VERBS_QP_INIT_SRQ 24          /* struct ibv_qp_init_attr: srq */
+#define VERBS_QP_INIT_MAX_SEND_WR 32  /* struct ibv_qp_init_attr: cap.max_send_wr */
+#define VERBS_QP_INIT_MAX_RECV_WR 36  /* struct ibv_qp_init_attr: cap.max_recv_wr */
+#define VERBS_QP_INIT_MAX_SEND_SGE 40 /* struct ibv_qp_init_attr: cap.max_send_sge */
+#define VERBS_QP_INIT_MAX_RECV_SGE 44 /* struct ibv_qp_init_attr: cap.max_recv_sge */
+#define VERBS_QP_INIT_QP_TYPE 52      /* struct ibv_qp_init_attr: qp_type */
+#define VERBS_QP_ATTR_STATE 0         /* struct ibv_qp_attr: qp_state */
+#define VERBS_SRQ_CONTEXT 0           /* struct ibv_srq: context */
+#define VERBS_SRQ_HANDLE 24           /* struct ibv_srq: handle */
+#define VERBS_SRQ_INIT_MAX_WR 8       /* struct ibv_srq_init_attr: attr.max_wr */
+#define VERBS_SRQ_ATTR_MAX_WR 0       /* struct ibv_srq_attr: max_wr */
+#define VERBS_SRQ_ATTR_LIMIT 8        /* struct ibv_srq_attr: srq_limit */
+#define VERBS_ASYNC_EVENT_ELEMENT 0   /* struct ibv_async_event: element (cq, qp, srq...) */
+#define VERBS_ASYNC_EVENT_TYPE 8      /* struct ibv_async_event: event_type */
 
 /* enum ibv_qp_attr_mask, enum ibv_srq_attr_mask, enum ibv_event_type values we act on. */
 #define VERBS_QP_STATE_MASK 1
@@ -92,8 +94,10 @@ struct verbs_qp {
   __u32 max_recv_wr;
   __u32 qp_num;
   __u32 handle;
-  __u32 type;  /* enum ibv_qp_type */
-  __u32 state; /* enum ibv_qp_state, from ibv_modify_qp */
+  __u32 type;         /* enum ibv_qp_type */
+  __u32 state;        /* enum ibv_qp_state, from ibv_modify_qp */
+  __u32 max_send_sge; /* actual, as written back like max_send_wr */
+  __u32 max_recv_sge;
 };
 
 struct verbs_srq {

@@ -1,5 +1,6 @@
 #include "bpf/mr_kernel_probe.h"
 
+#include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
@@ -169,6 +170,40 @@ std::expected<std::unique_ptr<MrKernelProbe>, std::string> MrKernelProbe::Attach
     }
   }
   return probe;
+}
+
+namespace {
+// Calls `visit(value)` for every entry of a hash map keyed by pid_tgid; false on a read error.
+template <typename Value, typename Visitor>
+bool ForEachCall(int fd, Visitor visit) {
+  uint64_t key = 0;
+  uint64_t next = 0;
+  const void* previous = nullptr;
+  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
+    key = next;
+    previous = &key;
+    Value value{};
+    if (bpf_map_lookup_elem(fd, &key, &value) == 0) visit(value);  // else: the call ended
+  }
+  if (errno == ENOENT) return true;
+  log::Warn("mr stacks cleanup skipped: cannot read a call map", {{"err", ErrnoText(errno)}});
+  return false;
+}
+
+void AddStackId(std::unordered_set<uint32_t>& ids, int32_t id) {
+  if (id >= 0) ids.insert(static_cast<uint32_t>(id));
+}
+}  // namespace
+
+bool MrKernelProbe::AddInFlightStackIds(std::unordered_set<uint32_t>& ids) const {
+  return ForEachCall<kmr_call>(bpf_map__fd(skel_->maps.kcalls),
+                               [&](const kmr_call& call) {
+                                 AddStackId(ids, call.stack_id);
+                                 if (call.moved) AddStackId(ids, call.old.stack_id);
+                               }) &&
+         ForEachCall<kmr_dereg>(bpf_map__fd(skel_->maps.kderegs), [&](const kmr_dereg& dereg) {
+           AddStackId(ids, dereg.region.stack_id);
+         });
 }
 
 MrKernelProbe::~MrKernelProbe() {

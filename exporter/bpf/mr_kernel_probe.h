@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 struct mr_kernel_bpf;
@@ -51,6 +52,10 @@ class MrKernelProbe {
   size_t link_count() const { return links_.size(); }
   // The attached kernel functions, for the log line.
   const std::vector<std::string>& functions() const { return functions_; }
+  // Adds the stack ids held by calls in progress (a registration's between its entry and its
+  // region's commit, a rereg's moving region, a deregistration's taken-out region) for the
+  // stacks cleanup (stack_gc.h). False if a map could not be read.
+  bool AddInFlightStackIds(std::unordered_set<uint32_t>& ids) const;
 
  private:
   MrKernelProbe() = default;

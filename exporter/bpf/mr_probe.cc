@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 
 #include "bpf/process_liveness.h"
@@ -317,8 +318,8 @@ void MrProbe::CountLeakSuspects(std::vector<MrProcess>& processes,
   });
 }
 
-template <typename Visitor>
-void MrProbe::ForEachRegion(Visitor visit) {
+bool MrProbe::ForEachRegion(
+    const std::function<bool(const mr_region_key&, const mr_region&)>& visit) {
   // Batched reads: a few syscalls for 100,000 regions instead of two per region.
   constexpr uint32_t kBatch = 4096;
   std::vector<mr_region_key> keys(kBatch);
@@ -333,12 +334,12 @@ void MrProbe::ForEachRegion(Visitor visit) {
     first = false;
     if (err != 0 && errno != ENOENT) {
       log::Debug("regions batch read failed", {{"err", Errno(errno)}});
-      return;
+      return false;
     }
     for (uint32_t i = 0; i < count; ++i) {
-      if (!visit(keys[i], values[i])) return;
+      if (!visit(keys[i], values[i])) return true;
     }
-    if (err != 0) return;  // ENOENT: that was the last batch
+    if (err != 0) return true;  // ENOENT: that was the last batch
   }
 }
 
@@ -431,11 +432,20 @@ MrSnapshot MrProbe::Snapshot() {
   mr_proc_key key{};
   mr_proc_key next{};
   const void* previous = nullptr;
-  while (bpf_map_get_next_key(procs_fd, previous, &next) == 0) {
+  int walk_errno = 0;
+  for (;;) {
+    if (bpf_map_get_next_key(procs_fd, previous, &next) != 0) {
+      if (errno != ENOENT) walk_errno = errno;  // ENOENT: the last key
+      break;
+    }
     key = next;
     previous = &key;
     mr_proc proc{};
-    if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
+    if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) {
+      // Deleted since get_next_key (ENOENT: an exit dropped it) or unreadable: no series.
+      if (errno != ENOENT) walk_errno = errno;
+      continue;
+    }
     // The process exec'd: this image's regions were released by the kernel (the process,
     // under its new image, is another entry). Dropped below, not reported.
     if (proc.exec_ended) {
@@ -472,6 +482,7 @@ MrSnapshot MrProbe::Snapshot() {
     live_histograms[CommOf(proc)].Add(HistogramsOf(proc));
   }
   DropProcesses(pending_exits_);
+  CollectUnusedStacks(!pending_exits_.empty());
   if (leak_age_ns_ > 0 && !snapshot.processes.empty()) {
     CountLeakSuspects(snapshot.processes, index);
   }
@@ -485,6 +496,16 @@ MrSnapshot MrProbe::Snapshot() {
     snapshot.lost_processes = globals.lost_procs;
     snapshot.lost_exits = globals.lost_exits;
     snapshot.stale_calls = globals.stale_calls;
+  } else {
+    snapshot.globals_known = false;
+    log::Warn("cannot read the MR probes' globals map: rdma_mr_lost_total left out",
+              {{"err", std::strerror(errno)}});
+  }
+  if (walk_errno != 0) {
+    // After the exits were handled (DropProcesses): the processes not walked are unknown,
+    // not gone; this scrape of the collector fails rather than leave their series out.
+    throw std::runtime_error(std::string("cannot walk the MR probes' process map: ") +
+                             std::strerror(walk_errno));
   }
   snapshot.released = released_;
   snapshot.released_at_exec = released_at_exec_;

@@ -16,13 +16,17 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include "bpf/mr_kernel_probe.h"
+#include "bpf/stack_gc.h"
 
 struct mr_bpf;
 struct ring_buffer;
 struct bpf_link;
+struct mr_region_key;
+struct mr_region;
 
 namespace rdmascope {
 
@@ -122,6 +126,9 @@ struct MrSnapshot {
   uint64_t lost_processes = 0;
   uint64_t lost_exits = 0;
   uint64_t stale_calls = 0;  // call records whose return was never seen
+  // false: the probes' globals map could not be read; the four counters above are unknown
+  // (their series are left out, never served as 0).
+  bool globals_known = true;
 };
 
 // Bounds of one /debug/mr/stacks walk: it must stay cheap whatever the host holds.
@@ -168,9 +175,9 @@ class MrProbe {
   // per tracked region).
   // Counts, per process, outstanding regions older than the leak age (batched map reads).
   // Calls `visit(key, region)` for every region, reading the map in batches, until it
-  // returns false.
-  template <typename Visitor>
-  void ForEachRegion(Visitor visit);
+  // returns false. False if the map could not be read to its end (a visitor that stopped
+  // early is not a failure): then regions were missed.
+  bool ForEachRegion(const std::function<bool(const mr_region_key&, const mr_region&)>& visit);
   // One image of a process: tgid, exec generation, leader start time (mr_proc_key).
   using ProcId = std::tuple<uint32_t, uint32_t, uint64_t>;
   void CountLeakSuspects(std::vector<MrProcess>& processes, const std::map<ProcId, size_t>& index);
@@ -182,6 +189,11 @@ class MrProbe {
     bool at_exec = false;  // the image was replaced by an exec, the process lives on
   };
   void DropProcesses(const std::vector<Exited>& exited);
+  // Deletes the stacks-map entries no region refers to any more (stack_gc.h; defined in
+  // stack_gc.cc): at most every few seconds, when processes ended or now and then.
+  void CollectUnusedStacks(bool ended);
+  // Stack ids of regions in calls in progress (both paths). False if a map is unreadable.
+  bool AddInFlightStackIds(std::unordered_set<uint32_t>& ids);
   static int OnExit(void* context, void* data, size_t size);
 
   // Tries the kernel path as options.tracking asks (defined in mr_kernel_probe.cc): an error
@@ -202,6 +214,7 @@ class MrProbe {
   std::map<std::string, MrHistograms> retired_histograms_;  // of exited processes
   std::map<std::string, MrProcess> retired_counters_;       // of exited processes
   std::function<void(const MrProcess&)> exit_observer_;
+  StackGc stack_gc_;
   static constexpr size_t kMaxReleasedComms = 1024;
 };
 

@@ -1,13 +1,11 @@
 #include "bpf/process_liveness.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
-#include <string_view>
 
 #include "core/process_metrics.h"
+#include "core/sysfs.h"
 
 namespace rdmascope {
 
@@ -18,16 +16,14 @@ uint64_t NsPerClockTick() {
 
 Liveness ProcessLiveness(const std::filesystem::path& procfs, uint32_t pid,
                          uint64_t start_boottime_ns, uint64_t ns_per_tick) {
-  const std::filesystem::path path = procfs / std::to_string(pid) / "stat";
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return errno == ENOENT || errno == ESRCH ? Liveness::kGone : Liveness::kUnknown;
-  std::array<char, 4096> buffer{};
-  const ssize_t n = read(fd, buffer.data(), buffer.size());
-  const int read_errno = errno;
-  close(fd);
-  // The task was reaped between open and read.
-  if (n < 0) return read_errno == ESRCH ? Liveness::kGone : Liveness::kUnknown;
-  const auto ticks = ParseStartTicks(std::string_view(buffer.data(), static_cast<size_t>(n)));
+  // Read to EOF (sysfs::ReadFileChecked, which the fault seam reaches): one read(2) may return
+  // part of the line, whose cut starttime must not pass for another process's.
+  const auto stat = sysfs::ReadFileChecked(procfs / std::to_string(pid) / "stat", 16 << 10);
+  if (!stat) {
+    // ENOENT: no such pid; ESRCH: the task was reaped between open and read.
+    return stat.error() == ENOENT || stat.error() == ESRCH ? Liveness::kGone : Liveness::kUnknown;
+  }
+  const auto ticks = ParseStartTicks(*stat);
   if (!ticks || ns_per_tick == 0) return Liveness::kUnknown;
   // /proc prints nsec_to_clock_t(start_boottime): the same truncating division.
   return *ticks == start_boottime_ns / ns_per_tick ? Liveness::kAlive : Liveness::kGone;

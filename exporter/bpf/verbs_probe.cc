@@ -45,6 +45,10 @@ static_assert(offsetof(ibv_qp_init_attr, cap) + offsetof(ibv_qp_cap, max_send_wr
               VERBS_QP_INIT_MAX_SEND_WR);
 static_assert(offsetof(ibv_qp_init_attr, cap) + offsetof(ibv_qp_cap, max_recv_wr) ==
               VERBS_QP_INIT_MAX_RECV_WR);
+static_assert(offsetof(ibv_qp_init_attr, cap) + offsetof(ibv_qp_cap, max_send_sge) ==
+              VERBS_QP_INIT_MAX_SEND_SGE);
+static_assert(offsetof(ibv_qp_init_attr, cap) + offsetof(ibv_qp_cap, max_recv_sge) ==
+              VERBS_QP_INIT_MAX_RECV_SGE);
 static_assert(offsetof(ibv_qp_init_attr, qp_type) == VERBS_QP_INIT_QP_TYPE);
 static_assert(offsetof(ibv_qp_attr, qp_state) == VERBS_QP_ATTR_STATE);
 static_assert(offsetof(ibv_srq, context) == VERBS_SRQ_CONTEXT);
@@ -254,12 +258,23 @@ VerbsSnapshot VerbsProbe::Snapshot() {
         return false;
       });
   std::map<uint32_t, std::vector<VerbsQpLinks>> qps;
+  std::vector<uint64_t> qp_send_cqs;  // of snapshot.qps, in the same order
   ForEach<verbs_key, verbs_qp>(
       bpf_map__fd(skel_->maps.qps), [&](const verbs_key& key, const verbs_qp& qp) {
         if (!owned_by_live(key, qp.proc_start)) return orphaned(key, qp.proc_start);
         qps[key.tgid].push_back(
             {qp.send_cq, qp.recv_cq, qp.srq, qp.max_send_wr, qp.max_recv_wr, qp.type});
         processes[key.tgid].qps += 1;
+        snapshot.qps.push_back({.pid = key.tgid,
+                                .qp_num = qp.qp_num,
+                                .handle = qp.handle,
+                                .type = qp.type,
+                                .max_send_wr = qp.max_send_wr,
+                                .max_recv_wr = qp.max_recv_wr,
+                                .max_send_sge = qp.max_send_sge,
+                                .max_recv_sge = qp.max_recv_sge,
+                                .srq = qp.srq != 0});
+        qp_send_cqs.push_back(qp.send_cq);
         return false;
       });
 
@@ -283,6 +298,15 @@ VerbsSnapshot VerbsProbe::Snapshot() {
                             .feeding_wrs = fed.wrs,
                             .feeding_qps = fed.qps});
   }
+  for (size_t i = 0; i < snapshot.qps.size(); ++i) {
+    VerbsQp& qp = snapshot.qps[i];
+    qp.comm = processes[qp.pid].comm;
+    const auto& devices = cq_devices[qp.pid];
+    if (const auto it = devices.find(qp_send_cqs[i]); it != devices.end()) qp.device = it->second;
+  }
+  std::sort(snapshot.qps.begin(), snapshot.qps.end(), [](const VerbsQp& a, const VerbsQp& b) {
+    return std::tie(a.pid, a.qp_num, a.handle) < std::tie(b.pid, b.qp_num, b.handle);
+  });
   const auto by_pid_handle = [](const auto& a, const auto& b) {
     return std::tie(a.pid, a.device, a.handle) < std::tie(b.pid, b.device, b.handle);
   };
@@ -300,6 +324,10 @@ VerbsSnapshot VerbsProbe::Snapshot() {
     snapshot.lost_calls = globals.lost_calls;
     snapshot.lost_objects = globals.lost_objects;
     snapshot.lost_processes = globals.lost_procs;
+  } else {
+    snapshot.globals_known = false;
+    log::Warn("cannot read the verbs probes' globals map: rdma_verbs_lost_total left out",
+              {{"err", std::strerror(errno)}});
   }
   return snapshot;
 }

@@ -50,6 +50,22 @@ struct VerbsSrq {
   uint64_t limit_events = 0;
 };
 
+// One QP as created: its capacities as the provider granted them (written back into
+// ibv_qp_init_attr.cap), for `rdmascope profile`'s per-QP depths (never a metric series).
+struct VerbsQp {
+  uint32_t pid = 0;
+  std::string comm;
+  std::string device;  // of its send CQ; empty when that CQ predates the probes
+  uint32_t qp_num = 0;
+  uint32_t handle = 0;
+  uint32_t type = 0;  // enum ibv_qp_type
+  uint32_t max_send_wr = 0;
+  uint32_t max_recv_wr = 0;
+  uint32_t max_send_sge = 0;
+  uint32_t max_recv_sge = 0;
+  bool srq = false;  // receives from an SRQ (max_recv_wr is then not its own)
+};
+
 struct RcSendWrsRange {
   uint32_t min = 0;
   uint32_t max = 0;
@@ -70,10 +86,13 @@ struct VerbsProcess {
 struct VerbsSnapshot {
   std::vector<VerbsCq> cqs;  // by pid, then handle
   std::vector<VerbsSrq> srqs;
+  std::vector<VerbsQp> qps;             // by pid, then qp_num
   std::vector<VerbsProcess> processes;  // by pid
   uint64_t lost_calls = 0;
   uint64_t lost_objects = 0;
   uint64_t lost_processes = 0;
+  // false: the probes' globals map could not be read; the lost counters are left out.
+  bool globals_known = true;
 };
 
 // A QP as the probe recorded it, for the feeding computation.

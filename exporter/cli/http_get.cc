@@ -1,10 +1,11 @@
 #include "cli/http_get.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 
 #include <memory>
-#include <mutex>
 #include <string_view>
+#include <type_traits>
 
 namespace rdmascope {
 namespace {
@@ -26,9 +27,63 @@ size_t OnData(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+// libcurl, loaded at the first request (dlopen): only `doctor --exporter` uses it, so `serve`
+// never maps it and its TLS libraries (issue 17). Never unloaded: doctor is short-lived.
+struct Curl {
+  CURLcode (*global_init)(long flags);
+  CURL* (*easy_init)();
+  void (*easy_cleanup)(CURL* handle);
+  CURLcode (*easy_setopt)(CURL* handle, CURLoption option, ...);
+  CURLcode (*easy_perform)(CURL* handle);
+  CURLcode (*easy_getinfo)(CURL* handle, CURLINFO info, ...);
+  const char* (*easy_strerror)(CURLcode code);
+  curl_slist* (*slist_append)(curl_slist* list, const char* text);
+  void (*slist_free_all)(curl_slist* list);
+};
+
+constexpr const char* kCurlLibrary = "libcurl.so.4";
+
+std::expected<Curl, std::string> LoadCurl() {
+  void* handle = dlopen(kCurlLibrary, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char* error = dlerror();
+    return std::unexpected(std::string("libcurl is not available (") +
+                           (error != nullptr ? error : kCurlLibrary) +
+                           "): install libcurl4 to read an exporter (doctor --exporter)");
+  }
+  Curl curl{};
+  std::string missing;
+  const auto bind = [&](const char* name, auto& out) {
+    out = reinterpret_cast<std::remove_reference_t<decltype(out)>>(dlsym(handle, name));
+    if (out == nullptr) missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  bind("curl_global_init", curl.global_init);
+  bind("curl_easy_init", curl.easy_init);
+  bind("curl_easy_cleanup", curl.easy_cleanup);
+  bind("curl_easy_setopt", curl.easy_setopt);
+  bind("curl_easy_perform", curl.easy_perform);
+  bind("curl_easy_getinfo", curl.easy_getinfo);
+  bind("curl_easy_strerror", curl.easy_strerror);
+  bind("curl_slist_append", curl.slist_append);
+  bind("curl_slist_free_all", curl.slist_free_all);
+  if (!missing.empty()) {
+    dlclose(handle);
+    return std::unexpected(std::string(kCurlLibrary) + " lacks " + missing);
+  }
+  // curl_global_init is not thread-safe: once, before any handle (LoadCurl runs once).
+  curl.global_init(CURL_GLOBAL_DEFAULT);
+  return curl;
+}
+
+const std::expected<Curl, std::string>& TheCurl() {
+  static const std::expected<Curl, std::string> curl = LoadCurl();
+  return curl;
+}
+
 // libcurl's code and detail as a sentence that says what to do about it.
-HttpError Explain(CURLcode code, const char* detail, const HttpClientOptions& client) {
-  const std::string why = *detail != '\0' ? detail : curl_easy_strerror(code);
+HttpError Explain(const Curl& api, CURLcode code, const char* detail,
+                  const HttpClientOptions& client) {
+  const std::string why = *detail != '\0' ? detail : api.easy_strerror(code);
   switch (code) {
     case CURLE_COULDNT_CONNECT:
       return {"cannot connect: " + why, true};
@@ -105,45 +160,46 @@ std::expected<HttpUrl, std::string> ParseHttpUrl(const std::string& url) {
 std::expected<HttpAnswer, HttpError> HttpGet(const HttpUrl& url, const std::string& target,
                                              std::chrono::milliseconds timeout,
                                              const HttpClientOptions& client, size_t max_body) {
-  static std::once_flag global;  // curl_global_init is not thread-safe: once, before any handle
-  std::call_once(global, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
+  const auto& loaded = TheCurl();
+  if (!loaded) return std::unexpected(HttpError{loaded.error()});
+  const Curl& api = *loaded;
+  std::unique_ptr<CURL, void (*)(CURL*)> curl(api.easy_init(), api.easy_cleanup);
   if (!curl) return std::unexpected(HttpError{"libcurl: cannot create a handle"});
   const std::string host =
       url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
   const std::string full = url.scheme + "://" + host + ":" + url.port + url.path + target;
   Body body{.data = {}, .max = max_body};
   char detail[CURL_ERROR_SIZE] = {};
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(
-      curl_slist_append(nullptr, "Accept: application/json"), curl_slist_free_all);
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(
+      api.slist_append(nullptr, "Accept: application/json"), api.slist_free_all);
   CURL* h = curl.get();
-  curl_easy_setopt(h, CURLOPT_URL, full.c_str());
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for name lookups: doctor has threads
-  curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
-  curl_easy_setopt(h, CURLOPT_PROXY, "");  // the exporter is this host's or a node's own address
-  curl_easy_setopt(h, CURLOPT_USERAGENT, "rdmascope-doctor");
-  curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, OnData);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  if (!client.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, client.ca_file.c_str());
-  if (!client.cert_file.empty()) curl_easy_setopt(h, CURLOPT_SSLCERT, client.cert_file.c_str());
-  if (!client.key_file.empty()) curl_easy_setopt(h, CURLOPT_SSLKEY, client.key_file.c_str());
+  api.easy_setopt(h, CURLOPT_URL, full.c_str());
+  api.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  api.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for name lookups: doctor has threads
+  api.easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  api.easy_setopt(h, CURLOPT_PROXY, "");  // the exporter is this host's or a node's own address
+  api.easy_setopt(h, CURLOPT_USERAGENT, "rdmascope-doctor");
+  api.easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+  api.easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
+  api.easy_setopt(h, CURLOPT_WRITEFUNCTION, OnData);
+  api.easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  if (!client.ca_file.empty()) api.easy_setopt(h, CURLOPT_CAINFO, client.ca_file.c_str());
+  if (!client.cert_file.empty()) api.easy_setopt(h, CURLOPT_SSLCERT, client.cert_file.c_str());
+  if (!client.key_file.empty()) api.easy_setopt(h, CURLOPT_SSLKEY, client.key_file.c_str());
   if (client.insecure_skip_verify) {
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    api.easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+    api.easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
   }
   if (!client.username.empty()) {
-    curl_easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
-    curl_easy_setopt(h, CURLOPT_USERNAME, client.username.c_str());
-    curl_easy_setopt(h, CURLOPT_PASSWORD, client.password.c_str());
+    api.easy_setopt(h, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    api.easy_setopt(h, CURLOPT_USERNAME, client.username.c_str());
+    api.easy_setopt(h, CURLOPT_PASSWORD, client.password.c_str());
   }
-  const CURLcode code = curl_easy_perform(h);
+  const CURLcode code = api.easy_perform(h);
   if (body.too_large) return std::unexpected(HttpError{"answer larger than the limit"});
-  if (code != CURLE_OK) return std::unexpected(Explain(code, detail, client));
+  if (code != CURLE_OK) return std::unexpected(Explain(api, code, detail, client));
   long status = 0;
-  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  api.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   return HttpAnswer{.status = static_cast<int>(status), .body = std::move(body.data)};
 }
 

@@ -3,6 +3,8 @@
 // one deadline for the whole request so that a silent server never hangs doctor. No redirects
 // and no proxies (the exporter is a host's own address). The options mirror what
 // --web.config.file can ask of a client (docs/doctor.md, "History mode").
+// libcurl (libcurl.so.4) is loaded with dlopen at the first request, so that `serve` never maps
+// it; without it HttpGet fails saying so.
 #pragma once
 
 #include <chrono>

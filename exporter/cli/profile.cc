@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -20,6 +22,7 @@
 #include "cli/serve.h"
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
+#include "collectors/verbs.h"
 #include "core/collector_runner.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -30,6 +33,7 @@
 #include "profile/pprof_writer.h"
 #include "profile/profile_session.h"
 #include "sys/perf_events.h"
+#include "sys/pmu_libpfm.h"
 
 namespace rdmascope {
 namespace {
@@ -156,18 +160,61 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
   out << "  messages received: " << Histogram(data.messages.recv_bytes, 1, " B") << "\n";
   out << "  completion latency: " << Histogram(data.messages.completion_latency_ns, 1000, " us")
       << "\n";
+  const auto figure = [](const std::optional<uint64_t>& value) {
+    return value ? std::to_string(*value) : std::string("?");
+  };
+  for (const profile::QueueInfo& qp : data.queues) {
+    if (qp.kind != "qp") continue;
+    out << "  qp " << qp.handle << " (" << qp.type << ") on "
+        << (qp.device.empty() ? "?" : qp.device) << ": send " << figure(qp.capacity) << " WRs x "
+        << figure(qp.max_send_sge) << " SGEs, receive "
+        << (qp.uses_srq ? "from an SRQ" : figure(qp.max_recv_wr) + " WRs") << " x "
+        << figure(qp.max_recv_sge) << " SGEs";
+    if (qp.needed_send_wrs) {
+      out << "; needs " << *qp.needed_send_wrs << " send WRs (" << *qp.recommended_send_wrs
+          << " recommended)";
+    }
+    out << "\n";
+  }
   for (const profile::QueueInfo& queue : data.queues) {
+    if (queue.kind == "qp") continue;
     out << "  " << queue.kind << " " << queue.handle << " on " << queue.device << ": capacity "
         << (queue.capacity ? std::to_string(*queue.capacity) : "?") << ", peak "
         << (queue.peak_occupancy ? std::to_string(*queue.peak_occupancy) : "not measured") << "\n";
+  }
+  const profile::NumaSummary& numa = data.numa;
+  if (numa.threads.empty()) {
+    out << "  threads' NUMA nodes: not measured\n";
+  } else {
+    std::map<int, uint64_t> by_node;
+    for (const profile::ThreadPlacement& thread : numa.threads) ++by_node[thread.majority_node];
+    out << "  threads' NUMA nodes (majority):";
+    for (const auto& [node, threads] : by_node) out << " node " << node << " x" << threads;
+    if (numa.off_nic_share) {
+      out << "; " << doctor::Percent(*numa.off_nic_share) << " of " << numa.samples
+          << " samples off " << numa.nic_device << "'s node " << *numa.nic_node;
+    } else {
+      out << "; NIC node unknown";
+    }
+    out << "\n";
+  }
+  if (numa.memory_bytes_by_node) {
+    out << "  resident memory per node:";
+    for (const auto& [node, bytes] : *numa.memory_bytes_by_node) {
+      out << " node " << node << " " << doctor::Bytes(static_cast<double>(bytes));
+    }
+    if (numa.memory_bytes_by_node->empty()) out << " none resident";
+    out << "\n";
   }
   for (const doctor::Finding& finding : data.advice) {
     out << "  [" << doctor::SeverityName(finding.severity) << "] " << finding.id << ": "
         << (finding.advice.empty() ? finding.observed : finding.advice) << "\n";
   }
   for (const std::string& note : data.notes) out << "  note: " << note << "\n";
+  std::error_code ec;  // profile.pb.gz only if written (WriteOutputs removes a stale one)
   out << "  report: " << (output / "profile.html").string() << " (also profile.json, "
-      << "profile.pb.gz, *.folded)\n";
+      << (std::filesystem::exists(output / "profile.pb.gz", ec) ? "profile.pb.gz, " : "")
+      << "*.folded)\n";
   return out.str();
 }
 
@@ -177,12 +224,29 @@ void WriteFile(const std::filesystem::path& path, const std::string& bytes) {
   if (!file) throw std::runtime_error("cannot write " + path.string());
 }
 
-void WriteOutputs(const ProfileData& data, const std::filesystem::path& dir) {
+// pprof's encoder is librdmascope_pprof.so (libprotobuf), loaded here only: without it the
+// other outputs are written, and the note says why there is no profile.pb.gz.
+std::expected<std::string, std::string> EncodePprof(const ProfileData& data) {
+  std::error_code ec;
+  const auto library =
+      profile::FindPprofLibrary(std::filesystem::read_symlink("/proc/self/exe", ec).parent_path());
+  if (!library) return std::unexpected(library.error());
+  return profile::EncodePprof(data, *library);
+}
+
+void WriteOutputs(ProfileData& data, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
+  if (auto pprof = EncodePprof(data)) {
+    WriteFile(dir / "profile.pb.gz", *pprof);
+  } else {
+    log::Error("profile: no pprof output (profile.pb.gz)", {{"err", pprof.error()}});
+    data.notes.push_back("no profile.pb.gz: " + pprof.error());
+    std::error_code ec;
+    std::filesystem::remove(dir / "profile.pb.gz", ec);  // not a previous run's
+  }
   std::ostringstream json;
   profile::WriteProfileJson(data, json);
   WriteFile(dir / "profile.json", json.str());
-  WriteFile(dir / "profile.pb.gz", profile::EncodePprof(data));
   for (const auto value :
        {profile::FoldedValue::kOutstandingBytes, profile::FoldedValue::kRegisteredBytes,
         profile::FoldedValue::kOutstandingRegions, profile::FoldedValue::kRegistrations}) {
@@ -209,6 +273,7 @@ OwnPerf OpenOwnPerf(pid_t pid, const std::filesystem::path& sysfs,
                     const std::filesystem::path& procfs) {
   OwnPerf own;
   std::vector<sys::PerfEventSpec> specs;
+  const sys::LibpfmScope libpfm;  // loaded once for the names, unloaded after them
   for (const char* name : kOwnPerfEvents) {
     auto spec = sys::ResolvePerfEvent(sysfs, name);
     if (spec) {
@@ -320,7 +385,11 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
   std::vector<NamedCollector> collectors = BuildCollectors(config);
   const auto probe_errors = ProbeErrors(collectors);
   profile::ProfileSession* session_ptr = nullptr;
+  std::function<std::vector<VerbsQp>(uint32_t)> qp_source;
   for (NamedCollector& entry : collectors) {
+    if (const auto* verbs = dynamic_cast<const VerbsCollector*>(entry.collector.get())) {
+      qp_source = [verbs](uint32_t pid) { return verbs->Qps(pid); };
+    }
     if (auto* mr = dynamic_cast<MrCollector*>(entry.collector.get())) {
       mr->SetExitObserver([&session_ptr](const MrProcess& last) {
         if (session_ptr != nullptr) session_ptr->OnMrExit(last);
@@ -345,7 +414,10 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
   profile::SessionOptions session_options{.pid = options.pid.value_or(0),
                                           .attached = !launch,
                                           .preload_dir = config.occupancy.dir,
-                                          .command = options.command};
+                                          .command = options.command,
+                                          .procfs = config.procfs,
+                                          .sysfs = config.sysfs,
+                                          .qps = qp_source};
   std::optional<profile::ProfileSession> session;
   OwnPerf own_perf;
   pid_t child = -1;

@@ -15,6 +15,7 @@
 #include "collectors/registry.h"
 #include "core/capabilities.h"
 #include "core/collector_runner.h"
+#include "core/sd_notify.h"
 #include "core/sysfs.h"
 #include "core/version.h"
 #include "http/listen_address.h"
@@ -129,11 +130,14 @@ int WaitForShutdown(const sigset_t& signals, const WebOptions& options, HttpServ
                     web::Fingerprint(options.config_file, *current) == fingerprint)) {
       continue;
     }
+    // systemd (Type=notify) holds `systemctl reload` until READY=1, whatever the outcome.
+    sd::NotifyOrWarn(sd::ReloadingState());
     auto loaded = web::LoadWebConfig(options.config_file);
     fingerprint = web::Fingerprint(options.config_file, loaded ? *loaded : *current);
     if (!loaded) {
       log::Error("web config not reloaded, the previous one stays in force",
                  {{"err", loaded.error()}});
+      sd::NotifyOrWarn("READY=1");
       continue;
     }
     auto next = std::make_shared<const web::WebConfig>(std::move(*loaded));
@@ -141,9 +145,11 @@ int WaitForShutdown(const sigset_t& signals, const WebOptions& options, HttpServ
       server.Reload(next);
     } catch (const std::exception& e) {
       log::Error("web config not reloaded, the previous one stays in force", {{"err", e.what()}});
+      sd::NotifyOrWarn("READY=1");
       continue;
     }
     current = std::move(next);
+    sd::NotifyOrWarn("READY=1");
     WebOptions reloaded = options;
     reloaded.security = current;
     log::Info("web config reloaded", {{"trigger", hangup ? "SIGHUP" : "file change"}});
@@ -193,8 +199,12 @@ int RunServe(const ServeConfig& config) {
   log::Info("listening", {{"address", config.web.listen_address},
                           {"port", std::to_string(server.port())},
                           {"telemetry_path", config.web.telemetry_path}});
+  // Bound, probes loaded, capabilities dropped, the server's threads answering: with
+  // Type=notify, `systemctl start` returns now and not before.
+  sd::NotifyOrWarn("READY=1\nSTATUS=listening on " + config.web.listen_address);
 
   const int received = WaitForShutdown(signals, config.web, server);
+  sd::NotifyOrWarn("STOPPING=1");
   log::Info("shutting down", {{"signal", strsignal(received)}});
   return 0;
 }

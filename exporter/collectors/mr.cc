@@ -277,6 +277,7 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
     }
   }
   out.Add(kLost, {{"reason", "regions"}}, static_cast<double>(lost_regions));
+  if (!snapshot.globals_known) return;  // unread: no series rather than 0s
   out.Add(kLost, {{"reason", "processes"}}, static_cast<double>(snapshot.lost_processes));
   out.Add(kLost, {{"reason", "calls"}}, static_cast<double>(snapshot.lost_calls));
   out.Add(kLost, {{"reason", "exit_events"}}, static_cast<double>(snapshot.lost_exits));

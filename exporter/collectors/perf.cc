@@ -1,10 +1,12 @@
 #include "collectors/perf.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 
 #include "core/log.h"
 #include "core/sysfs.h"
+#include "sys/pmu_libpfm.h"
 #include "sys/pmu_sysfs.h"
 
 namespace rdmascope {
@@ -186,6 +188,13 @@ class SystemHost : public PerfHost {
   std::filesystem::path sysfs_;
 };
 
+// perf_event_open failures that say nothing about the event: the exporter's (or the
+// system's) file descriptors or memory are exhausted for now, or the PMU is busy.
+bool TransientOpenError(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOMEM || err == EBUSY || err == EAGAIN ||
+         err == EINTR;
+}
+
 // Adds what `fresh` knows to `known`; CPUs that went offline keep their node and socket.
 void MergeTopology(sys::CpuTopology& known, const sys::CpuTopology& fresh) {
   known.online = fresh.online;
@@ -211,6 +220,8 @@ PerfCollector::PerfCollector(const PerfOptions& options, std::filesystem::path s
       sys::ParseEventGroups(options.events.empty() ? DefaultPerfEvents(sysfs) : options.events);
   if (!groups) throw std::invalid_argument("--collector.perf.event: " + groups.error());
   std::vector<sys::PerfEventSpec> specs;
+  // libpfm4 loaded once for all the names, unloaded after them (sys/pmu_libpfm.h).
+  const sys::LibpfmScope libpfm;
   for (const auto& group : *groups) {
     std::vector<size_t> members;
     for (const std::string& name : group) {
@@ -258,6 +269,15 @@ void PerfCollector::OpenGroup(const std::vector<size_t>& members,
     std::move(opened.begin(), opened.end(), std::back_inserter(counters_));
     return;
   }
+  if (follows_online && TransientOpenError(error)) {
+    // Out of file descriptors or memory for now: not a verdict on the events. The group is
+    // kept without counters; FollowHotplug opens it on each online CPU at the next scrapes.
+    for (const size_t member : members) {
+      events_[member].reason = sys::PerfOpenErrorReason(error) + "; tried again at each scrape";
+    }
+    groups_.push_back(std::move(group));
+    return;
+  }
   if (members.size() > 1) {
     // One member the host cannot count (or PMUs that cannot be grouped) must not take the
     // others down: count each on its own, so that each gets its own verdict.
@@ -276,7 +296,14 @@ bool PerfCollector::OpenOn(size_t group, int cpu) const {
                {{"cpu", std::to_string(cpu)}, {"err", sys::PerfOpenErrorReason(counters.error())}});
     return false;
   }
-  for (const size_t event : groups_[group].events) totals_.Restart(event, cpu);
+  for (const size_t event : groups_[group].events) {
+    totals_.Restart(event, cpu);
+    if (!events_[event].supported) {  // its first open failed for want of fds or memory
+      log::Info("perf event counted after all", {{"event", events_[event].name}});
+      events_[event].supported = true;
+      events_[event].reason.clear();
+    }
+  }
   counters_.push_back({group, cpu, std::move(*counters)});
   return true;
 }
@@ -330,7 +357,11 @@ CollectResult PerfCollector::Collect(MetricSet& out) const {
   std::vector<std::pair<size_t, int>> reopen;
   for (Counter& counter : counters_) {
     const auto readings = counter.counters->Read();
-    if (!readings || readings->empty()) continue;  // counts missing this time, not zero
+    if (!readings || readings->empty()) {
+      // Counts missing this time (a failed or short read), not zero.
+      log::Debug("perf counters unreadable this scrape", {{"cpu", std::to_string(counter.cpu)}});
+      continue;
+    }
     const uint64_t enabled = readings->front().enabled;
     if (groups_[counter.group].follows_online && counter.last_enabled > 0 &&
         enabled == counter.last_enabled) {

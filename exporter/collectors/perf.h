@@ -132,7 +132,9 @@ class PerfCollector : public Collector {
   void Retire(Counter& counter, const char* why) const;
 
   std::unique_ptr<PerfHost> host_;
-  std::vector<PerfEventState> events_;
+  // Mutable: an event whose first open failed for want of fds or memory (kept, retried at
+  // each scrape) becomes supported when it opens.
+  mutable std::vector<PerfEventState> events_;
   std::vector<Group> groups_;
   bool per_cpu_;
   mutable std::mutex mutex_;

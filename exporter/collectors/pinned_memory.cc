@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "core/log.h"
 #include "core/process_metrics.h"
 #include "core/sysfs.h"
 
@@ -112,9 +113,17 @@ std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& know
     alive.emplace(pid, uverbs);
     const auto pinned = ParseVmPinBytes(*status);
     if (!pinned) continue;
+    // Without its name the process's series would carry comm="": leave it out this time (it
+    // is exiting, or its comm is unreadable), said at debug level.
+    auto comm = sysfs::ReadAttribute(dir / "comm");
+    if (!comm || comm->empty()) {
+      log::Debug("pinned memory of a process left out: its comm cannot be read",
+                 {{"pid", std::to_string(pid)}});
+      continue;
+    }
     const auto limits = sysfs::ReadFile(dir / "limits", 16 << 10);
     out.push_back({.pid = pid,
-                   .comm = sysfs::ReadAttribute(dir / "comm").value_or(""),
+                   .comm = std::move(*comm),
                    .pinned_bytes = *pinned,
                    .locked_limit_bytes = limits ? ParseLockedMemoryLimit(*limits) : std::nullopt,
                    .remote_numa_thread_ratio = RemoteThreadRatios(pid, uverbs)});

@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/sysfs.h"
+#include "core/sysfs_dir.h"
 
 namespace rdmascope {
 namespace {
@@ -22,12 +23,36 @@ std::string AttributeOrEmpty(const fs::path& path) {
   return sysfs::ReadAttribute(path).value_or("");
 }
 
+// One open directory, openat + one read per file (core/sysfs_dir.h): a port has ~100 of these.
+// A directory that is absent or cannot be read is no counters; a file that cannot be read or
+// parsed is a missing series, its reason logged at debug level.
 std::vector<std::pair<std::string, uint64_t>> ReadCounterDir(const fs::path& dir) {
   std::vector<std::pair<std::string, uint64_t>> counters;
-  for (const std::string& name : sysfs::ListDirectory(dir)) {
+  auto opened = sysfs::SysfsDir::Open(dir);
+  if (!opened) {
+    if (opened.error() != ENOENT && opened.error() != ENOTDIR) {
+      log::Debug("cannot open counter directory",
+                 {{"path", dir.string()}, {"error", std::strerror(opened.error())}});
+    }
+    return counters;
+  }
+  const auto names = opened->List();
+  if (!names) {
+    log::Debug("cannot list counter directory",
+               {{"path", dir.string()}, {"error", std::strerror(names.error())}});
+    return counters;
+  }
+  counters.reserve(names->size());
+  for (const std::string& name : *names) {
     // lifespan is the hw_counters refresh period in ms, a setting, not a counter.
     if (name == "lifespan") continue;
-    if (const auto value = sysfs::ReadUnsigned(dir / name)) counters.emplace_back(name, *value);
+    const auto value = opened->ReadUnsigned(name);
+    if (value) {
+      counters.emplace_back(name, *value);
+    } else if (log::Enabled(log::Level::kDebug)) {
+      log::Debug("counter file unreadable, series omitted",
+                 {{"path", (dir / name).string()}, {"reason", value.error().Reason()}});
+    }
   }
   return counters;
 }

@@ -144,7 +144,8 @@ ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devic
   std::map<uint32_t, std::string> kept;  // pid -> comm
   for (const auto& [objects, pid] : ranked) {
     if (kept.size() >= max_processes) break;
-    kept[pid] = comm_of(pid);
+    std::string comm = comm_of(pid);
+    kept[pid] = comm.empty() ? std::string(kUnknownComm) : std::move(comm);
   }
 
   ResourcesMapping mapping{.processes = ranked.size(),
@@ -189,6 +190,14 @@ ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devic
   return mapping;
 }
 
+std::string ProcessComm(const std::filesystem::path& procfs, uint32_t pid) {
+  auto comm = sysfs::ReadAttribute(procfs / std::to_string(pid) / "comm");
+  if (comm && !comm->empty()) return std::move(*comm);
+  log::Debug("comm of an RDMA resource owner cannot be read (exiting?): comm=\"unknown\"",
+             {{"pid", std::to_string(pid)}});
+  return std::string(kUnknownComm);
+}
+
 std::optional<bool> InInitialPidNamespace(const std::filesystem::path& procfs) {
   constexpr std::string_view kInitialPidNamespace = "pid:[4026531836]";  // 0xEFFFFFFC
   std::error_code ec;
@@ -227,9 +236,7 @@ CollectResult ResourcesCollector::Collect(MetricSet& out) const {
                              std::strerror(devices.error()));
   }
   if (devices->empty()) return {.no_data = true, .detail = "no RDMA device"};
-  const auto comm_of = [this](uint32_t pid) {
-    return sysfs::ReadAttribute(procfs_ / std::to_string(pid) / "comm").value_or("");
-  };
+  const auto comm_of = [this](uint32_t pid) { return ProcessComm(procfs_, pid); };
   const ResourcesMapping mapping = MapResources(*devices, devices_, max_processes_, comm_of, out);
   std::string detail = std::to_string(devices->size()) + " devices, " +
                        std::to_string(mapping.processes) + " processes";

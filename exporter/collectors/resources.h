@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/collector.h"
@@ -55,7 +56,8 @@ struct ResourcesMapping {
   size_t raw_cqs_undecoded = 0;  // raw dumps in a layout the decoder does not accept
 };
 
-// comm_of(pid) returns the process name ("" if it is gone).
+// comm_of(pid) returns the process name ("" if it is gone: then comm="unknown", as for the
+// objects of an exiting owner, never an empty label).
 ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devices,
                               const NameFilter& device_filter, size_t max_processes,
                               const std::function<std::string(uint32_t)>& comm_of, MetricSet& out);
@@ -66,6 +68,11 @@ ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devic
 // that mounted /proc) or /proc/1/ns/pid (the container's own init), this holds inside a
 // container. nullopt if the link cannot be read.
 std::optional<bool> InInitialPidNamespace(const std::filesystem::path& procfs);
+
+// The comm label of an owner: <procfs>/PID/comm, or "unknown" when it cannot be read (the
+// process is exiting, or the read failed), logged at debug level.
+inline constexpr std::string_view kUnknownComm = "unknown";
+std::string ProcessComm(const std::filesystem::path& procfs, uint32_t pid);
 
 class ResourcesCollector : public Collector {
  public:

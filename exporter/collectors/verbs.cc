@@ -1,5 +1,7 @@
 #include "collectors/verbs.h"
 
+#include <infiniband/verbs.h>
+
 #include <algorithm>
 #include <array>
 
@@ -88,6 +90,27 @@ std::string AsyncEventName(size_t type) {
   return "TYPE_" + std::to_string(type);
 }
 
+std::string QpTypeName(uint32_t type) {
+  switch (static_cast<ibv_qp_type>(type)) {
+    case IBV_QPT_RC:
+      return "RC";
+    case IBV_QPT_UC:
+      return "UC";
+    case IBV_QPT_UD:
+      return "UD";
+    case IBV_QPT_RAW_PACKET:
+      return "RAW_PACKET";
+    case IBV_QPT_XRC_SEND:
+      return "XRC_SEND";
+    case IBV_QPT_XRC_RECV:
+      return "XRC_RECV";
+    case IBV_QPT_DRIVER:
+      return "DRIVER";
+    default:
+      return "TYPE_" + std::to_string(type);
+  }
+}
+
 void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, MetricSet& out) {
   std::vector<const VerbsCq*> cqs;
   for (const VerbsCq& cq : snapshot.cqs) cqs.push_back(&cq);
@@ -143,6 +166,7 @@ void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, Me
               static_cast<double>(proc.async_events[type]));
     }
   }
+  if (!snapshot.globals_known) return;  // unread: no series rather than 0s
   out.Add(kLost, {{"reason", "calls"}}, static_cast<double>(snapshot.lost_calls));
   out.Add(kLost, {{"reason", "objects"}}, static_cast<double>(snapshot.lost_objects));
   out.Add(kLost, {{"reason", "processes"}}, static_cast<double>(snapshot.lost_processes));
@@ -169,6 +193,15 @@ CollectResult VerbsCollector::Collect(MetricSet& out) const {
   return {.detail = std::to_string(snapshot.processes.size()) + " processes, " +
                     std::to_string(snapshot.cqs.size()) + " CQs, " +
                     std::to_string(snapshot.srqs.size()) + " SRQs"};
+}
+
+std::vector<VerbsQp> VerbsCollector::Qps(uint32_t pid) const {
+  std::vector<VerbsQp> qps;
+  if (!probe_) return qps;
+  for (VerbsQp& qp : probe_->Snapshot().qps) {
+    if (qp.pid == pid) qps.push_back(std::move(qp));
+  }
+  return qps;
 }
 
 }  // namespace rdmascope

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bpf/verbs_probe.h"
 #include "core/collector.h"
@@ -23,6 +24,8 @@ struct VerbsOptions {
 
 // enum ibv_event_type names without the IBV_EVENT_ prefix ("SRQ_LIMIT_REACHED").
 std::string AsyncEventName(size_t type);
+// enum ibv_qp_type names without the IBV_QPT_ prefix ("RC", "UD", "XRC_SEND"), "TYPE_<n>" else.
+std::string QpTypeName(uint32_t type);
 
 void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, MetricSet& out);
 
@@ -31,6 +34,9 @@ class VerbsCollector : public Collector {
   VerbsCollector(const VerbsOptions& options, std::filesystem::path procfs);
   CollectResult Collect(MetricSet& out) const override;
   std::string ProbeError() const override { return attach_error_; }
+  // The QPs of `pid` the probes saw created, with their capacities (`rdmascope profile`);
+  // empty without the probes.
+  std::vector<VerbsQp> Qps(uint32_t pid) const;
 
  private:
   std::unique_ptr<VerbsProbe> probe_;

@@ -1,8 +1,13 @@
 #include "core/log.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <mutex>
 
@@ -11,6 +16,29 @@ namespace {
 
 std::atomic<int> g_level{static_cast<int>(Level::kInfo)};
 std::mutex g_write_mutex;
+// -1: not decided yet; 0: plain lines; 1: lines with the journal's priority prefix.
+std::atomic<int> g_journal{-1};
+
+// sd-daemon.h's SD_ERR, SD_WARNING, SD_INFO, SD_DEBUG (syslog's LOG_ERR ... LOG_DEBUG).
+const char* PriorityPrefix(Level level) {
+  switch (level) {
+    case Level::kDebug:
+      return "<7>";
+    case Level::kInfo:
+      return "<6>";
+    case Level::kWarn:
+      return "<4>";
+    case Level::kError:
+      return "<3>";
+  }
+  return "<6>";
+}
+
+bool ParseDecimal(std::string_view text, unsigned long long& value) {
+  if (text.empty()) return false;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size();
+}
 
 const char* LevelName(Level level) {
   switch (level) {
@@ -47,6 +75,26 @@ std::optional<Level> ParseLevel(std::string_view name) {
   if (name == "warn") return Level::kWarn;
   if (name == "error") return Level::kError;
   return std::nullopt;
+}
+
+bool IsJournalStream(const char* journal_stream, int fd) {
+  if (journal_stream == nullptr) return false;
+  const std::string_view value(journal_stream);
+  const size_t colon = value.find(':');
+  unsigned long long device = 0;
+  unsigned long long inode = 0;
+  if (colon == std::string_view::npos || !ParseDecimal(value.substr(0, colon), device) ||
+      !ParseDecimal(value.substr(colon + 1), inode)) {
+    return false;
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return false;
+  return static_cast<unsigned long long>(st.st_dev) == device &&
+         static_cast<unsigned long long>(st.st_ino) == inode;
+}
+
+void DetectJournalStream() {
+  g_journal.store(IsJournalStream(std::getenv("JOURNAL_STREAM"), STDERR_FILENO) ? 1 : 0);
 }
 
 void SetLevel(Level level) { g_level.store(static_cast<int>(level)); }
@@ -93,7 +141,9 @@ std::string QuoteValue(std::string_view value) {
 
 void Write(Level level, std::string_view msg, std::initializer_list<Field> fields) {
   if (!Enabled(level)) return;
-  std::string line = "ts=" + Timestamp() + " level=" + LevelName(level) + " msg=" + QuoteValue(msg);
+  if (g_journal.load() < 0) DetectJournalStream();
+  std::string line = g_journal.load() == 1 ? PriorityPrefix(level) : "";
+  line += "ts=" + Timestamp() + " level=" + LevelName(level) + " msg=" + QuoteValue(msg);
   for (const auto& [key, value] : fields) {
     line += ' ';
     line += key;

@@ -80,6 +80,9 @@ std::vector<std::string_view> FieldsAfterComm(std::string_view stat) {
 std::optional<uint64_t> ParseStatField(std::string_view stat, size_t field) {
   const auto fields = FieldsAfterComm(stat);
   if (field < 3 || fields.size() <= field - 3) return std::nullopt;
+  // The kernel ends the line with '\n' (fs/proc/array.c do_task_stat): a last field without
+  // it may be cut by a short read ("1234" of "123456"), which must not pass for the value.
+  if (fields.size() == field - 2 && !stat.ends_with('\n')) return std::nullopt;
   return sysfs::ParseUnsigned(fields[field - 3]);
 }
 

@@ -28,7 +28,8 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_t
 std::optional<uint64_t> ParseStartTicks(std::string_view stat);
 
 // Field `field` (numbered as in proc(5), from 3) of /proc/PID/stat; e.g. 39: the CPU the task
-// last ran on.
+// last ran on. nullopt when the text ends inside that field (a short read): no end of line or
+// separator after it.
 std::optional<uint64_t> ParseStatField(std::string_view stat, size_t field);
 
 void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <clocale>
@@ -33,7 +34,25 @@ std::optional<Int> ParseInteger(std::string_view text) {
   return value;
 }
 
+std::atomic<bool> fault_hook_set{false};
+
+FaultHook& InstalledHook() {
+  static FaultHook hook;
+  return hook;
+}
+
+std::optional<InjectedFault> Injected(const std::filesystem::path& path) {
+  if (!fault_hook_set.load(std::memory_order_acquire)) return std::nullopt;
+  return InstalledHook()(path);
+}
+
 }  // namespace
+
+void SetFaultHookForTesting(FaultHook hook) {
+  fault_hook_set.store(false, std::memory_order_release);
+  InstalledHook() = std::move(hook);
+  fault_hook_set.store(static_cast<bool>(InstalledHook()), std::memory_order_release);
+}
 
 std::optional<double> ParseDouble(std::string_view text) {
   double value = 0;
@@ -66,15 +85,24 @@ std::string_view Trim(std::string_view text) {
 }
 
 std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t max_bytes) {
+  auto contents = ReadFileChecked(path, max_bytes);
+  if (!contents) return std::nullopt;
+  return std::move(*contents);
+}
+
+std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& path,
+                                                size_t max_bytes) {
+  const auto fault = Injected(path);
+  if (fault && fault->error != 0) return std::unexpected(fault->error);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
+  if (fd < 0) return std::unexpected(errno);
   std::string buf(std::min<size_t>(max_bytes, kMaxAttributeBytes) + 1, '\0');
   size_t used = 0;
-  bool ok = true;
+  int error = 0;
   for (;;) {
     if (used == buf.size()) {
       if (buf.size() > max_bytes) {
-        ok = false;  // larger than the caller accepts
+        error = EFBIG;  // larger than the caller accepts
         break;
       }
       buf.resize(std::min(buf.size() * 2, max_bytes + 1));
@@ -82,14 +110,16 @@ std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t ma
     const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
-      ok = false;
+      error = errno;
       break;
     }
     if (n == 0) break;
     used += static_cast<size_t>(n);
   }
   ::close(fd);
-  if (!ok || used > max_bytes) return std::nullopt;
+  if (error == 0 && used > max_bytes) error = EFBIG;
+  if (error != 0) return std::unexpected(error);
+  if (fault && fault->short_read) used = std::min(used, *fault->short_read);
   buf.resize(used);
   return buf;
 }
@@ -127,11 +157,20 @@ std::vector<std::string> ListDirectory(const std::filesystem::path& path) {
 std::expected<std::vector<std::string>, int> ListDirectoryChecked(
     const std::filesystem::path& path) {
   std::vector<std::string> names;
+  if (const auto fault = Injected(path); fault && fault->error != 0) {
+    if (fault->error == ENOENT || fault->error == ENOTDIR) return names;
+    return std::unexpected(fault->error);
+  }
   DIR* dir = ::opendir(path.c_str());
   if (dir == nullptr) {
     if (errno == ENOENT || errno == ENOTDIR) return names;
     return std::unexpected(errno);
   }
+  return TakeSortedNames(dir);
+}
+
+std::expected<std::vector<std::string>, int> TakeSortedNames(DIR* dir) {
+  std::vector<std::string> names;
   for (;;) {
     errno = 0;  // readdir's end and its failure both return null: errno tells them apart
     const dirent* entry = ::readdir(dir);
@@ -148,6 +187,7 @@ std::expected<std::vector<std::string>, int> ListDirectoryChecked(
 }
 
 std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path) {
+  if (const auto fault = Injected(path); fault && fault->error != 0) return std::nullopt;
   char buf[4096];
   const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
   if (n <= 0) return std::nullopt;

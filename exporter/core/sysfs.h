@@ -4,9 +4,12 @@
 // yields nullopt: the caller then omits the series rather than inventing a 0.
 #pragma once
 
+#include <dirent.h>
+
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +23,10 @@ std::optional<std::string> ReadAttribute(const std::filesystem::path& path);
 
 // A whole (proc) file up to max_bytes, read until EOF; nullopt on error or if larger.
 std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t max_bytes);
+// The same, with the reason: the errno of open(2) or read(2) (ENOENT or ESRCH when a process
+// or device went away), EFBIG when the file is larger than max_bytes.
+std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& path,
+                                                size_t max_bytes);
 
 // A decimal or 0x-prefixed unsigned integer, whole file, surrounding blanks allowed.
 std::optional<uint64_t> ReadUnsigned(const std::filesystem::path& path);
@@ -40,6 +47,10 @@ std::vector<std::string> ListDirectory(const std::filesystem::path& path);
 std::expected<std::vector<std::string>, int> ListDirectoryChecked(
     const std::filesystem::path& path);
 
+// The entry names of an open directory but "." and "..", sorted; closes `dir` in every case.
+// The errno of a readdir that failed part-way (a partial list would look like vanished files).
+std::expected<std::vector<std::string>, int> TakeSortedNames(DIR* dir);
+
 // Target name of a symlink's last component (e.g. the driver of a device), if any.
 std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path);
 
@@ -48,5 +59,18 @@ std::string_view Trim(std::string_view text);
 // A NUL-padded fixed-size field (a comm or device name from a BPF map or a shared file) as a
 // string, never reading past `size` when the field is full.
 std::string FixedString(const char* chars, size_t size);
+
+// Test seam (tests/unit/fault_seams_test.cc, docs/testing.md "Faults"): a fault for the reads
+// of this file (ReadFile*, ReadAttribute, ReadUnsigned/Signed, ListDirectory*,
+// ReadLinkBasename) of a path. `error` non-zero: the open fails with that errno (ENOENT: the
+// file vanished); else `short_read`: the file ends after that many bytes, as a read cut short.
+struct InjectedFault {
+  int error = 0;
+  std::optional<size_t> short_read;
+};
+using FaultHook = std::function<std::optional<InjectedFault>(const std::filesystem::path&)>;
+// Installs the hook (an empty function removes it). Tests only: call it while no other thread
+// reads through this file.
+void SetFaultHookForTesting(FaultHook hook);
 
 }  // namespace rdmascope::sysfs

@@ -38,10 +38,9 @@ struct MessageSize {
 
 // The average send size the preload library measured for the process (bytes posted / send
 // WRs posted since it started), else the --doctor.message-size assumption.
-MessageSize SendMessageSize(const Snapshot& now, const Sample& process,
+MessageSize SendMessageSize(const Snapshot& now, const std::string& pid, const std::string& comm,
                             const DoctorOptions& options) {
-  const Matchers who{
-      {"pid", process.Label("pid")}, {"comm", process.Label("comm")}, {"direction", "send"}};
+  const Matchers who{{"pid", pid}, {"comm", comm}, {"direction", "send"}};
   const auto bytes = now.Value("rdma_process_posted_bytes_total", who);
   const auto wrs = now.Value("rdma_process_posted_work_requests_total", who);
   if (bytes && wrs && *wrs > 0 && *bytes > 0) {
@@ -60,6 +59,21 @@ double BdpWorkRequests(double rate_bytes_per_second, double rtt_seconds, double 
   return std::ceil(rate_bytes_per_second * rtt_seconds / message_bytes - 1e-9);
 }
 
+std::optional<QpDepthNeed> QpDepthNeeded(const Snapshot& now, const std::string& device,
+                                         const std::string& pid, const std::string& comm,
+                                         const DoctorOptions& options) {
+  const auto rate = DeviceRate(now, device);
+  if (!rate) return std::nullopt;
+  MessageSize message = SendMessageSize(now, pid, comm, options);
+  QpDepthNeed need{.rate_bytes_per_second = *rate,
+                   .rtt_seconds = options.rtt_seconds,
+                   .message_bytes = message.bytes,
+                   .message_source = std::move(message.source)};
+  need.needed = BdpWorkRequests(*rate, options.rtt_seconds, message.bytes);
+  need.recommended = NextPowerOfTwo(need.needed);
+  return need;
+}
+
 std::vector<Finding> CheckQpDepth(const Snapshot& now, const Snapshot*,
                                   const DoctorOptions& options) {
   const std::string id = "queues.qp_depth";
@@ -68,17 +82,19 @@ std::vector<Finding> CheckQpDepth(const Snapshot& now, const Snapshot*,
   std::vector<Finding> findings;
   for (const Sample* depth : now.Find("rdma_process_qp_min_send_wrs")) {
     const std::string device = depth->Label("device");
-    const auto rate = DeviceRate(now, device);
-    if (!rate) {
+    const auto need =
+        QpDepthNeeded(now, device, depth->Label("pid"), depth->Label("comm"), options);
+    if (!need) {
       findings.push_back(Skip(id, area, ProcessScope(*depth), runbook,
                               "no active port of " + device +
                                   " (rdma_port_rate_bytes_per_second): the bandwidth to fill "
                                   "is unknown"));
       continue;
     }
-    const MessageSize message = SendMessageSize(now, *depth, options);
-    const double needed = BdpWorkRequests(*rate, options.rtt_seconds, message.bytes);
-    const double recommended = NextPowerOfTwo(needed);
+    const std::optional<double> rate = need->rate_bytes_per_second;
+    const MessageSize message{need->message_bytes, need->message_source};
+    const double needed = need->needed;
+    const double recommended = need->recommended;
     const bool shallow = depth->value < needed;
     // The deepest RC send queue of the same process and device (verbs collector).
     const auto deepest = now.Value(

@@ -1,5 +1,6 @@
 #include "profile/html_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <map>
@@ -170,6 +171,42 @@ std::string WorkSummary(const ProfileData& data) {
   return html + "</table>\n";
 }
 
+// Where the threads ran and the memory sits, against the NIC's node.
+std::string NumaPlacement(const NumaSummary& numa) {
+  std::string html = "<h2>NUMA placement</h2>\n<table class=\"summary\">\n";
+  html += Row("NIC's NUMA node", numa.nic_node ? HtmlEscape(numa.nic_device) + " on node " +
+                                                     std::to_string(*numa.nic_node)
+                                               : kNotMeasured);
+  html += Row("thread samples off the NIC's node",
+              numa.off_nic_share ? HtmlEscape(FormatValue(*numa.off_nic_share * 100, "")) +
+                                       "% of " + std::to_string(numa.samples)
+                                 : kNotMeasured);
+  std::string memory;
+  if (numa.memory_bytes_by_node) {
+    for (const auto& [node, bytes] : *numa.memory_bytes_by_node) {
+      memory += (memory.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) + " " +
+                HtmlEscape(FormatValue(static_cast<double>(bytes), "bytes"));
+    }
+    if (memory.empty()) memory = "none resident";
+  }
+  html += Row("resident memory per node", memory.empty() ? kNotMeasured : memory);
+  html += "</table>\n";
+  if (numa.threads.empty()) return html;
+  html +=
+      "<table class=\"stacks\"><tr><th>thread</th><th>comm</th><th>samples by node</th>"
+      "<th>majority node</th></tr>\n";
+  for (const ThreadPlacement& thread : numa.threads) {
+    std::string nodes;
+    for (const auto& [node, count] : thread.samples_by_node) {
+      nodes += (nodes.empty() ? "" : ", ") + std::string("node ") + std::to_string(node) + ": " +
+               std::to_string(count);
+    }
+    html += "<tr>" + Td(std::to_string(thread.tid), true) + Td(HtmlEscape(thread.comm)) +
+            Td(nodes) + Td(std::to_string(thread.majority_node), true) + "</tr>\n";
+  }
+  return html + "</table>\n";
+}
+
 // The stacks holding the most outstanding bytes: who leaks, in words, before the graphs.
 std::string TopStacks(const std::vector<RegistrationStack>& stacks) {
   std::string html =
@@ -238,6 +275,28 @@ std::string Timelines(const ProfileData& data) {
   return html;
 }
 
+// Each QP's depths as created, and the send depth queues.qp_depth says an RC QP needs.
+std::string QpTable(const std::vector<QueueInfo>& queues) {
+  auto number = [](const std::optional<uint64_t>& v) {
+    return v ? HtmlEscape(FormatValue(static_cast<double>(*v), "")) : kNotMeasured;
+  };
+  std::string rows;
+  for (const QueueInfo& qp : queues) {
+    if (qp.kind != "qp") continue;
+    rows += "<tr>" + Td(HtmlEscape(qp.handle), true) + Td(HtmlEscape(qp.device)) +
+            Td(HtmlEscape(qp.type)) + Td(number(qp.capacity), true) +
+            Td(qp.uses_srq ? std::string("SRQ") : number(qp.max_recv_wr), true) +
+            Td(number(qp.max_send_sge), true) + Td(number(qp.max_recv_sge), true) +
+            Td(number(qp.needed_send_wrs), true) + Td(number(qp.recommended_send_wrs), true) +
+            "</tr>\n";
+  }
+  if (rows.empty()) return "";
+  return "<table class=\"queues\"><tr><th>QP</th><th>device</th><th>type</th><th>send WRs</th>"
+         "<th>receive WRs</th><th>send SGEs</th><th>receive SGEs</th><th>send WRs needed "
+         "(queues.qp_depth)</th><th>recommended</th></tr>\n" +
+         rows + "</table>\n";
+}
+
 std::string Queues(const std::vector<QueueInfo>& queues,
                    const std::map<std::string, uint64_t>& qps_by_type) {
   std::string html = "<h2>Queues</h2>\n";
@@ -249,6 +308,11 @@ std::string Queues(const std::vector<QueueInfo>& queues,
     html += "<p>QPs by type (restrack): " + qps + "</p>\n";
   }
   if (queues.empty()) return html + "<p>" + kNotMeasured + "</p>\n";
+  html += QpTable(queues);
+  if (std::all_of(queues.begin(), queues.end(),
+                  [](const QueueInfo& q) { return q.kind == "qp"; })) {
+    return html;
+  }
   html +=
       "<table class=\"queues\"><tr><th>kind</th><th>device</th><th>handle</th><th>type</th>"
       "<th>capacity</th><th>feeding WRs</th><th>peak occupancy</th><th>poll batch "
@@ -257,6 +321,7 @@ std::string Queues(const std::vector<QueueInfo>& queues,
     return v ? HtmlEscape(FormatValue(static_cast<double>(*v), "")) : kNotMeasured;
   };
   for (const QueueInfo& queue : queues) {
+    if (queue.kind == "qp") continue;  // in QpTable
     html +=
         "<tr>" + Td(HtmlEscape(queue.kind)) + Td(HtmlEscape(queue.device)) +
         Td(HtmlEscape(queue.handle)) + Td(HtmlEscape(queue.type)) +
@@ -332,6 +397,7 @@ std::string HtmlReport(const ProfileData& data) {
   html += Timelines(data);
   html += Queues(data.queues, data.qps_by_type);
   html += WorkSummary(data);
+  html += NumaPlacement(data.numa);
   html += Counters(data.counters);
   html += Notes(data.notes);
   html += "</body>\n</html>\n";

@@ -98,6 +98,16 @@ Json Queues(const std::vector<QueueInfo>& queues) {
                    {"feeding_wrs", Optional(queue.feeding_wrs)},
                    {"peak_occupancy", Optional(queue.peak_occupancy)},
                    {"poll_batch_fullness", Optional(queue.poll_batch_fullness)}});
+    if (queue.kind != "qp") continue;
+    // A QP's depths as created (capacity is max_send_wr); max_recv_wr null on an SRQ.
+    Json& qp = out.back();
+    qp["max_send_wr"] = Optional(queue.capacity);
+    qp["max_recv_wr"] = Optional(queue.max_recv_wr);
+    qp["max_send_sge"] = Optional(queue.max_send_sge);
+    qp["max_recv_sge"] = Optional(queue.max_recv_sge);
+    qp["uses_srq"] = queue.uses_srq;
+    qp["needed_send_wrs"] = Optional(queue.needed_send_wrs);
+    qp["recommended_send_wrs"] = Optional(queue.recommended_send_wrs);
   }
   return out;
 }
@@ -119,6 +129,35 @@ Json Perf(const PerfSummary& perf) {
           {"llc_miss_ratio", Optional(perf.llc_miss_ratio)},
           {"thread_numa_nodes", Json(perf.thread_numa_nodes)},
           {"nic_numa_node", Optional(perf.nic_numa_node)}};
+}
+
+// Threads' NUMA nodes against the NIC's; every figure that was not measured is null.
+Json Numa(const NumaSummary& numa) {
+  Json threads = Json::array();
+  for (const ThreadPlacement& thread : numa.threads) {
+    Json nodes = Json::object();
+    for (const auto& [node, count] : thread.samples_by_node) nodes[std::to_string(node)] = count;
+    threads.push_back({{"tid", thread.tid},
+                       {"comm", thread.comm},
+                       {"samples_by_node", std::move(nodes)},
+                       {"majority_node", thread.majority_node}});
+  }
+  Json memory = nullptr;
+  if (numa.memory_bytes_by_node) {
+    memory = Json::object();
+    for (const auto& [node, bytes] : *numa.memory_bytes_by_node) {
+      memory[std::to_string(node)] = bytes;
+    }
+  }
+  return {{"nic_device", numa.nic_node ? Json(numa.nic_device) : Json(nullptr)},
+          {"nic_node", Optional(numa.nic_node)},
+          {"samples", If(!numa.threads.empty(), numa.samples)},
+          {"off_nic_samples", Optional(numa.off_nic_samples)},
+          {"off_nic_share", Optional(numa.off_nic_share)},
+          {"threads", std::move(threads)},
+          {"memory_bytes_by_node", std::move(memory)},
+          {"memory_off_nic_share", Optional(numa.memory_off_nic_share)},
+          {"malformed_numa_maps_lines", numa.malformed_numa_maps_lines}};
 }
 
 Json Counters(const std::vector<CounterDelta>& counters) {
@@ -190,6 +229,7 @@ void WriteProfileJson(const ProfileData& data, std::ostream& out) {
   json["qps_by_type"] = data.qps_by_type;
   json["messages"] = Messages(data);
   json["perf"] = Perf(data.perf);
+  json["numa"] = Numa(data.numa);
   json["counters"] = Counters(data.counters);
   json["timelines"] = Timelines(data.timelines);
   json["advice"] = Advice(data.advice);

@@ -1,131 +1,62 @@
 #include "profile/pprof_writer.h"
 
-#include <cmath>
-#include <map>
-#include <tuple>
+#include <dlfcn.h>
+
+#include <mutex>
 
 #include "core/log.h"
-#include "core/metric_set.h"
 #include "http/gzip.h"
-#include "pprof/profile.pb.h"
-#include "profile/stacks.h"
 
 namespace rdmascope::profile {
 namespace {
 
-namespace pb = perftools::profiles;
+using AbiFn = const char* (*)();
+using SerializeFn = int (*)(const ProfileData*, std::string*, std::string*);
 
-// profile.proto's string table: every string is an index, and index 0 must be "".
-// proto3 strings must be UTF-8 (parsers reject the message otherwise), hence SanitizeUtf8.
-class StringTable {
- public:
-  explicit StringTable(pb::Profile& profile) : profile_(profile) { Index(""); }
-  int64_t Index(const std::string& raw) {
-    const std::string text = SanitizeUtf8(raw);
-    auto [it, inserted] = index_.emplace(text, static_cast<int64_t>(index_.size()));
-    if (inserted) profile_.add_string_table(text);
-    return it->second;
-  }
-
- private:
-  pb::Profile& profile_;
-  std::map<std::string, int64_t> index_;
-};
-
-// Functions, mappings and locations, each created once and referred to by id (ids start at
-// 1: 0 means "none" in profile.proto).
-class Tables {
- public:
-  Tables(pb::Profile& profile, StringTable& strings) : profile_(profile), strings_(strings) {}
-
-  uint64_t Location(const Frame& frame) {
-    const auto key = std::make_tuple(frame.function, frame.module, frame.offset);
-    if (auto it = locations_.find(key); it != locations_.end()) return it->second;
-    pb::Location* location = profile_.add_location();
-    location->set_id(static_cast<uint64_t>(profile_.location_size()));
-    location->set_mapping_id(Mapping(frame.module));
-    // Address 0: an absolute address means nothing across runs (ASLR), and the call site's
-    // offset from its function is no address in the mapping, which Parca or pprof might try
-    // to symbolize again. Each call site (function, module, offset) stays its own location;
-    // its offset is in profile.json and the HTML tooltips.
-    location->set_address(0);
-    pb::Line* line = location->add_line();
-    line->set_function_id(Function(frame));
-    locations_.emplace(key, location->id());
-    return location->id();
-  }
-
- private:
-  uint64_t Mapping(const std::string& module) {
-    if (module.empty()) return 0;
-    if (auto it = mappings_.find(module); it != mappings_.end()) return it->second;
-    pb::Mapping* mapping = profile_.add_mapping();
-    mapping->set_id(static_cast<uint64_t>(profile_.mapping_size()));
-    mapping->set_filename(strings_.Index(module));
-    // Already symbolized: pprof must not look for the binary to symbolize addresses.
-    mapping->set_has_functions(true);
-    mappings_.emplace(module, mapping->id());
-    return mapping->id();
-  }
-
-  uint64_t Function(const Frame& frame) {
-    const std::string name = FrameName(frame);
-    const auto key = std::make_pair(name, frame.module);
-    if (auto it = functions_.find(key); it != functions_.end()) return it->second;
-    pb::Function* function = profile_.add_function();
-    function->set_id(static_cast<uint64_t>(profile_.function_size()));
-    function->set_name(strings_.Index(name));
-    function->set_system_name(strings_.Index(name));
-    functions_.emplace(key, function->id());
-    return function->id();
-  }
-
-  pb::Profile& profile_;
-  StringTable& strings_;
-  std::map<std::tuple<std::string, std::string, uint64_t>, uint64_t> locations_;
-  std::map<std::string, uint64_t> mappings_;
-  std::map<std::pair<std::string, std::string>, uint64_t> functions_;
-};
-
-int64_t Signed(uint64_t value) {
-  return value > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(value);
+std::string DlError(const std::string& fallback) {
+  const char* error = dlerror();
+  return error != nullptr ? error : fallback;
 }
 
 }  // namespace
 
-std::string EncodePprof(const ProfileData& data) {
-  pb::Profile profile;
-  StringTable strings(profile);
-  Tables tables(profile, strings);
-
-  for (const auto& [type, unit] : {std::pair{"outstanding_bytes", "bytes"},
-                                   {"outstanding_regions", "count"},
-                                   {"registrations", "count"},
-                                   {"registered_bytes", "bytes"}}) {
-    pb::ValueType* sample_type = profile.add_sample_type();
-    sample_type->set_type(strings.Index(type));
-    sample_type->set_unit(strings.Index(unit));
+std::expected<std::filesystem::path, std::string> FindPprofLibrary(
+    const std::filesystem::path& executable_dir) {
+  const std::filesystem::path installed =
+      std::filesystem::path(RDMASCOPE_PPROF_INSTALL_DIR) / kPprofLibraryName;
+  std::error_code ec;
+  for (const std::filesystem::path& candidate : {executable_dir / kPprofLibraryName, installed}) {
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
   }
-  profile.set_default_sample_type(strings.Index("outstanding_bytes"));
+  return std::unexpected(std::string(kPprofLibraryName) + " found neither in " +
+                         executable_dir.string() + " nor in " + RDMASCOPE_PPROF_INSTALL_DIR);
+}
 
-  for (const RegistrationStack& stack : StacksWithRemainder(data)) {
-    pb::Sample* sample = profile.add_sample();
-    // location_id[0] is the leaf in profile.proto, as frames are innermost first here.
-    for (const Frame& frame : stack.frames) sample->add_location_id(tables.Location(frame));
-    sample->add_value(Signed(stack.outstanding_bytes));
-    sample->add_value(Signed(stack.outstanding_regions));
-    sample->add_value(Signed(stack.registrations));
-    sample->add_value(Signed(stack.registered_bytes));
+std::expected<std::string, std::string> EncodePprof(const ProfileData& data,
+                                                    const std::filesystem::path& library) {
+  // Loaded once per process and kept: `profile` writes one report and exits. dlerror's state
+  // is per thread, but dlopen may run concurrently with another thread's: one at a time.
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    return std::unexpected("cannot load " + library.string() + ": " + DlError("dlopen failed"));
   }
-
-  profile.set_time_nanos(static_cast<int64_t>(std::llround(data.start_unix_seconds * 1e9)));
-  profile.set_duration_nanos(static_cast<int64_t>(std::llround(data.duration_seconds * 1e9)));
-  profile.add_comment(strings.Index("rdmascope " + data.rdmascope_version +
-                                    " memory registrations of pid " + std::to_string(data.pid) +
-                                    " (" + data.comm + ")"));
-  for (const std::string& note : data.notes) profile.add_comment(strings.Index(note));
-
-  const std::string bytes = profile.SerializeAsString();
+  const auto abi = reinterpret_cast<AbiFn>(dlsym(handle, "rdmascope_pprof_abi"));
+  const auto serialize = reinterpret_cast<SerializeFn>(dlsym(handle, "rdmascope_pprof_serialize"));
+  if (abi == nullptr || serialize == nullptr) {
+    dlclose(handle);
+    return std::unexpected(library.string() + " is not rdmascope's pprof library");
+  }
+  if (const std::string theirs = abi(); theirs != PprofAbi()) {
+    dlclose(handle);
+    return std::unexpected(library.string() + " is from another build (" + theirs + ", this is " +
+                           PprofAbi() + ")");
+  }
+  std::string bytes, error;
+  if (serialize(&data, &bytes, &error) != 0) {
+    return std::unexpected("pprof encoding failed: " + error);
+  }
   if (auto gzipped = GzipCompress(bytes)) return *std::move(gzipped);
   // pprof reads an uncompressed profile too: better that than no profile.
   log::Warn("gzip of the pprof profile failed, writing it uncompressed");

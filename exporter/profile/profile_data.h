@@ -14,7 +14,8 @@
 
 namespace rdmascope::profile {
 
-inline constexpr int kProfileSchemaVersion = 1;
+// 2: the "numa" section (threads' NUMA nodes against the NIC's, memory per node).
+inline constexpr int kProfileSchemaVersion = 2;
 
 // One symbolized frame, as /debug/mr/stacks prints it (no absolute address: ASLR).
 struct Frame {
@@ -75,6 +76,15 @@ struct QueueInfo {
   std::optional<uint64_t> feeding_wrs;  // CQ: summed depth of the queues completing into it
   std::optional<uint64_t> peak_occupancy;
   std::optional<double> poll_batch_fullness;  // polled / requested entries, 0..1
+  // QPs (verbs probe, ibv_qp_init_attr.cap as the provider granted it): capacity is max_send_wr.
+  std::optional<uint64_t> max_recv_wr;  // nullopt for a QP on an SRQ (the SRQ's depth counts)
+  std::optional<uint64_t> max_send_sge;
+  std::optional<uint64_t> max_recv_sge;
+  bool uses_srq = false;
+  // RC QPs: the send depth queues.qp_depth says the device's port needs (doctor::QpDepthNeeded:
+  // rate x round trip / message size) and its power of two; nullopt when no port is active.
+  std::optional<uint64_t> needed_send_wrs;
+  std::optional<uint64_t> recommended_send_wrs;
 };
 
 struct MessageSummary {
@@ -91,8 +101,31 @@ struct PerfSummary {
   std::map<std::string, std::string> unavailable;  // event -> why it could not be counted
   std::optional<double> ipc;
   std::optional<double> llc_miss_ratio;
-  std::vector<int> thread_numa_nodes;  // NUMA node of each thread's last CPU
+  std::vector<int> thread_numa_nodes;  // each thread's majority node (NumaSummary)
   std::optional<int> nic_numa_node;
+};
+
+// One thread over the window: the NUMA node of the CPU it last ran on, at each sample that saw
+// it (numa_sampler.h).
+struct ThreadPlacement {
+  uint32_t tid = 0;
+  std::string comm;
+  std::map<int, uint64_t> samples_by_node;
+  int majority_node = 0;  // the node with the most samples (the lowest of a tie)
+};
+
+// Threads' NUMA nodes against the NIC's, and the process's memory per node (numa_sampler.h).
+struct NumaSummary {
+  std::vector<ThreadPlacement> threads;     // by tid; empty: not measured
+  uint64_t samples = 0;                     // thread samples, all threads
+  std::string nic_device;                   // the RDMA device the NIC node is of
+  std::optional<int> nic_node;              // its numa_node; unknown (or -1) -> nullopt
+  std::optional<uint64_t> off_nic_samples;  // thread samples on another node than nic_node
+  std::optional<double> off_nic_share;      // off_nic_samples / samples
+  // /proc/PID/numa_maps, the last reading of the live process; nullopt: not measured.
+  std::optional<std::map<int, uint64_t>> memory_bytes_by_node;
+  std::optional<double> memory_off_nic_share;  // share of those bytes on another node
+  uint64_t malformed_numa_maps_lines = 0;      // skipped
 };
 
 // One counter of a NIC or RDMA port over the window.
@@ -136,6 +169,7 @@ struct ProfileData {
   std::map<std::string, uint64_t> qps_by_type;  // restrack: QPs of the process by type
   MessageSummary messages;
   PerfSummary perf;
+  NumaSummary numa;
   std::vector<CounterDelta> counters;
   std::vector<Timeline> timelines;
   std::vector<doctor::Finding> advice;  // same ids and engine as doctor

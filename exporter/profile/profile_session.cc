@@ -8,10 +8,12 @@
 
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
+#include "collectors/verbs.h"
 #include "core/log.h"
 #include "core/metric_set.h"
 #include "core/version.h"
 #include "doctor/checks.h"
+#include "doctor/checks_sizing.h"
 #include "doctor/report.h"
 #include "profile/profile_advice.h"
 
@@ -224,7 +226,8 @@ ProfileSession::ProfileSession(CollectorRunner& runner,
       routes_(runner.CollectDebugRoutes()),
       probe_errors_(std::move(probe_errors)),
       options_(std::move(options)),
-      pid_text_(std::to_string(options_.pid)) {}
+      pid_text_(std::to_string(options_.pid)),
+      numa_(options_.procfs, sys::ReadCpuTopology(options_.sysfs), options_.pid) {}
 
 ProfileSession::Collection ProfileSession::CollectNow() {
   return {runner_.Collect(), MonotonicSeconds()};
@@ -238,6 +241,9 @@ void ProfileSession::Begin() {
   start_families_ = first.families;
   Absorb(first.families, 0, true);
   previous_ = std::move(first);
+  TakeQps();
+  // A launched program is still rdmascope's fork waiting to exec: nothing of it to place yet.
+  if (options_.attached) numa_.Sample();
 }
 
 void ProfileSession::Sample() {
@@ -245,6 +251,15 @@ void ProfileSession::Sample() {
   Absorb(now.families, now.seconds - start_monotonic_, true);
   previous_ = std::move(now);
   TakeStacks(false);
+  TakeQps();
+  numa_.Sample();
+}
+
+void ProfileSession::TakeQps() {
+  if (!options_.qps) return;
+  std::vector<VerbsQp> qps = options_.qps(options_.pid);
+  std::lock_guard lock(mutex_);
+  for (VerbsQp& qp : qps) qps_[{qp.qp_num, qp.handle}] = std::move(qp);
 }
 
 void ProfileSession::AddTimelinePoint(const std::string& id, const std::string& title,
@@ -451,6 +466,7 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
   Collection last = CollectNow();  // an exited process's MR figures arrive via OnMrExit
   const double t = last.seconds - start_monotonic_;
   Absorb(last.families, t, true);
+  TakeQps();
   const bool exited = end_reason == "exited" || exit_status.has_value();
 
   std::lock_guard lock(mutex_);
@@ -637,14 +653,53 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
       data.perf.llc_miss_ratio = events.at("LLC-load-misses") / events.at("LLC-loads");
     }
   }
+  std::string nic_device;
   for (const std::string& device : devices_) {
     if (const auto node = One(last.families, "rdma_device_numa_node", {{"device", device}})) {
       data.perf.nic_numa_node = static_cast<int>(*node);
+      nic_device = device;
       break;
     }
   }
+  data.numa = numa_.Summarize(nic_device, data.perf.nic_numa_node);
+  for (const ThreadPlacement& thread : data.numa.threads) {
+    data.perf.thread_numa_nodes.push_back(thread.majority_node);
+  }
+  if (data.numa.threads.empty()) {
+    data.notes.push_back("threads' NUMA nodes not measured: no thread of the process was read");
+  }
+  if (data.numa.malformed_numa_maps_lines > 0) {
+    log::Warn("profile: malformed numa_maps lines skipped",
+              {{"pid", pid_text_}, {"lines", std::to_string(data.numa.malformed_numa_maps_lines)}});
+    data.notes.push_back(std::to_string(data.numa.malformed_numa_maps_lines) +
+                         " malformed numa_maps lines skipped: memory per node is a lower bound");
+  }
 
   for (auto& [key, line] : timelines_) data.timelines.push_back(line);
+
+  // Each QP with its capacities; an RC QP's needed send depth is queues.qp_depth's figure
+  // (with the measured completion latency as its round trip: the messages are read above).
+  const doctor::Snapshot qp_view(exited ? view : last.families, last.seconds);
+  for (const auto& [key, qp] : qps_) {
+    QueueInfo info{.kind = "qp",
+                   .device = qp.device,
+                   .handle = std::to_string(qp.qp_num),
+                   .type = QpTypeName(qp.type),
+                   .capacity = qp.max_send_wr};
+    if (!qp.srq) info.max_recv_wr = qp.max_recv_wr;
+    info.max_send_sge = qp.max_send_sge;
+    info.max_recv_sge = qp.max_recv_sge;
+    info.uses_srq = qp.srq;
+    if (info.type == "RC" && !qp.device.empty() && qp.max_send_wr > 0) {
+      if (const auto need =
+              doctor::QpDepthNeeded(qp_view, qp.device, pid_text_,
+                                    qp.comm.empty() ? comm_ : qp.comm, MeasuredOptions(data))) {
+        info.needed_send_wrs = Count(need->needed);
+        info.recommended_send_wrs = Count(need->recommended);
+      }
+    }
+    data.queues.push_back(std::move(info));
+  }
 
   // Advice: doctor's checks over the window's first and last collections, with the measured
   // completion latency (profile_advice.h), kept to this process and the devices it used.
@@ -662,7 +717,18 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
     const bool mine = pid == pid_text_ ||
                       (pid.empty() && (device.empty() || devices_.empty() ||
                                        devices_.contains(device) || netdevs.contains(device)));
+    // host.numa_placement: the sampled figures below replace doctor's one-instant view.
+    if (mine && finding.id == "host.numa_placement" && data.numa.off_nic_share) continue;
     if (mine) data.advice.push_back(std::move(finding));
+  }
+  std::string comm = data.comm;
+  for (const ThreadPlacement& thread : data.numa.threads) {
+    if (comm.empty() && thread.tid == options_.pid) comm = thread.comm;
+  }
+  if (auto numa = NumaPlacementAdvice(data.numa, options_.pid, comm, options_.command,
+                                      MeasuredOptions(data).remote_numa_ratio);
+      numa && numa->severity != doctor::Severity::kOk) {
+    data.advice.push_back(std::move(*numa));
   }
   doctor::SortFindings(data.advice);
   if (!data.preload_active) {

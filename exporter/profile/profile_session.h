@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -17,9 +18,11 @@
 #include <vector>
 
 #include "bpf/mr_probe.h"
+#include "bpf/verbs_probe.h"
 #include "collectors/occupancy.h"
 #include "core/collector_runner.h"
 #include "doctor/samples.h"
+#include "profile/numa_sampler.h"
 #include "profile/profile_data.h"
 #include "sys/perf_events.h"
 
@@ -30,6 +33,11 @@ struct SessionOptions {
   bool attached = false;              // --pid: the process ran before the probes attached
   std::filesystem::path preload_dir;  // where its preload library writes (may be empty)
   std::vector<std::string> command;
+  // Roots of the threads' and memory's NUMA placement (--path.procfs, --path.sysfs).
+  std::filesystem::path procfs = "/proc";
+  std::filesystem::path sysfs = "/sys";
+  // The QPs of a pid with their capacities (VerbsCollector::Qps); empty: no verbs collector.
+  std::function<std::vector<VerbsQp>(uint32_t pid)> qps;
 };
 
 // What the progress line on stderr shows.
@@ -123,6 +131,10 @@ class ProfileSession {
   std::vector<prometheus::MetricFamily> preload_at_exit_;
   std::vector<prometheus::MetricFamily> last_preload_families_;  // with its message series
   std::optional<std::vector<sys::ProcessPerfCounters::Event>> process_perf_;
+  NumaSampler numa_;  // threads' nodes and memory per node, at each sample
+  // The process's QPs, the last time each was seen (an exited process's are forgotten).
+  std::map<std::pair<uint32_t, uint32_t>, VerbsQp> qps_;  // (qp_num, handle) -> QP
+  void TakeQps();
 };
 
 }  // namespace rdmascope::profile

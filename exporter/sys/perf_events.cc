@@ -1,50 +1,50 @@
 #include "sys/perf_events.h"
 
-#include <perfmon/pfmlib_perf_event.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <set>
 #include <utility>
 
 #include "core/sysfs.h"
+#include "sys/pmu_libpfm.h"
 #include "sys/pmu_sysfs.h"
 
 namespace rdmascope::sys {
 namespace {
 
-std::once_flag libpfm_once;
-int libpfm_status = PFM_SUCCESS;
-
+// libpfm4 is loaded for the call (sys/pmu_libpfm.*) unless the caller holds a LibpfmScope.
 std::expected<PerfEventSpec, std::string> EncodeWithLibpfm(std::string_view name) {
-  std::call_once(libpfm_once, [] { libpfm_status = pfm_initialize(); });
-  if (libpfm_status != PFM_SUCCESS) {
-    return std::unexpected(std::string("libpfm4 initialisation failed: ") +
-                           pfm_strerror(libpfm_status));
-  }
-  PerfEventSpec spec{.name = std::string(name)};
-  pfm_perf_encode_arg_t arg{};
-  arg.attr = &spec.attr;
-  arg.size = sizeof arg;
-  const std::string text(name);
-  // Count in user and kernel mode (PLM3 and PLM0): the whole cost of the host's work.
-  const int ret =
-      pfm_get_os_event_encoding(text.c_str(), PFM_PLM0 | PFM_PLM3, PFM_OS_PERF_EVENT, &arg);
-  if (ret != PFM_SUCCESS) {
-    return std::unexpected(std::string("libpfm4: ") + pfm_strerror(ret) + " (\"" + text + "\")");
-  }
-  return spec;
+  auto attr = LibpfmEncode(name);
+  if (!attr) return std::unexpected(attr.error());
+  return PerfEventSpec{.name = std::string(name), .attr = *attr};
 }
 
+long RealOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags) {
+  return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, flags);
+}
+ssize_t RealRead(int fd, void* buf, size_t count) { return ::read(fd, buf, count); }
+int RealClose(int fd) { return ::close(fd); }
+
+constexpr PerfSyscalls kRealPerfSyscalls{RealOpen, RealRead, RealClose};
+std::atomic<const PerfSyscalls*> perf_syscalls{&kRealPerfSyscalls};
+
+const PerfSyscalls& Syscalls() { return *perf_syscalls.load(std::memory_order_acquire); }
+
 long PerfEventOpen(perf_event_attr* attr, pid_t pid, int cpu, int group_fd) {
-  return syscall(SYS_perf_event_open, attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
+  return Syscalls().open(attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC);
 }
 
 }  // namespace
+
+void SetPerfSyscallsForTesting(const PerfSyscalls* syscalls) {
+  perf_syscalls.store(syscalls != nullptr ? syscalls : &kRealPerfSyscalls,
+                      std::memory_order_release);
+}
 
 std::expected<PerfEventSpec, std::string> ResolvePerfEvent(const std::filesystem::path& sysfs,
                                                            std::string_view name) {
@@ -138,7 +138,7 @@ PerfGroup::PerfGroup(PerfGroup&& other) noexcept
 
 PerfGroup& PerfGroup::operator=(PerfGroup&& other) noexcept {
   if (this != &other) {
-    for (const int fd : fds_) ::close(fd);
+    for (const int fd : fds_) Syscalls().close(fd);
     fds_ = std::exchange(other.fds_, {});
     grouped_ = other.grouped_;
   }
@@ -146,7 +146,7 @@ PerfGroup& PerfGroup::operator=(PerfGroup&& other) noexcept {
 }
 
 PerfGroup::~PerfGroup() {
-  for (const int fd : fds_) ::close(fd);
+  for (const int fd : fds_) Syscalls().close(fd);
 }
 
 std::optional<std::vector<PerfReading>> PerfGroup::Read() const {
@@ -155,8 +155,9 @@ std::optional<std::vector<PerfReading>> PerfGroup::Read() const {
   if (grouped_) {
     // { nr, time_enabled, time_running, value[nr] }
     std::vector<uint64_t> buf(3 + fds_.size());
-    const ssize_t n = ::read(fds_.front(), buf.data(), buf.size() * sizeof(uint64_t));
-    if (n < static_cast<ssize_t>(3 * sizeof(uint64_t)) || buf[0] != fds_.size()) {
+    const ssize_t n = Syscalls().read(fds_.front(), buf.data(), buf.size() * sizeof(uint64_t));
+    // The whole group or nothing: a short read leaves members' values unread, not 0.
+    if (n != static_cast<ssize_t>(buf.size() * sizeof(uint64_t)) || buf[0] != fds_.size()) {
       return std::nullopt;
     }
     for (size_t i = 0; i < fds_.size(); ++i) readings.push_back({buf[3 + i], buf[1], buf[2]});
@@ -164,7 +165,9 @@ std::optional<std::vector<PerfReading>> PerfGroup::Read() const {
   }
   for (const int fd : fds_) {
     uint64_t buf[3];
-    if (::read(fd, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) return std::nullopt;
+    if (Syscalls().read(fd, buf, sizeof buf) != static_cast<ssize_t>(sizeof buf)) {
+      return std::nullopt;
+    }
     readings.push_back({buf[0], buf[1], buf[2]});
   }
   return readings;

@@ -67,6 +67,17 @@ class PerfGroup {
   bool grouped_ = true;
 };
 
+// Test seam (tests/unit/fault_seams_test.cc): the system calls PerfGroup makes, so that a test
+// can make perf_event_open fail (EMFILE, ENOENT, EACCES...) or a read come back short. Each
+// returns -1 with errno set on failure, as the system call does.
+struct PerfSyscalls {
+  long (*open)(perf_event_attr* attr, pid_t pid, int cpu, int group_fd, unsigned long flags);
+  ssize_t (*read)(int fd, void* buf, size_t count);
+  int (*close)(int fd);
+};
+// nullptr restores the real system calls. Tests only: not while groups are opened or read.
+void SetPerfSyscallsForTesting(const PerfSyscalls* syscalls);
+
 // A one-line reason for a perf_event_open errno, naming the setting to change.
 std::string PerfOpenErrorReason(int err);
 

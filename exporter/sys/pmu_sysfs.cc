@@ -37,7 +37,7 @@ std::optional<uint64_t> ParseNumber(std::string_view text) {
 }
 
 // Applies "term=value,term,..." to `event` using the PMU's format files.
-std::expected<void, std::string> ApplyTerms(const std::filesystem::path& dir,
+std::expected<void, std::string> ApplyTerms(const PmuFiles& files, const std::filesystem::path& dir,
                                             std::string_view terms, PmuEvent& event) {
   for (std::string_view term : Split(terms, ',')) {
     term = sysfs::Trim(term);
@@ -51,7 +51,7 @@ std::expected<void, std::string> ApplyTerms(const std::filesystem::path& dir,
       event.config[name == "config" ? 0 : name == "config1" ? 1 : 2] = *value;
       continue;
     }
-    const auto text = sysfs::ReadAttribute(dir / "format" / std::string(name));
+    const auto text = files(dir / "format" / std::string(name));
     if (!text) return std::unexpected("unknown term \"" + std::string(name) + "\"");
     const auto format = ParsePmuFormat(*text);
     if (!format) return std::unexpected(format.error());
@@ -123,6 +123,12 @@ std::vector<int> ParseCpuList(std::string_view text) {
 
 std::expected<PmuEvent, std::string> ResolvePmuEvent(const std::filesystem::path& sysfs,
                                                      std::string_view spec) {
+  return ResolvePmuEvent(
+      sysfs, spec, [](const std::filesystem::path& path) { return sysfs::ReadAttribute(path); });
+}
+
+std::expected<PmuEvent, std::string> ResolvePmuEvent(const std::filesystem::path& sysfs,
+                                                     std::string_view spec, const PmuFiles& files) {
   // "pmu/terms/" (the trailing slash is optional, as perf accepts).
   const auto slash = spec.find('/');
   if (slash == std::string_view::npos || slash == 0) {
@@ -135,33 +141,34 @@ std::expected<PmuEvent, std::string> ResolvePmuEvent(const std::filesystem::path
     return std::unexpected("modifiers after the last '/' are not supported: " + std::string(spec));
   }
   const auto dir = PmuDir(sysfs, event.pmu);
-  const auto type = sysfs::ReadUnsigned(dir / "type");
+  const auto type_text = files(dir / "type");
+  const auto type = type_text ? sysfs::ParseUnsigned(*type_text) : std::nullopt;
   if (!type || *type > UINT32_MAX) return std::unexpected("no PMU \"" + event.pmu + "\" in sysfs");
   event.type = static_cast<uint32_t>(*type);
-  if (const auto mask = sysfs::ReadAttribute(dir / "cpumask")) event.cpus = ParseCpuList(*mask);
+  if (const auto mask = files(dir / "cpumask")) event.cpus = ParseCpuList(*mask);
 
   // A leading term without '=' that names an event of the PMU expands to its definition.
   const auto first = Split(terms, ',').front();
   if (!first.empty() && first.find('=') == std::string_view::npos &&
-      !sysfs::ReadAttribute(dir / "format" / std::string(first))) {
-    const auto definition = sysfs::ReadAttribute(dir / "events" / std::string(first));
+      !files(dir / "format" / std::string(first))) {
+    const auto definition = files(dir / "events" / std::string(first));
     if (!definition) {
       return std::unexpected("PMU \"" + event.pmu + "\" has no event \"" + std::string(first) +
                              "\"");
     }
-    if (auto applied = ApplyTerms(dir, *definition, event); !applied)
+    if (auto applied = ApplyTerms(files, dir, *definition, event); !applied)
       return std::unexpected(applied.error());
-    if (const auto scale = sysfs::ReadAttribute(dir / "events" / (std::string(first) + ".scale"))) {
+    if (const auto scale = files(dir / "events" / (std::string(first) + ".scale"))) {
       // Positive and finite only: strtod took "inf" (counts scaled to infinity).
       const auto value = sysfs::ParseDouble(sysfs::Trim(*scale));
       if (value && *value > 0) event.scale = *value;
     }
-    if (const auto unit = sysfs::ReadAttribute(dir / "events" / (std::string(first) + ".unit"))) {
+    if (const auto unit = files(dir / "events" / (std::string(first) + ".unit"))) {
       event.unit = *unit;
     }
     terms.remove_prefix(std::min(terms.size(), first.size() + 1));
   }
-  if (auto applied = ApplyTerms(dir, terms, event); !applied)
+  if (auto applied = ApplyTerms(files, dir, terms, event); !applied)
     return std::unexpected(applied.error());
   return event;
 }

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +48,14 @@ struct PmuEvent {
 // (a format term set to 1), separated by commas.
 std::expected<PmuEvent, std::string> ResolvePmuEvent(const std::filesystem::path& sysfs,
                                                      std::string_view spec);
+
+// Where ResolvePmuEvent's attributes come from: the text of <path> as sysfs::ReadAttribute
+// returns it (trailing newlines and NULs removed, nullopt when absent or "N/A"). The overload
+// above reads the files; the fuzz target (fuzz/pmu_fuzzer.cc) serves an in-memory tree, as
+// rewriting files on every input made it run at a few hundred inputs a second.
+using PmuFiles = std::function<std::optional<std::string>(const std::filesystem::path&)>;
+std::expected<PmuEvent, std::string> ResolvePmuEvent(const std::filesystem::path& sysfs,
+                                                     std::string_view spec, const PmuFiles& files);
 
 // PMUs whose name starts with `prefix` (e.g. "uncore_imc_"), sorted.
 std::vector<std::string> ListPmus(const std::filesystem::path& sysfs, std::string_view prefix);

@@ -9,6 +9,8 @@
 2. Ctrl-C (SIGINT to rdmascope) mid-window: the report is still written, the window is
    "interrupted" and the still-running program is said to keep running.
 3. `profile --pid`: attached to a waiting process before it registers; the same figures.
+In 1 and 3: each QP's depths exact (max_send/recv_wr, max_send/recv_sge, type) and the threads'
+NUMA samples; in 3 the program runs pinned to one CPU: every sample on that CPU's node.
 Message sizes are checked when the preload library exports them (rdma_process_message_size_bytes,
 being added); until then profile.json must say "not measured" (null), never 0."""
 
@@ -119,6 +121,75 @@ def check_perf(failures, label, report, switches):
           bool(perf.get("unavailable", {}).get("cycles")), True)
 
 
+# profile_workload.c's QPs as the stand-in grants them (max_send_wr, max_recv_wr rounded up to
+# powers of two; SGEs as asked), on its CQ's device.
+EXPECTED_QPS = [
+    {"type": "RC", "device": "fakedev0", "max_send_wr": 16, "max_recv_wr": 16,
+     "max_send_sge": 1, "max_recv_sge": 1, "uses_srq": False},
+    {"type": "UD", "device": "fakedev0", "max_send_wr": 128, "max_recv_wr": 64,
+     "max_send_sge": 3, "max_recv_sge": 2, "uses_srq": False},
+]
+
+
+def check_qps(failures, label, report):
+    qps = [q for q in report["queues"] if q["kind"] == "qp"]
+    keys = EXPECTED_QPS[0].keys()
+    got = sorted(({k: q.get(k) for k in keys} for q in qps), key=lambda q: q["type"])
+    check(failures, f"{label}: per-QP depths", got, EXPECTED_QPS)
+    for qp in qps:
+        # The stand-in's device has no active port: the bandwidth to fill is unknown, so the
+        # needed depth is null, never 0.
+        check(failures, f"{label}: qp {qp['handle']} needed_send_wrs", qp.get("needed_send_wrs"),
+              None)
+        check(failures, f"{label}: qp {qp['handle']} capacity is max_send_wr", qp["capacity"],
+              qp.get("max_send_wr"))
+
+
+def pinned_cpu():
+    return min(os.sched_getaffinity(0))
+
+
+def node_of(cpu):
+    """The NUMA node of `cpu` from sysfs (0 on a host without node directories)."""
+    base = "/sys/devices/system/node"
+    for entry in sorted(os.listdir(base)) if os.path.isdir(base) else []:
+        if not entry.startswith("node") or not entry[4:].isdigit():
+            continue
+        for part in open(os.path.join(base, entry, "cpulist")).read().strip().split(","):
+            if not part:
+                continue
+            low, _, high = part.partition("-")
+            if int(low) <= cpu <= int(high or low):
+                return int(entry[4:])
+    return None
+
+
+def check_numa(failures, label, report, cpu):
+    """Pinned on `cpu` (None: not pinned), every thread sample is on its node. The stand-in
+    has no RDMA device, so the NIC's node and the off-node share are null (never 0)."""
+    numa = report["numa"]
+    node = None if cpu is None else node_of(cpu)
+    threads = numa["threads"]
+    check(failures, f"{label}: numa threads sampled", len(threads) >= 1, True)
+    check(failures, f"{label}: numa samples counted", numa["samples"],
+          sum(sum(t["samples_by_node"].values()) for t in threads))
+    if node is not None:
+        check(failures, f"{label}: every thread sample on node {node}",
+              {n for t in threads for n in t["samples_by_node"]}, {str(node)})
+        check(failures, f"{label}: majority nodes", {t["majority_node"] for t in threads}, {node})
+        check(failures, f"{label}: perf.thread_numa_nodes", set(report["perf"]["thread_numa_nodes"]),
+              {node})
+    memory = numa["memory_bytes_by_node"]
+    check(failures, f"{label}: resident memory per node read",
+          memory is not None and sum(memory.values()) > 0, True)
+    check(failures, f"{label}: numa_maps lines all parsed", numa["malformed_numa_maps_lines"], 0)
+    check(failures, f"{label}: nic_node unknown", numa["nic_node"], None)
+    check(failures, f"{label}: off_nic_share unknown", numa["off_nic_share"], None)
+    check(failures, f"{label}: no numa advice without a NIC node",
+          [a["id"] for a in report["advice"] if a["id"] == "host.numa_placement"], [])
+    check(failures, f"{label}: schema_version", report["schema_version"], 2)
+
+
 def check_outputs(failures, label, output, report):
     folded = open(os.path.join(output, "outstanding_bytes.folded")).read().split("\n")
     total = sum(int(line.rsplit(" ", 1)[1]) for line in folded if line.strip())
@@ -149,6 +220,8 @@ def launch_case(binary, workload, library, preload, root, failures):
     check_messages(failures, "launch", report)
     check_outputs(failures, "launch", output, report)
     check_perf(failures, "launch", report, switches=2)
+    check_qps(failures, "launch", report)
+    check_numa(failures, "launch", report, None)
     check(failures, "launch: summary names leak_buffers", "leak_buffers" in run.stdout, True)
 
 
@@ -187,8 +260,10 @@ def interrupt_case(binary, workload, library, preload, root, failures):
 
 def pid_case(binary, workload, library, preload, root, failures):
     output = os.path.join(root, "pid")
+    cpu = pinned_cpu()
     app = subprocess.Popen([workload, "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           text=True, env=env_for(library))
+                           text=True, env=env_for(library),
+                           preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
     ready = app.stdout.readline().split()
     check(failures, "pid: workload started", ready[:1], ["READY"])
     proc = subprocess.Popen(profile_cmd(binary, library, preload, output,
@@ -214,6 +289,8 @@ def pid_case(binary, workload, library, preload, root, failures):
     check(failures, "pid: command empty", report["command"], [])
     check_mr(failures, "pid", report, at_exit=True)
     check_perf(failures, "pid", report, switches=1)
+    check_qps(failures, "pid", report)
+    check_numa(failures, "pid", report, cpu)
 
 
 def main(binary, workload, library, preload):

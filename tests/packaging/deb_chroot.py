@@ -10,7 +10,6 @@ mirror) as a user would on a new machine, then, inside it:
 Usage: deb_chroot.py DEB WORK_DIR   (root; RDMASCOPE_MIRROR overrides the mirror)"""
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -18,14 +17,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from harness import SKIP, Exporter  # noqa: E402
 
+import deb_tree  # noqa: E402
+
 IN_ROOT = os.path.join(HERE, "in_root.sh")
-
-
-def mirrors():
-    mirror = os.environ.get("RDMASCOPE_MIRROR", "http://deb.debian.org/debian")
-    security = mirror.rsplit("/debian", 1)[0] + "/debian-security"
-    return [f"deb {mirror} bookworm main", f"deb {mirror} bookworm-updates main",
-            f"deb {security} bookworm-security main"]
 
 
 def in_root(root, user, *cmd):
@@ -37,17 +31,9 @@ def main(deb, work):
     if os.geteuid() != 0:
         print("skipped: needs root (mmdebstrap, chroot)")
         return SKIP
-    version = subprocess.run(["dpkg-deb", "--field", deb, "Version"], capture_output=True,
-                             text=True, check=True).stdout.strip()
+    version = deb_tree.package_version(deb)
     root = os.path.join(work, "chroot")
-    shutil.rmtree(root, ignore_errors=True)
-    os.makedirs(work, exist_ok=True)
-    # apt resolves the package's dependencies from the mirror, as `apt install ./x.deb` does.
-    # file-mirror-automount: dpkg runs chrooted and must see the .deb (mmdebstrap(1)).
-    subprocess.run(["mmdebstrap", "--variant=apt", "--mode=root", "--format=directory",
-                    "--hook-dir=/usr/share/mmdebstrap/hooks/file-mirror-automount",
-                    f"--include={os.path.abspath(deb)}", "bookworm", root, *mirrors()],
-                   check=True)
+    deb_tree.build(deb, root)
     failures = []
     want = lambda cond, what: cond or failures.append(what)
 

@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "sys/cpu_topology.h"
 #include "unit/fixture_tree.h"
 
@@ -117,6 +122,42 @@ TEST_F(PmuTree, ErrorsNameWhatIsWrong) {
   expect_error("cpu/event=0x1c0/", "does not fit");
   expect_error("cpu/event=0xc0/u", "modifiers");
   expect_error("cycles", "not a pmu/event/");
+}
+
+// The PmuFiles seam (the fuzz target's in-memory tree) sees the same attribute texts as the
+// files: type, cpumask, format/<term>, events/<name>, .scale and .unit.
+TEST(PmuFiles, ResolvesFromMemoryAsFromFiles) {
+  const std::filesystem::path sysfs = "/memory";
+  const std::filesystem::path dir = sysfs / "bus/event_source/devices/uncore_imc_0";
+  const std::map<std::string, std::string> files = {
+      {(dir / "type").string(), "14"},
+      {(dir / "cpumask").string(), "0,4"},
+      {(dir / "format/event").string(), "config:0-7"},
+      {(dir / "format/umask").string(), "config:8-15"},
+      {(dir / "events/cas_count_read").string(), "event=0x04,umask=0x03"},
+      {(dir / "events/cas_count_read.scale").string(), "6.103515625e-5"},
+      {(dir / "events/cas_count_read.unit").string(), "MiB"},
+  };
+  std::vector<std::string> asked;
+  const PmuFiles read = [&](const std::filesystem::path& path) -> std::optional<std::string> {
+    asked.push_back(path.string());
+    const auto file = files.find(path.string());
+    if (file == files.end()) return std::nullopt;
+    return file->second;
+  };
+  const auto event = ResolvePmuEvent(sysfs, "uncore_imc_0/cas_count_read/", read);
+  ASSERT_TRUE(event) << event.error();
+  EXPECT_EQ(event->type, 14U);
+  EXPECT_EQ(event->config[0], 0x0304U);
+  EXPECT_DOUBLE_EQ(event->scale, 6.103515625e-5);
+  EXPECT_EQ(event->unit, "MiB");
+  EXPECT_EQ(event->cpus, (std::vector<int>{0, 4}));
+  for (const std::string& path : asked) EXPECT_TRUE(path.starts_with("/memory/")) << path;
+
+  EXPECT_FALSE(ResolvePmuEvent(sysfs, "uncore_imc_1/cas_count_read/", read)) << "no type";
+  const auto unknown = ResolvePmuEvent(sysfs, "uncore_imc_0/event=0x04,bogus=1/", read);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("unknown term"), std::string::npos) << unknown.error();
 }
 
 TEST_F(PmuTree, TopologyAndPmuLists) {

@@ -21,6 +21,13 @@ namespace pb = perftools::profiles;
 using testing::kMiB;
 using testing::SampleProfile;
 
+// The encoder library of this build (librdmascope_pprof.so, loaded as `profile` loads it).
+std::string Encode(const ProfileData& data) {
+  auto gzipped = EncodePprof(data, PPROF_LIBRARY);
+  EXPECT_TRUE(gzipped) << gzipped.error();
+  return gzipped.value_or("");
+}
+
 std::string Gunzip(const std::string& gzipped) {
   z_stream stream{};
   EXPECT_EQ(inflateInit2(&stream, 16 + MAX_WBITS), Z_OK);  // 16: gzip header, not zlib
@@ -41,7 +48,7 @@ std::string Gunzip(const std::string& gzipped) {
 }
 
 pb::Profile Decode(const ProfileData& data) {
-  const std::string gzipped = EncodePprof(data);
+  const std::string gzipped = Encode(data);
   EXPECT_TRUE(gzipped.starts_with("\x1f\x8b")) << "not gzip";
   pb::Profile profile;
   EXPECT_TRUE(profile.ParseFromString(Gunzip(gzipped)));
@@ -165,7 +172,7 @@ std::string RunCommand(const std::string& command) {
 TEST(PprofWriter, ProtocDecodesItAgainstPprofsProfileProto) {
   const std::string dir = ::testing::TempDir();
   const std::string raw = dir + "/profout_profile.pb";
-  std::ofstream(raw, std::ios::binary) << Gunzip(EncodePprof(SampleProfile()));
+  std::ofstream(raw, std::ios::binary) << Gunzip(Encode(SampleProfile()));
   const std::string text =
       RunCommand(std::string(PROTOC_PATH) + " --decode perftools.profiles.Profile" +
                  " --proto_path=" + PPROF_PROTO_DIR + " profile.proto < " + raw);
@@ -176,6 +183,36 @@ TEST(PprofWriter, ProtocDecodesItAgainstPprofsProfileProto) {
   EXPECT_NE(text.find("value: 12582912\n  value: 3\n  value: 3\n  value: 12582912"),
             std::string::npos)
       << text;
+}
+
+// `profile` finds the library beside its executable (the build tree) before the installed one.
+TEST(PprofWriter, FindsTheLibraryBesideTheExecutable) {
+  const std::filesystem::path library = PPROF_LIBRARY;
+  const auto found = FindPprofLibrary(library.parent_path());
+  ASSERT_TRUE(found) << found.error();
+  EXPECT_EQ(*found, library);
+}
+
+// Without the library: an error naming what is missing, never an empty or made-up profile.
+TEST(PprofWriter, MissingLibraryIsAnErrorNotAFile) {
+  const auto encoded = EncodePprof(SampleProfile(), "/nonexistent/librdmascope_pprof.so");
+  ASSERT_FALSE(encoded);
+  EXPECT_NE(encoded.error().find("/nonexistent/librdmascope_pprof.so"), std::string::npos)
+      << encoded.error();
+  const auto found = FindPprofLibrary("/nonexistent");
+  if (!found) {  // else installed on this host (<libdir>/rdmascope)
+    EXPECT_NE(found.error().find("librdmascope_pprof.so found neither in /nonexistent"),
+              std::string::npos)
+        << found.error();
+  }
+}
+
+// A library that is not the encoder (here libz) is refused, not called.
+TEST(PprofWriter, AnotherLibraryIsRefused) {
+  const auto encoded = EncodePprof(SampleProfile(), "libz.so.1");
+  ASSERT_FALSE(encoded);
+  EXPECT_NE(encoded.error().find("is not rdmascope's pprof library"), std::string::npos)
+      << encoded.error();
 }
 
 }  // namespace

@@ -97,7 +97,16 @@ inline ProfileData SampleProfile() {
        .feeding_wrs = 384,
        .peak_occupancy = 250,
        .poll_batch_fullness = 0.25},
-      {.kind = "qp", .device = "rxe0", .handle = "17", .type = "RC", .capacity = 128},
+      {.kind = "qp",
+       .device = "rxe0",
+       .handle = "17",
+       .type = "RC",
+       .capacity = 128,
+       .max_recv_wr = 64,
+       .max_send_sge = 2,
+       .max_recv_sge = 1,
+       .needed_send_wrs = 245,
+       .recommended_send_wrs = 256},
   };
   data.qps_by_type = {{"RC", 2}, {"UD", 1}};
   data.messages.send_bytes = {
@@ -111,6 +120,16 @@ inline ProfileData SampleProfile() {
   data.perf.llc_miss_ratio = 0.125;
   data.perf.thread_numa_nodes = {0, 0, 1};
   data.perf.nic_numa_node = 0;
+  data.numa.nic_device = "rxe0";
+  data.numa.nic_node = 0;
+  data.numa.threads = {
+      {.tid = 4242, .comm = "trainer", .samples_by_node = {{0, 10}}},
+      {.tid = 4243, .comm = "poller", .samples_by_node = {{0, 4}, {1, 6}}, .majority_node = 1}};
+  data.numa.samples = 20;
+  data.numa.off_nic_samples = 6;
+  data.numa.off_nic_share = 0.3;
+  data.numa.memory_bytes_by_node = std::map<int, uint64_t>{{0, 3u << 20}, {1, 1u << 20}};
+  data.numa.memory_off_nic_share = 0.25;
 
   data.counters = {
       {.device = "rxe0",

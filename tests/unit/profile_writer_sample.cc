@@ -25,7 +25,12 @@ int main(int argc, char** argv) {
     profile::WriteProfileJson(data, out);
     return out.str();
   }();
-  std::ofstream(dir / "profile.pb.gz", std::ios::binary) << profile::EncodePprof(data);
+  const auto pprof = profile::EncodePprof(data, PPROF_LIBRARY);
+  if (!pprof) {
+    std::fprintf(stderr, "%s\n", pprof.error().c_str());
+    return 1;
+  }
+  std::ofstream(dir / "profile.pb.gz", std::ios::binary) << *pprof;
   for (auto value :
        {profile::FoldedValue::kOutstandingBytes, profile::FoldedValue::kRegisteredBytes,
         profile::FoldedValue::kOutstandingRegions, profile::FoldedValue::kRegistrations}) {

@@ -94,6 +94,11 @@ static void messages(void) {
       .send_cq = cq, .recv_cq = cq, .cap = {16, 16, 1, 1, 0}, .qp_type = IBV_QPT_RC};
   struct ibv_qp* qp = ibv_create_qp(&pd, &attr);
   CHECK(qp);
+  /* A second QP of other depths (profile_cases.py checks both exactly): the stand-in rounds
+   * the WRs up to powers of two (128, 64) and keeps the SGEs. */
+  struct ibv_qp_init_attr ud_attr = {
+      .send_cq = cq, .recv_cq = cq, .cap = {100, 50, 3, 2, 0}, .qp_type = IBV_QPT_UD};
+  CHECK(ibv_create_qp(&pd, &ud_attr));
   struct ibv_sge send_sge = {.length = 2048}, recv_sge = {.length = 4096};
   for (int i = 0; i < 10; i++) {
     struct ibv_send_wr wr = {
