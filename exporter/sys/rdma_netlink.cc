@@ -270,7 +270,11 @@ int Run(const void* data, size_t len, ParseState& state) {
   if (ret >= MNL_CB_STOP) return ret;  // 1 (MNL_CB_OK): more to come, 0: NLMSG_DONE
   if (state.malformed) return -EBADMSG;
   // NLMSG_ERROR from the kernel (libmnl sets errno), or a reply to another request (EPROTO).
-  return -(errno != 0 ? errno : EBADMSG);
+  // The error code is the reply's own: one outside the errno range (INT_MIN, found by fuzzing,
+  // cannot even be negated) is a malformed reply.
+  const int error = errno;
+  if (error <= 0 || error > 4095) return -EBADMSG;
+  return -error;
 }
 
 size_t BuildDump(uint16_t command, std::optional<uint32_t> device_index, uint32_t seq,

@@ -28,6 +28,11 @@ PROGRAMS = ["ibv_rc_pingpong", "ibv_srq_pingpong", "ibv_devinfo", "ibv_devices",
             "ib_send_lat", "rdma"]
 PROVIDER = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
 PROVIDER_CONFIG = "/etc/libibverbs.d/rxe.driver"
+# Loaded with dlopen, so ldd of the binary does not name them (docs/architecture.md): libcurl by
+# `doctor --exporter`, libpfm4 while perf event names are resolved.
+RUNTIME_LIBRARIES = ["/lib/x86_64-linux-gnu/libcurl.so.4", "/lib/x86_64-linux-gnu/libpfm.so.4"]
+# Ours, found beside the binary: the pprof encoder `profile` loads.
+PPROF_LIBRARY = "librdmascope_pprof.so"
 
 
 def run(cmd, **kw):
@@ -95,11 +100,20 @@ def stage(root, rdmascope, modules_dir, helpers=()):
     for path in programs:
         copy(path, root, "/usr/bin/" + os.path.basename(path))
     copy(rdmascope, root, "/usr/bin/rdmascope")
+    pprof = os.path.join(os.path.dirname(rdmascope), PPROF_LIBRARY)
+    if not os.path.isfile(pprof):
+        raise SystemExit(f"{pprof} is missing: build the whole tree, not only rdmascope")
+    copy(pprof, root, "/usr/bin/" + PPROF_LIBRARY)
+    missing = [lib for lib in RUNTIME_LIBRARIES if not os.path.exists(lib)]
+    if missing:
+        raise SystemExit(f"missing on the host: {missing} (run packaging/install-deps.sh)")
     for helper in helpers:
         copy(helper, root, "/usr/bin/" + os.path.basename(helper))
     copy(PROVIDER, root)
     copy(PROVIDER_CONFIG, root)
-    for lib in sorted(shared_libraries(programs + [rdmascope, PROVIDER, *helpers])):
+    # ldd names a library's dependencies, not the library: the run-time ones are added.
+    for lib in sorted(set(RUNTIME_LIBRARIES) | shared_libraries(
+            programs + [rdmascope, pprof, PROVIDER, *helpers, *RUNTIME_LIBRARIES])):
         copy(lib, root)
     # glibc resolves names through nsswitch; the guest has no users or hosts beyond these.
     with open(os.path.join(root, "etc/passwd"), "w") as f:

@@ -44,6 +44,9 @@ def check(lab):
         expect("(a) its regions", named[0]["outstanding_regions"], LEAK_REGIONS)
     folded = "\n".join(lab.blocks.get("leak_folded", []))
     expect("(a) the flame graph input names it", "leak_one_region" in folded, True)
+    # The pprof's string table (librdmascope_pprof.so, loaded at run time) names it too.
+    pprof_strings = "\n".join(lab.blocks.get("leak_pprof", []))
+    expect("(a) the pprof names it", "leak_one_region" in pprof_strings, True)
 
     # (b) pingpong: 2048-byte messages, completion latency (the preload library's metrics).
     expect("(b) rdmascope exit", exit_code(lab, "PP"), "0")

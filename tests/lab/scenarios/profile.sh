@@ -24,6 +24,7 @@ block leak_summary cat /tmp/leak.out
 block leak_log cat /tmp/leak.err
 block leak_json cat /tmp/prof_leak/profile.json
 block leak_folded cat /tmp/prof_leak/outstanding_bytes.folded
+block leak_pprof sh -c 'zcat /tmp/prof_leak/profile.pb.gz | strings'
 
 # (b) The pingpong server under the profile; the client outside it.
 # shellcheck disable=SC2086
