@@ -5,7 +5,9 @@
 # (-merge=1: only inputs with new features, so the corpus stays small). A crash stops that
 # target; its reproducer is left in BUILD_DIR/crashes/<target>/.
 #   run_long.sh SOURCE_DIR BUILD_DIR SECONDS RUNS TARGET...
+# NICE (default 19) sets the fuzzer's niceness: 0 on a machine given over to the run.
 set -uo pipefail
+nice=${NICE:-19}
 src=$1 build=$2 seconds=$3 runs=$4
 shift 4
 for t in "$@"; do
@@ -21,12 +23,12 @@ for t in "$@"; do
   schedule=()
   [[ $t == web_config ]] && schedule=(-entropic=0)
   echo "== $t: $(date -u +%FT%TZ) up to ${seconds}s, $runs runs"
-  nice -n 19 "$build/fuzz/${t}_fuzzer" "$work/corpus" "${dict[@]}" "${max_len[@]}" "${schedule[@]}" \
+  nice -n "$nice" "$build/fuzz/${t}_fuzzer" "$work/corpus" "${dict[@]}" "${max_len[@]}" "${schedule[@]}" \
     -runs="$runs" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
     -artifact_prefix="$build/crashes/$t/" -print_final_stats=1 >"$work/log" 2>&1
   echo "exit $?"
   grep -E '^(stat::number_of_executed_units|stat::average_exec_per_sec|Done [0-9]+ runs)' \
     "$work/log"
-  nice -n 19 "$build/fuzz/${t}_fuzzer" -merge=1 "${max_len[@]}" "$src/fuzz/corpus/$t" \
+  nice -n "$nice" "$build/fuzz/${t}_fuzzer" -merge=1 "${max_len[@]}" "$src/fuzz/corpus/$t" \
     "$work/corpus" >"$work/merge.log" 2>&1 && grep -E 'MERGE-OUTER: [0-9]+ new files' "$work/merge.log"
 done

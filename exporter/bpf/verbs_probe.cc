@@ -75,23 +75,36 @@ struct KeyBytesLess {
 // Calls visit(key, value) once for every entry of a hash map; deletes the entries it returns
 // true for. bpf_map_get_next_key() restarts from the first key when the current one was
 // deleted meanwhile (the probes delete on destroy): entries seen already are skipped, so that
-// nothing is counted twice.
+// nothing is counted twice. Returns 0 when the walk saw the whole map, else the errno that cut
+// it short (get_next_key failing otherwise than ENOENT, the end) or made it skip an entry
+// (lookup failing otherwise than ENOENT, an entry deleted meanwhile): its figures are partial.
 template <typename Key, typename Value, typename Visitor>
-void ForEach(int fd, Visitor visit) {
+int ForEach(int fd, Visitor visit) {
   std::vector<Key> doomed;
   std::set<Key, KeyBytesLess<Key>> seen;
   Key key{};
   Key next{};
   const void* previous = nullptr;
-  while (bpf_map_get_next_key(fd, previous, &next) == 0) {
+  int walk_errno = 0;
+  for (;;) {
+    if (bpf_map_get_next_key(fd, previous, &next) != 0) {
+      if (errno != ENOENT) walk_errno = errno;
+      break;
+    }
     key = next;
     previous = &key;
     if (!seen.insert(key).second) continue;
     Value value{};
-    if (bpf_map_lookup_elem(fd, &key, &value) != 0) continue;
+    if (bpf_map_lookup_elem(fd, &key, &value) != 0) {
+      if (errno != ENOENT && walk_errno == 0) walk_errno = errno;
+      continue;
+    }
     if (visit(key, value)) doomed.push_back(key);
   }
+  // The entries judged are judged rightly even when the walk stopped early (each on its own
+  // entry, or on an owner positively gone): deleted all the same.
   for (const Key& k : doomed) bpf_map_delete_elem(fd, &k);
+  return walk_errno;
 }
 
 }  // namespace
@@ -206,8 +219,16 @@ VerbsSnapshot VerbsProbe::Snapshot() {
   std::set<std::tuple<uint32_t, uint32_t, uint64_t>> live;
   std::map<uint32_t, VerbsProcess> processes;
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
-  ForEach<verbs_proc_key, verbs_proc>(procs_fd, [&](const verbs_proc_key& key,
-                                                    const verbs_proc& proc) {
+  // A walk cut short leaves the snapshot partial: it says so (walk_error) and the collector
+  // serves none of it rather than counts that look complete; the next scrape walks again.
+  const auto failed = [](const char* map, int err) {
+    VerbsSnapshot partial;
+    partial.walk_error =
+        std::string("cannot walk the verbs probes' ") + map + " map: " + std::strerror(err);
+    return partial;
+  };
+  const int procs_err = ForEach<verbs_proc_key, verbs_proc>(procs_fd, [&](const verbs_proc_key& key,
+                                                                          const verbs_proc& proc) {
     const uint32_t pid = key.tgid;
     const Liveness liveness = ProcessLiveness(procfs_, pid, proc.proc_start, ns_per_tick_);
     if (liveness == Liveness::kGone) return true;
@@ -222,29 +243,32 @@ VerbsSnapshot VerbsProbe::Snapshot() {
     std::copy(std::begin(proc.async_events), std::end(proc.async_events), out.async_events.begin());
     return false;
   });
+  if (procs_err != 0) return failed("process", procs_err);
   const auto owned_by_live = [&](const verbs_key& key, uint64_t proc_start) {
     return live.contains({key.tgid, key.exec_id, proc_start});
   };
   // An object not owned by a live owner is reported by no one; it is deleted only once its
   // owner's entry is gone (deleted above, or by the exec probe): an owner the walk above
-  // missed because it registered meanwhile keeps its objects.
+  // missed because it registered meanwhile keeps its objects, and so does one whose entry
+  // could not be read (an error other than ENOENT says nothing of the owner).
   const auto orphaned = [&](const verbs_key& key, uint64_t proc_start) {
     const verbs_proc_key owner{.tgid = key.tgid, .exec_id = key.exec_id, .proc_start = proc_start};
     verbs_proc proc{};
-    return bpf_map_lookup_elem(procs_fd, &owner, &proc) != 0;
+    return bpf_map_lookup_elem(procs_fd, &owner, &proc) != 0 && errno == ENOENT;
   };
 
   std::map<std::pair<uint32_t, uint64_t>, verbs_cq> cqs;
-  ForEach<verbs_key, verbs_cq>(bpf_map__fd(skel_->maps.cqs),
-                               [&](const verbs_key& key, const verbs_cq& cq) {
-                                 if (!owned_by_live(key, cq.proc_start)) {
-                                   return orphaned(key, cq.proc_start);
-                                 }
-                                 cqs[{key.tgid, key.object}] = cq;
-                                 return false;
-                               });
+  const int cqs_err = ForEach<verbs_key, verbs_cq>(bpf_map__fd(skel_->maps.cqs),
+                                                   [&](const verbs_key& key, const verbs_cq& cq) {
+                                                     if (!owned_by_live(key, cq.proc_start)) {
+                                                       return orphaned(key, cq.proc_start);
+                                                     }
+                                                     cqs[{key.tgid, key.object}] = cq;
+                                                     return false;
+                                                   });
+  if (cqs_err != 0) return failed("CQ", cqs_err);
   std::map<uint32_t, std::map<uint64_t, uint32_t>> srq_depths;  // pid -> srq -> max_wr
-  ForEach<verbs_key, verbs_srq>(
+  const int srqs_err = ForEach<verbs_key, verbs_srq>(
       bpf_map__fd(skel_->maps.srqs), [&](const verbs_key& key, const verbs_srq& srq) {
         if (!owned_by_live(key, srq.proc_start)) return orphaned(key, srq.proc_start);
         srq_depths[key.tgid][key.object] = srq.max_wr;
@@ -257,9 +281,10 @@ VerbsSnapshot VerbsProbe::Snapshot() {
                                  .limit_events = srq.limit_events});
         return false;
       });
+  if (srqs_err != 0) return failed("SRQ", srqs_err);
   std::map<uint32_t, std::vector<VerbsQpLinks>> qps;
   std::vector<uint64_t> qp_send_cqs;  // of snapshot.qps, in the same order
-  ForEach<verbs_key, verbs_qp>(
+  const int qps_err = ForEach<verbs_key, verbs_qp>(
       bpf_map__fd(skel_->maps.qps), [&](const verbs_key& key, const verbs_qp& qp) {
         if (!owned_by_live(key, qp.proc_start)) return orphaned(key, qp.proc_start);
         qps[key.tgid].push_back(
@@ -277,6 +302,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
         qp_send_cqs.push_back(qp.send_cq);
         return false;
       });
+  if (qps_err != 0) return failed("QP", qps_err);
 
   std::map<uint32_t, std::map<uint64_t, CqFeeding>> feeding;
   for (const auto& [pid, links] : qps) feeding[pid] = ComputeCqFeeding(links, srq_depths[pid]);

@@ -93,6 +93,9 @@ struct VerbsSnapshot {
   uint64_t lost_processes = 0;
   // false: the probes' globals map could not be read; the lost counters are left out.
   bool globals_known = true;
+  // Not empty: a map walk was cut short by an error (which map, the errno): the snapshot
+  // holds nothing else, none of it is to be served, and the next Snapshot() walks again.
+  std::string walk_error;
 };
 
 // A QP as the probe recorded it, for the feeding computation.

@@ -229,6 +229,23 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       .add_flag("--collector.ethtool.pfc,!--no-collector.ethtool.pfc", config.ethtool.pfc,
                 "Query DCB netlink for the PFC configuration (default on)")
       ->group("Collector ethtool");
+  serve
+      .add_option_function<std::string>(
+          "--collector.ethtool.refresh-interval",
+          [&config](const std::string& text) {
+            config.ethtool.refresh_interval = std::chrono::nanoseconds(*ParseDurationNs(text));
+          },
+          "How often the ethtool collector reads the settings that change only by hand (driver "
+          "and firmware version, interrupt coalescing, private flags, NUMA node); between reads "
+          "it serves the last values, so a change shows within this long (Prometheus duration; "
+          "0s reads them at every scrape). A new or re-created interface is read at once; stats, "
+          "MTU and PFC are read at every scrape")
+      ->check([](const std::string& text) {
+        return ParseDurationNs(text) ? std::string()
+                                     : "not a duration like 90s, 10m or 1h30m: " + text;
+      })
+      ->default_str("60s")
+      ->group("Collector ethtool");
   AddDeviceFilters(serve, "rdma", config.rdma.device_include, config.rdma.device_exclude);
   AddDeviceFilters(serve, "resources", config.resources.device_include,
                    config.resources.device_exclude);
@@ -353,8 +370,9 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
           "How often the host collector reads the settings that change only by hand (kernel "
           "modules, sysctls, THP, governors, RoCE ToS, ECN enables, IRQ affinity, XPS); between "
           "reads it serves the last values, so a change or a new interface shows within this "
-          "long (Prometheus duration; 0s reads them at every scrape). Huge page counts and PCIe "
-          "links are read at every scrape")
+          "long (Prometheus duration; 0s reads them at every scrape). The PCIe functions are "
+          "found on this interval too; huge page counts and PCIe link speed and width are read at "
+          "every scrape")
       ->check([](const std::string& text) {
         return ParseDurationNs(text) ? std::string()
                                      : "not a duration like 90s, 10m or 1h30m: " + text;

@@ -2,6 +2,7 @@
 // and NIC configuration (MTU, interrupt coalescing, NUMA node, PFC), per network interface.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct EthtoolOptions {
   std::string stat_exclude;
   QueueStatsMode queue_stats = QueueStatsMode::kRaw;
   bool pfc = true;
+  // --collector.ethtool.refresh-interval: how old driver info, coalescing, private flags and
+  // NUMA node may be; 0 reads them at every scrape. Stats and MTU are read at every scrape.
+  std::chrono::nanoseconds refresh_interval = std::chrono::seconds(60);
 };
 
 // Maps snapshots to metrics; `stats` filters raw stat names. Exposed for tests.

@@ -182,8 +182,14 @@ void HostTuningCollector::WarnOnce(const fs::path& path, std::string_view what) 
 }
 
 size_t HostTuningCollector::CollectPcie(MetricSet& out) const {
+  std::lock_guard lock(pcie_mutex_);
+  const auto now = clock_();
+  if (!pcie_found_at_ || now - *pcie_found_at_ >= options_.refresh_interval) {
+    pcie_functions_ = FindPcieFunctions(sysfs_);
+    pcie_found_at_ = now;
+  }
   size_t added = 0;
-  for (const PcieFunction& function : FindPcieFunctions(sysfs_)) {
+  for (const PcieFunction& function : pcie_functions_) {
     struct End {
       const char* name;
       const fs::path& dir;

@@ -65,6 +65,8 @@ class HostTuningCollector : public Collector {
   // The slowly changing settings, read again when the last reading is older than the interval,
   // then replayed into `out`. Returns the number of series added.
   size_t CollectSlow(MetricSet& out) const;
+  // PCIe link speed and width of the functions FindPcieFunctions found at the last refresh: a
+  // function gone since gives no series (its files cannot be read) until the next refresh.
   size_t CollectPcie(MetricSet& out) const;
   size_t CollectQueues(MetricSet& out) const;  // IRQ affinity and XPS of PCI netdevs
   size_t CollectThp(MetricSet& out) const;
@@ -87,6 +89,10 @@ class HostTuningCollector : public Collector {
   mutable std::mutex slow_mutex_;
   mutable std::optional<std::chrono::steady_clock::time_point> slow_read_at_;
   mutable std::vector<prometheus::MetricFamily> slow_families_;
+  // The PCIe functions as last found (on the refresh interval; their links every scrape).
+  mutable std::mutex pcie_mutex_;
+  mutable std::optional<std::chrono::steady_clock::time_point> pcie_found_at_;
+  mutable std::vector<PcieFunction> pcie_functions_;
 };
 
 }  // namespace rdmascope

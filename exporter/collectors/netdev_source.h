@@ -3,7 +3,12 @@
 // mapping to metrics, so that the mapping is unit-tested without root or hardware.
 #pragma once
 
+#include <chrono>
+#include <expected>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,19 +40,55 @@ class NetdevSource {
   // Interfaces whose name the filter allows. A device that vanishes half-way is returned
   // with what was read before, or not at all; never an error.
   virtual std::vector<NetdevSnapshot> Read(const NameFilter& devices) const = 0;
+  // --collector.ethtool.refresh-interval: how old the settings that change only by hand may be.
+  virtual void SetRefreshInterval(std::chrono::nanoseconds /*interval*/) {}
 };
 
-// The real host: <sysfs>/class/net for names, MTU and NUMA node; ioctls and netlink in the
+// The real host: <sysfs>/class/net for names and NUMA node; ioctls and netlink in the
 // exporter's network namespace for the rest.
+//
+// Stats, MTU, PFC and link errors are read at every scrape. What changes only by hand (driver
+// and firmware version, coalescing, private flags, whether the interface has a parent device,
+// its NUMA node) is read once per refresh interval and served from that reading in between,
+// per interface name and ifindex: an interface that is new, or deleted and re-created (or
+// renamed) under a name, is read at once.
 class SystemNetdevSource : public NetdevSource {
  public:
-  SystemNetdevSource(std::filesystem::path sysfs, bool query_pfc)
-      : sysfs_(std::move(sysfs)), query_pfc_(query_pfc) {}
+  using Clock = std::function<std::chrono::steady_clock::time_point()>;
+  using OpenEthtool = std::function<std::expected<sys::Ethtool, int>()>;
+  // `clock` and `open_ethtool` are injectable so that tests can play the kernel and step over
+  // the refresh interval without sleeping.
+  SystemNetdevSource(std::filesystem::path sysfs, bool query_pfc,
+                     std::chrono::nanoseconds refresh_interval = std::chrono::seconds(60),
+                     Clock clock = std::chrono::steady_clock::now,
+                     OpenEthtool open_ethtool = sys::Ethtool::Open)
+      : sysfs_(std::move(sysfs)),
+        query_pfc_(query_pfc),
+        refresh_interval_(refresh_interval),
+        clock_(std::move(clock)),
+        open_ethtool_(std::move(open_ethtool)) {}
   std::vector<NetdevSnapshot> Read(const NameFilter& devices) const override;
+  void SetRefreshInterval(std::chrono::nanoseconds interval) override;
 
  private:
+  // The settings of one interface as last read.
+  struct Settings {
+    int ifindex = 0;
+    std::optional<std::chrono::steady_clock::time_point> read_at;  // nullopt: read again
+    bool physical = false;
+    std::optional<int64_t> numa_node;
+    std::optional<sys::DriverInfo> driver;
+    std::optional<sys::CoalesceSettings> coalesce;
+    std::optional<sys::PrivateFlags> private_flags;
+  };
+
   std::filesystem::path sysfs_;
   bool query_pfc_;
+  std::chrono::nanoseconds refresh_interval_;
+  Clock clock_;
+  OpenEthtool open_ethtool_;
+  mutable std::mutex mutex_;  // settings_, refresh_interval_
+  mutable std::map<std::string, Settings, std::less<>> settings_;
 };
 
 }  // namespace rdmascope

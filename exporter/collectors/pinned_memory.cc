@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "collectors/resources.h"
 #include "core/log.h"
 #include "core/process_metrics.h"
 #include "core/sysfs.h"
@@ -113,14 +114,16 @@ std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& know
     alive.emplace(pid, uverbs);
     const auto pinned = ParseVmPinBytes(*status);
     if (!pinned) continue;
-    // Without its name the process's series would carry comm="": leave it out this time (it
-    // is exiting, or its comm is unreadable), said at debug level.
+    // A comm that cannot be read: the process is exiting (or the read failed): left out this
+    // time, said at debug level. One that reads empty (prctl(PR_SET_NAME, "")) is the process's
+    // real name: comm="unknown" as in rdma_process_resources, never an empty label.
     auto comm = sysfs::ReadAttribute(dir / "comm");
-    if (!comm || comm->empty()) {
+    if (!comm) {
       log::Debug("pinned memory of a process left out: its comm cannot be read",
                  {{"pid", std::to_string(pid)}});
       continue;
     }
+    if (comm->empty()) *comm = kUnknownComm;
     const auto limits = sysfs::ReadFile(dir / "limits", 16 << 10);
     out.push_back({.pid = pid,
                    .comm = std::move(*comm),

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 
 #include "collectors/shared_metrics.h"
 #include "core/log.h"
@@ -112,6 +113,9 @@ std::string QpTypeName(uint32_t type) {
 }
 
 void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, MetricSet& out) {
+  // A partial walk would serve counts that look complete: the collector fails instead (no
+  // series from it this scrape; the runner logs the reason when it changes).
+  if (!snapshot.walk_error.empty()) throw std::runtime_error(snapshot.walk_error);
   std::vector<const VerbsCq*> cqs;
   for (const VerbsCq& cq : snapshot.cqs) cqs.push_back(&cq);
   std::stable_sort(cqs.begin(), cqs.end(), [](const VerbsCq* a, const VerbsCq* b) {
@@ -198,7 +202,12 @@ CollectResult VerbsCollector::Collect(MetricSet& out) const {
 std::vector<VerbsQp> VerbsCollector::Qps(uint32_t pid) const {
   std::vector<VerbsQp> qps;
   if (!probe_) return qps;
-  for (VerbsQp& qp : probe_->Snapshot().qps) {
+  VerbsSnapshot snapshot = probe_->Snapshot();
+  if (!snapshot.walk_error.empty()) {
+    log::Warn("verbs probes: QP depths left out", {{"err", snapshot.walk_error}});
+    return qps;
+  }
+  for (VerbsQp& qp : snapshot.qps) {
     if (qp.pid == pid) qps.push_back(std::move(qp));
   }
   return qps;

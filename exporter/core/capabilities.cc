@@ -111,7 +111,10 @@ std::string Names(const CapabilitySet& set) {
   std::string names;
   for (const Capability cap : set) {
     std::unique_ptr<char, CapFree> name(cap_to_name(cap));
-    names += (names.empty() ? "" : ",") + std::string(name ? name.get() : std::to_string(cap));
+    // Appended piecewise: `"," + std::string(...)` trips GCC 12's -Wrestrict false positive at
+    // -O3 (GCC bug 105329), which fails a Release build with RDMASCOPE_WERROR.
+    if (!names.empty()) names += ',';
+    names += name ? std::string(name.get()) : std::to_string(cap);
   }
   return names;
 }

@@ -66,6 +66,8 @@ class HttpHandler {
   const int max_requests_;
   mutable std::atomic<int> scrapes_in_flight_{0};
   mutable std::atomic<int64_t> last_reject_log_minute_{-1};
+  // The last exposition's size: the next one's reservation.
+  mutable std::atomic<size_t> last_text_bytes_{0};
 };
 
 }  // namespace rdmascope

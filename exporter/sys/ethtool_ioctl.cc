@@ -95,9 +95,10 @@ void SetMprotect(int (*mprotect)(void* addr, size_t len, int prot)) {
 }
 }  // namespace ethtool_testing
 
-Ethtool Ethtool::WithIoctl(EthtoolIoctl ioctl) {
+Ethtool Ethtool::WithIoctl(EthtoolIoctl ioctl, InterfaceIoctl interface_ioctl) {
   Ethtool ethtool(-1);
   ethtool.fake_ = std::move(ioctl);
+  ethtool.fake_interface_ = std::move(interface_ioctl);
   return ethtool;
 }
 
@@ -109,18 +110,36 @@ std::expected<Ethtool, int> Ethtool::Open() {
 }
 
 Ethtool::Ethtool(Ethtool&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), fake_(std::move(other.fake_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      fake_(std::move(other.fake_)),
+      fake_interface_(std::move(other.fake_interface_)) {}
 
 Ethtool::~Ethtool() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::expected<int, int> Ethtool::GetMtu(std::string_view ifname) const {
+std::expected<int, int> Ethtool::InterfaceValue(std::string_view ifname,
+                                                unsigned long request) const {
   if (ifname.empty() || ifname.size() >= IFNAMSIZ) return std::unexpected(EINVAL);
-  ifreq request{};
-  std::memcpy(request.ifr_name, ifname.data(), ifname.size());
-  if (::ioctl(fd_, SIOCGIFMTU, &request) < 0) return std::unexpected(errno);
-  return request.ifr_mtu;
+  if (fake_interface_) {
+    int value = 0;
+    if (const int err = fake_interface_(ifname, request, value); err != 0) {
+      return std::unexpected(err);
+    }
+    return value;
+  }
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, ifname.data(), ifname.size());
+  if (::ioctl(fd_, request, &ifr) < 0) return std::unexpected(errno);
+  return request == SIOCGIFMTU ? ifr.ifr_mtu : ifr.ifr_ifindex;
+}
+
+std::expected<int, int> Ethtool::GetMtu(std::string_view ifname) const {
+  return InterfaceValue(ifname, SIOCGIFMTU);
+}
+
+std::expected<int, int> Ethtool::GetIfindex(std::string_view ifname) const {
+  return InterfaceValue(ifname, SIOCGIFINDEX);
 }
 
 int Ethtool::Ioctl(std::string_view ifname, void* command) const {
@@ -161,6 +180,9 @@ std::expected<uint32_t, int> Ethtool::StatsCount(std::string_view ifname) const 
 
 std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) const {
   int last_error = EAGAIN;
+  // The count is asked for before every read, never taken from the last scrape: with a stale
+  // count a driver whose count fell to 0 would reach ethtool_get_strings(), which WARNs on a
+  // count of 0 (a kernel splat, or a panic with panic_on_warn, caused by a scrape).
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     const auto count = StatsCount(ifname);
     if (!count) return std::unexpected(count.error());
@@ -188,6 +210,14 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
       if (err != EFAULT) return std::unexpected(err);
       log::Debug("ethtool strings overran the buffer; retrying", {{"device", std::string(ifname)}});
       last_error = err;  // grew beyond the buffer: retry with the new count
+      continue;
+    }
+    if (reinterpret_cast<const ethtool_gstrings*>(strings.data())->len != *count) {
+      // Not the count asked for (a change since ETHTOOL_GSSET_INFO): the values cannot pair
+      // up with these names, so ask for the count again.
+      log::Debug("ethtool stat count changed before the read; retrying",
+                 {{"device", std::string(ifname)}, {"count", std::to_string(*count)}});
+      last_error = EAGAIN;
       continue;
     }
     auto* gstats = reinterpret_cast<ethtool_stats*>(values.data());

@@ -36,12 +36,16 @@ using EthtoolStats = std::vector<std::pair<std::string, uint64_t>>;
 // The SIOCETHTOOL call for one interface and command: 0 or an errno. Replaceable for tests,
 // which play a driver that reconfigures itself between the calls of one read.
 using EthtoolIoctl = std::function<int(std::string_view ifname, void* command)>;
+// SIOCGIFMTU or SIOCGIFINDEX for one interface: 0 with `value` set, or an errno. Replaceable for
+// tests, which play an interface deleted and re-created under its name.
+using InterfaceIoctl =
+    std::function<int(std::string_view ifname, unsigned long request, int& value)>;
 
 // Errors are errno values (ENODEV: the device vanished; EOPNOTSUPP: driver lacks the op).
 class Ethtool {
  public:
   static std::expected<Ethtool, int> Open();
-  static Ethtool WithIoctl(EthtoolIoctl ioctl);
+  static Ethtool WithIoctl(EthtoolIoctl ioctl, InterfaceIoctl interface_ioctl = nullptr);
   Ethtool(Ethtool&& other) noexcept;
   Ethtool& operator=(Ethtool&&) = delete;
   Ethtool(const Ethtool&) = delete;
@@ -54,14 +58,19 @@ class Ethtool {
   std::expected<PrivateFlags, int> GetPrivateFlags(std::string_view ifname) const;
   // SIOCGIFMTU on the same socket: cheaper than opening <sysfs>/class/net/X/mtu.
   std::expected<int, int> GetMtu(std::string_view ifname) const;
+  // SIOCGIFINDEX: the interface's index, which changes when it is deleted and re-created under
+  // the same name (net/core/dev.c allocates indexes cyclically, dev_new_index() in v6.1).
+  std::expected<int, int> GetIfindex(std::string_view ifname) const;
 
  private:
   explicit Ethtool(int fd) : fd_(fd) {}
   int Ioctl(std::string_view ifname, void* command) const;
+  std::expected<int, int> InterfaceValue(std::string_view ifname, unsigned long request) const;
   std::expected<uint32_t, int> StatsCount(std::string_view ifname) const;
 
   int fd_;
   EthtoolIoctl fake_;
+  InterfaceIoctl fake_interface_;
 };
 
 namespace ethtool_testing {

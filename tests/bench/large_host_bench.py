@@ -12,21 +12,19 @@ Usage: large_host_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--seconds N] [--interfac
 Writes OUTPUT_DIR/large_host_bench.md and prints it."""
 
 import argparse
-import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "host"))
 import netns  # noqa: E402
 from netns import harness  # noqa: E402
-from scrape_bench import collector_durations, cpu_seconds, memory_kib, wait_listening  # noqa
+from prometheus_run import Prometheus, cpu_seconds, memory_kib, quantile, wait_listening  # noqa
+from scrape_bench import collector_durations  # noqa: E402
 
 DEVICES, PORTS, HW_COUNTERS = 16, 2, 100
 # drivers/infiniband/hw/mlx5/counters.c names first; the rest numbered (a driver's own names:
@@ -76,14 +74,6 @@ def make_sysfs(root):
     os.symlink("/sys/devices", os.path.join(root, "devices"))
 
 
-def prometheus_query(ns, port, query):
-    url = f"http://127.0.0.1:{port}/api/v1/query?query=" + urllib.parse.quote(query)
-    out = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf", url], capture_output=True,
-                         text=True).stdout
-    return {r["metric"].get("job", ""): float(r["value"][1])
-            for r in json.loads(out or '{"data":{"result":[]}}')["data"]["result"]}
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
@@ -104,11 +94,6 @@ def main():
             netns.veth_pair(ns[0], f"lv{i}a", ns[0], f"lv{i}b")
         sysfs = os.path.join(tmp, "sys")
         make_sysfs(sysfs)
-        with open(os.path.join(tmp, "prometheus.yml"), "w") as f:
-            f.write("global: {scrape_interval: 2s, scrape_timeout: 2s}\n"
-                    "scrape_configs:\n"
-                    "  - {job_name: rdmascope, static_configs: [{targets: ['127.0.0.1:19881']}]}\n"
-                    "  - {job_name: node, static_configs: [{targets: ['127.0.0.1:19101']}]}\n")
         servers = {
             "rdmascope": [args.binary, "serve", "--web.listen-address=127.0.0.1:19881",
                           "--log.level=warn", f"--path.sysfs={sysfs}"],
@@ -119,33 +104,30 @@ def main():
         procs = {job: subprocess.Popen(["ip", "netns", "exec", ns[0], *cmd],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                  for job, cmd in servers.items()}
-        prom = None
         try:
             wait_listening(ns[0], 19881, procs["rdmascope"], timeout=120)
             wait_listening(ns[0], 19101, procs["node"])
             cpu_before = {job: cpu_seconds(p.pid) for job, p in procs.items()}
-            prom = subprocess.Popen(
-                ["ip", "netns", "exec", ns[0], prometheus,
-                 f"--config.file={tmp}/prometheus.yml", f"--storage.tsdb.path={tmp}/tsdb",
-                 "--web.listen-address=127.0.0.1:19091"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(args.seconds)  # the measurement window: Prometheus scrapes every 2 s
-            window = f"{args.seconds - 10}s"
-            median = prometheus_query(ns[0], 19091,
-                                      f"quantile_over_time(0.5, scrape_duration_seconds[{window}])")
-            p90 = prometheus_query(ns[0], 19091,
-                                   f"quantile_over_time(0.9, scrape_duration_seconds[{window}])")
-            scrapes = prometheus_query(ns[0], 19091, f"count_over_time(up[{args.seconds}s])")
-            series = prometheus_query(ns[0], 19091, "scrape_samples_scraped")
+            with Prometheus(ns[0], prometheus, tmp, port=19091, interval="2s",
+                            jobs={"rdmascope": "127.0.0.1:19881", "node": "127.0.0.1:19101"}
+                            ) as prom:
+                time.sleep(args.seconds)  # the measurement window: Prometheus scrapes every 2 s
+                durations_s = prom.samples("scrape_duration_seconds")
+                scrapes = {job: len(v) for job, v in prom.samples("up").items()}
+                series = prom.query("scrape_samples_scraped")
             cpu = {job: (cpu_seconds(p.pid) - cpu_before[job]) / max(scrapes.get(job, 1), 1)
                    for job, p in procs.items()}
             mem = {job: memory_kib(p.pid) for job, p in procs.items()}
             durations = collector_durations(ns[0], 19881)
         finally:
-            for p in [prom, *procs.values()]:
-                if p is not None:
-                    p.terminate()
-                    p.wait()
+            for p in procs.values():
+                p.terminate()
+                p.wait()
+    for job in procs:
+        if not durations_s.get(job):
+            raise RuntimeError(f"Prometheus has no scrape_duration_seconds for job {job}")
+    median = {job: quantile(v, 0.5) for job, v in durations_s.items()}
+    p90 = {job: quantile(v, 0.9) for job, v in durations_s.items()}
     lines = [
         f"# Large host: {DEVICES} RDMA devices x {PORTS} ports ({HW_COUNTERS} hw_counters and "
         f"{len(PORT_COUNTERS)} port counters each), {args.interfaces} veths; real Prometheus "

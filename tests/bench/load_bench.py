@@ -17,7 +17,6 @@ Writes OUTPUT_DIR/load_bench.md and prints it."""
 
 import argparse
 import os
-import re
 import shutil
 import socket
 import statistics
@@ -33,6 +32,9 @@ import harness  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 from slow_clients import SlowClients, rss_kib  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from prometheus_run import parse_hey  # noqa: E402
 
 
 class RssSampler:
@@ -54,19 +56,8 @@ class RssSampler:
 
 
 def hey(url, seconds, concurrency):
-    out = subprocess.run(["hey", "-z", f"{seconds}s", "-c", str(concurrency), "-t", "20", url],
-                         capture_output=True, text=True, check=True).stdout
-    figures = {"raw": out}
-    for key, pattern in (("total", r"Total:\s+([\d.]+) secs"), ("rps", r"Requests/sec:\s+([\d.]+)"),
-                         ("slowest", r"Slowest:\s+([\d.]+)"), ("average", r"Average:\s+([\d.]+)")):
-        m = re.search(pattern, out)
-        figures[key] = float(m.group(1)) if m else None
-    figures["percentiles"] = {int(p): float(v) for p, v in
-                              re.findall(r"(\d+)%+ in ([\d.]+) secs", out)}
-    figures["codes"] = {int(c): int(n) for c, n in re.findall(r"\[(\d+)\]\s+(\d+) responses", out)}
-    errors = re.search(r"Error distribution:\n((?:\s+\[\d+\].*\n?)+)", out)
-    figures["errors"] = sum(int(n) for n in re.findall(r"\[(\d+)\]", errors.group(1))) if errors else 0
-    return figures
+    return parse_hey(subprocess.run(["hey", "-z", f"{seconds}s", "-c", str(concurrency), "-t",
+                                     "20", url], capture_output=True, text=True, check=True).stdout)
 
 
 def timed_scrapes(port, n):

@@ -1,9 +1,26 @@
 #!/usr/bin/env python3
-"""Benchmark (reported, never asserted): scrape latency, CPU per scrape and RSS of
-`rdmascope serve` and `prometheus-node-exporter --collector.disable-defaults
---collector.ethtool`, side by side in one run, on 64 veth interfaces in one namespace.
+"""Benchmark (reported, never asserted), issue #17: scrapes by the client users run. In one
+network namespace with 64 veth interfaces, one run:
 
-Usage: scrape_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--scrapes N] [--interfaces N]
+1. One real Prometheus (1 s interval and timeout; its defaults otherwise: keep-alive, gzip)
+   scrapes `rdmascope serve`, `prometheus-node-exporter --collector.disable-defaults
+   --collector.ethtool` and the prometheus-cpp floor (serve_floor: rdmascope's own output,
+   captured at start, served as gauges by prometheus-cpp-pull's Exposer: the same series count
+   and label shape) for --seconds. Median and p90 of each job's raw scrape_duration_seconds
+   samples (read back through Prometheus' HTTP API), CPU per scrape (utime+stime over the
+   window / scrapes) and VmRSS.
+2. A keep-alive gzip load client (hey, one connection): 1,000 scrapes of rdmascope and of the
+   floor (100 of node_exporter: ~0.1 s each); then VmRSS and /proc/PID/smaps by kind of mapping.
+3. The floor of rdmascope's libraries alone: a program whose main only pauses, linked with
+   --no-as-needed against every library `ldd RDMASCOPE` lists, and the same against libc and
+   libstdc++ only (built here with g++), their VmRSS.
+4. The earlier client (Python urllib: a new connection per scrape, no gzip), as a second table.
+
+A bench fails (non-zero) when a server does not start or Prometheus has no samples of a job;
+the figures themselves are never asserted.
+
+Usage: scrape_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--floor SERVE_FLOOR] [--seconds N]
+                       [--scrapes N] [--load-scrapes N] [--interfaces N]
 Writes OUTPUT_DIR/scrape_bench.md and prints it."""
 
 import argparse
@@ -12,11 +29,21 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "host"))
 import netns  # noqa: E402
 from netns import harness  # noqa: E402
+from prometheus_run import (Prometheus, cpu_seconds, hey_requests, memory_kib,  # noqa: E402
+                            quantile, smaps_breakdown, wait_listening)
+
+# Ports inside the bench's own namespace.
+PORTS = {"rdmascope": 19633, "node": 19634, "floor": 19635}
+PROMETHEUS_PORT = 19636
+NAMES = {"rdmascope": "rdmascope serve", "node": "node_exporter --collector.ethtool",
+         "floor": "prometheus-cpp floor (serve_floor)"}
 
 # Runs inside the namespace: scrapes one URL N times, prints one latency (seconds) per line.
 SCRAPER = r"""
@@ -30,34 +57,7 @@ for _ in range(n):
     print(time.perf_counter() - t, len(body))
 """
 
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def memory_kib(pid):
-    values = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0])
-    return values
-
-
-def wait_listening(ns, port, proc, timeout=10):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError("server exited early")
-        r = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf", "-o", "/dev/null",
-                            f"http://127.0.0.1:{port}/metrics"])
-        if r.returncode == 0:
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"nothing listening on {port}")
+IDLE_MAIN = "#include <unistd.h>\nint main() { pause(); }\n"
 
 
 def collector_durations(ns, port, rounds=20):
@@ -74,92 +74,263 @@ def collector_durations(ns, port, rounds=20):
     return {c: statistics.median(v) for c, v in sorted(seen.items())}
 
 
-def measure(ns, name, cmd, port, scrapes):
-    proc = subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    try:
-        wait_listening(ns, port, proc)
-        # `ip netns exec` execs the server, so proc.pid is the server's pid.
-        cpu_before = cpu_seconds(proc.pid)
-        out = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", SCRAPER,
-                              f"http://127.0.0.1:{port}/metrics", str(scrapes)],
-                             check=True, capture_output=True, text=True).stdout
-        cpu_after = cpu_seconds(proc.pid)
-        mem = memory_kib(proc.pid)
-        durations = collector_durations(ns, port)
-    finally:
-        proc.terminate()
-        proc.wait()
+def python_client(ns, pid, port, scrapes):
+    """The earlier client: SCRAPES sequential urllib scrapes, new connection each, no gzip."""
+    cpu_before = cpu_seconds(pid)
+    out = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", SCRAPER,
+                          f"http://127.0.0.1:{port}/metrics", str(scrapes)],
+                         check=True, capture_output=True, text=True).stdout
+    cpu = (cpu_seconds(pid) - cpu_before) / (scrapes + 5)
     latencies = [float(line.split()[0]) for line in out.splitlines()]
-    size = int(out.splitlines()[-1].split()[1])
-    return {
-        "name": name,
-        "median_ms": statistics.median(latencies) * 1e3,
-        "p90_ms": sorted(latencies)[int(len(latencies) * 0.9)] * 1e3,
-        "cpu_ms_per_scrape": (cpu_after - cpu_before) / scrapes * 1e3,
-        "rss_mib": mem["VmRSS"] / 1024,
-        "peak_rss_mib": mem["VmHWM"] / 1024,
-        "bytes": size,
-        "collector_ms": durations,
-    }
+    return {"median_ms": statistics.median(latencies) * 1e3,
+            "p90_ms": quantile(latencies, 0.9) * 1e3, "cpu_ms": cpu * 1e3,
+            "bytes": int(out.splitlines()[-1].split()[1])}
+
+
+def idle_floor(binary, workdir):
+    """VmRSS (KiB) and smaps of do-nothing programs: linked with every library `ldd BINARY`
+    lists, and with libc + libstdc++ only. None when g++ is missing."""
+    if shutil.which("g++") is None:
+        return None
+    libraries = []
+    for line in subprocess.run(["ldd", binary], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        parts = line.split()
+        if "=>" in parts and len(parts) > parts.index("=>") + 1 and \
+                parts[parts.index("=>") + 1].startswith("/"):
+            libraries.append(parts[parts.index("=>") + 1])
+    source = os.path.join(workdir, "idle.cc")
+    with open(source, "w") as f:
+        f.write(IDLE_MAIN)
+    results = {}
+    for name, libs in (("ldd", libraries), ("libc+libstdc++", [])):
+        program = os.path.join(workdir, f"idle-{len(libs)}")
+        subprocess.run(["g++", "-O2", "-o", program, source, "-Wl,--no-as-needed", *libs],
+                       check=True)
+        proc = subprocess.Popen([program])
+        try:
+            time.sleep(0.5)  # the loader's work is done long before
+            results[name] = {"libraries": len(libs), "rss": memory_kib(proc.pid)["VmRSS"],
+                             "smaps": smaps_breakdown(proc.pid)}
+        finally:
+            proc.terminate()
+            proc.wait()
+    return results
+
+
+def start(ns, cmd):
+    return subprocess.Popen(["ip", "netns", "exec", ns, *cmd], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def run(args, node_exporter, prometheus, tmp, ns):
+    for i in range(args.interfaces // 2):
+        netns.veth_pair(ns, f"bv{i}a", ns, f"bv{i}b")
+    procs = {}
+    try:
+        # `ip netns exec` execs the server, so proc.pid is the server's pid.
+        procs["rdmascope"] = start(ns, [args.binary, "serve", "--log.level=warn",
+                                        f"--web.listen-address=127.0.0.1:{PORTS['rdmascope']}"])
+        procs["node"] = start(ns, [node_exporter, "--collector.disable-defaults",
+                                   "--collector.ethtool",
+                                   f"--web.listen-address=127.0.0.1:{PORTS['node']}"])
+        wait_listening(ns, PORTS["rdmascope"], procs["rdmascope"])
+        wait_listening(ns, PORTS["node"], procs["node"])
+        if args.floor:
+            exposition = os.path.join(tmp, "rdmascope.prom")
+            with open(exposition, "w") as f:
+                subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf",
+                                f"http://127.0.0.1:{PORTS['rdmascope']}/metrics"], stdout=f,
+                               check=True)
+            procs["floor"] = start(ns, [args.floor, exposition,
+                                        f"127.0.0.1:{PORTS['floor']}"])
+            wait_listening(ns, PORTS["floor"], procs["floor"])
+        jobs = list(procs)
+
+        cpu_before = {job: cpu_seconds(p.pid) for job, p in procs.items()}
+        with Prometheus(ns, prometheus, tmp, port=PROMETHEUS_PORT, interval="1s",
+                        jobs={job: f"127.0.0.1:{PORTS[job]}" for job in jobs}) as prom:
+            time.sleep(args.seconds)
+            durations = prom.samples("scrape_duration_seconds")
+            up = prom.samples("up")
+            samples = prom.query("scrape_samples_scraped")
+        cpu_after = {job: cpu_seconds(p.pid) for job, p in procs.items()}
+        for job in jobs:
+            if not durations.get(job):
+                raise RuntimeError(f"Prometheus has no scrape_duration_seconds for job {job}")
+            if min(up[job]) < 1:
+                print(f"warning: job {job} had {up[job].count(0)} failed scrapes (up == 0)")
+        prom_figures = {job: {
+            "scrapes": len(up[job]), "failed": up[job].count(0), "samples": samples.get(job, 0),
+            "median_ms": quantile(durations[job], 0.5) * 1e3,
+            "p90_ms": quantile(durations[job], 0.9) * 1e3,
+            "cpu_ms": (cpu_after[job] - cpu_before[job]) / len(up[job]) * 1e3,
+            "rss_kib": memory_kib(procs[job].pid)["VmRSS"]} for job in jobs}
+
+        load = {}
+        for job in jobs:
+            n = args.load_scrapes if job != "node" else max(args.load_scrapes // 10, 10)
+            figures = hey_requests(ns, f"http://127.0.0.1:{PORTS[job]}/metrics", n)
+            figures["requests"], figures["mem"] = n, memory_kib(procs[job].pid)
+            figures["smaps"] = smaps_breakdown(procs[job].pid)
+            load[job] = figures
+
+        python = {job: python_client(ns, procs[job].pid, PORTS[job],
+                                     args.scrapes if job != "node" else
+                                     max(args.scrapes // 2, 10)) for job in jobs}
+        per_collector = collector_durations(ns, PORTS["rdmascope"])
+        for job, p in procs.items():
+            if p.poll() is not None:
+                raise RuntimeError(f"{job} exited during the run ({p.returncode})")
+    finally:
+        for p in procs.values():
+            p.terminate()
+            p.wait()
+    return jobs, prom_figures, load, python, per_collector
+
+
+def mib(kib):
+    return f"{kib / 1024:.2f}"
+
+
+def report(args, version, jobs, prom, load, python, per_collector, idle):
+    ours = prom["rdmascope"]
+    lines = [
+        f"# Scrape benchmark: {args.interfaces} veth interfaces, one run",
+        "",
+        f"node_exporter: `{version}`; machine: {os.cpu_count()} CPUs, kernel "
+        f"{os.uname().release}. Figures from one run on a shared machine (other jobs may hold "
+        "a core): read the ratios, not the absolute times.",
+        "",
+        f"## Real Prometheus, 1 s scrape interval, {args.seconds} s, all jobs in the same run",
+        "",
+        "scrape_duration_seconds as Prometheus records it (keep-alive, gzip); CPU per scrape is "
+        "the exporter's utime+stime over the window divided by its scrapes; RSS at the end of "
+        "the window.",
+        "",
+        "| exporter | scrapes (failed) | samples/scrape | median ms | p90 ms | CPU ms/scrape | "
+        "VmRSS MiB |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for job in jobs:
+        r = prom[job]
+        lines.append(f"| {NAMES[job]} | {r['scrapes']} ({r['failed']}) | {r['samples']:.0f} | "
+                     f"{r['median_ms']:.2f} | {r['p90_ms']:.2f} | {r['cpu_ms']:.2f} | "
+                     f"{mib(r['rss_kib'])} |")
+    lines += ["", f"node_exporter / rdmascope, median scrape_duration_seconds: "
+              f"{prom['node']['median_ms'] / ours['median_ms']:.1f}x (target >= 25x); "
+              f"CPU per scrape: {prom['node']['cpu_ms'] / max(ours['cpu_ms'], 1e-9):.1f}x."]
+    if "floor" in prom:
+        lines.append(f"rdmascope / prometheus-cpp floor, median: "
+                     f"{ours['median_ms'] / prom['floor']['median_ms']:.2f}x (target <= 1.5x); "
+                     f"CPU per scrape: "
+                     f"{ours['cpu_ms'] / max(prom['floor']['cpu_ms'], 1e-9):.2f}x.")
+    else:
+        lines.append("prometheus-cpp floor: not run (no --floor).")
+    lines += [
+        "",
+        "## Keep-alive gzip load client (hey, one connection), after the Prometheus window",
+        "",
+        "| exporter | scrapes | errors | p50 ms | p90 ms | p99 ms | slowest ms | VmRSS MiB after "
+        "| VmHWM MiB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for job in jobs:
+        r = load[job]
+        p = r["percentiles"]
+        ms = {q: f"{p[q] * 1e3:.2f}" if p.get(q) else "n/a" for q in (50, 90, 99)}
+        lines.append(f"| {NAMES[job]} | {r['requests']} | {r['errors']} | "
+                     f"{ms[50]} | {ms[90]} | {ms[99]} | {(r['slowest'] or 0) * 1e3:.2f} | "
+                     f"{mib(r['mem']['VmRSS'])} | {mib(r['mem']['VmHWM'])} |")
+    lines += [
+        "",
+        f"## Memory after {args.load_scrapes} gzip scrapes (+ the Prometheus window), "
+        "/proc/PID/smaps, MiB",
+        "",
+        "clean and dirty are shared + private; libraries are every file mapping other than the "
+        "program's own.",
+        "",
+        "| process | mappings | Rss | Pss | clean | dirty | Private_Dirty |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = [(NAMES[job], load[job]["smaps"]) for job in jobs if job != "node"]
+    if idle:
+        rows += [(f"do-nothing, {v['libraries']} libraries of `ldd rdmascope`"
+                  if k == "ldd" else "do-nothing, libc + libstdc++", v["smaps"])
+                 for k, v in idle.items()]
+    for name, smaps in rows:
+        for kind in ("binary", "libraries", "heap", "other anon", "total"):
+            s = smaps[kind]
+            lines.append(f"| {name} | {kind} | {mib(s['rss'])} | {mib(s['pss'])} | "
+                         f"{mib(s['clean'])} | {mib(s['dirty'])} | {mib(s['private_dirty'])} |")
+    lines.append("")
+    rss = load["rdmascope"]["mem"]["VmRSS"]
+    if idle:
+        ldd, base = idle["ldd"]["rss"], idle["libc+libstdc++"]["rss"]
+        lines.append(
+            f"RSS target 8 MiB: rdmascope {mib(rss)} MiB after {args.load_scrapes} gzip scrapes. "
+            f"A do-nothing program linked with the {idle['ldd']['libraries']} libraries "
+            f"`ldd rdmascope` lists: {mib(ldd)} MiB VmRSS, against {mib(base)} MiB with libc + "
+            f"libstdc++ alone: the libraries alone take {mib(ldd - base)} MiB, "
+            f"{'leaving' if ldd < 8192 else 'already over the target by'} "
+            f"{mib(abs(8192 - ldd))} MiB; rdmascope itself adds {mib(rss - ldd)} MiB.")
+    else:
+        lines.append(f"RSS target 8 MiB: rdmascope {mib(rss)} MiB after {args.load_scrapes} "
+                     "gzip scrapes (no g++: library floor not measured).")
+    lines += [
+        "",
+        "## Python urllib client (the earlier figures: new connection per scrape, no gzip), "
+        "same run, after the above",
+        "",
+        "| exporter | scrapes | median ms | p90 ms | CPU ms/scrape | bytes |",
+        "|---|---|---|---|---|---|",
+    ]
+    for job in jobs:
+        r = python[job]
+        n = args.scrapes if job != "node" else max(args.scrapes // 2, 10)
+        lines.append(f"| {NAMES[job]} | {n} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} | "
+                     f"{r['cpu_ms']:.2f} | {r['bytes']} |")
+    lines += [
+        "",
+        f"Median ratio (node_exporter / rdmascope): "
+        f"{python['node']['median_ms'] / python['rdmascope']['median_ms']:.1f}x.",
+        "",
+        "rdmascope per collector (median rdmascope_collector_duration_seconds of 20 more "
+        "scrapes, ms): " + ", ".join(f"{c} {ms:.3f}" for c, ms in per_collector.items()),
+        "",
+    ]
+    return "\n".join(lines)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
     parser.add_argument("outdir")
-    parser.add_argument("--scrapes", type=int, default=300)
+    parser.add_argument("--floor", help="serve_floor program (the prometheus-cpp floor)")
+    parser.add_argument("--seconds", type=int, default=60, help="Prometheus window")
+    parser.add_argument("--scrapes", type=int, default=200, help="Python client scrapes")
+    parser.add_argument("--load-scrapes", type=int, default=1000, help="hey scrapes")
     parser.add_argument("--interfaces", type=int, default=64)
     args = parser.parse_args()
     harness.require_root_and_netns()
     node_exporter = shutil.which("prometheus-node-exporter")
-    if node_exporter is None:
-        print("SKIP: prometheus-node-exporter is not installed")
+    prometheus = shutil.which("prometheus")
+    if node_exporter is None or prometheus is None or shutil.which("hey") is None:
+        print("SKIP: prometheus, prometheus-node-exporter and hey are needed")
         return harness.SKIP
 
     os.makedirs(args.outdir, exist_ok=True)
-    with netns.Namespaces("bench") as ns:
-        for i in range(args.interfaces // 2):
-            netns.veth_pair(ns[0], f"bv{i}a", ns[0], f"bv{i}b")
-        results = [
-            measure(ns[0], "rdmascope serve",
-                    [args.binary, "serve", "--web.listen-address=127.0.0.1:19879",
-                     "--log.level=warn"], 19879, args.scrapes),
-            measure(ns[0], "node_exporter --collector.ethtool",
-                    [node_exporter, "--collector.disable-defaults", "--collector.ethtool",
-                     "--web.listen-address=127.0.0.1:19100"], 19100, args.scrapes),
-        ]
+    with tempfile.TemporaryDirectory(prefix="rdmascope-scrape-") as tmp:
+        with netns.Namespaces("bench") as ns:
+            jobs, prom, load, python, per_collector = run(args, node_exporter, prometheus,
+                                                          tmp, ns[0])
+        idle = idle_floor(args.binary, tmp)
     version_out = subprocess.run([node_exporter, "--version"], capture_output=True, text=True)
     version = ((version_out.stdout + version_out.stderr).strip().splitlines() or ["?"])[0]
-    ours, theirs = results
-    lines = [
-        f"# Scrape benchmark: {args.interfaces} veth interfaces, {args.scrapes} sequential "
-        "scrapes each, one run",
-        "",
-        f"node_exporter: `{version}`; machine: {os.cpu_count()} CPUs, "
-        f"kernel {os.uname().release}",
-        "",
-        "| exporter | median ms | p90 ms | CPU ms/scrape | RSS MiB | peak RSS MiB | bytes |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        lines.append(f"| {r['name']} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} | "
-                     f"{r['cpu_ms_per_scrape']:.2f} | {r['rss_mib']:.1f} | "
-                     f"{r['peak_rss_mib']:.1f} | {r['bytes']} |")
-    lines += [
-        "",
-        f"Median latency ratio (node_exporter / rdmascope): "
-        f"{theirs['median_ms'] / ours['median_ms']:.1f}x; CPU per scrape ratio: "
-        f"{theirs['cpu_ms_per_scrape'] / max(ours['cpu_ms_per_scrape'], 1e-9):.1f}x.",
-        "",
-        "rdmascope per collector (median rdmascope_collector_duration_seconds of 20 more "
-        "scrapes, ms): " + ", ".join(f"{c} {ms:.3f}" for c, ms in ours["collector_ms"].items()),
-        "",
-    ]
-    report = "\n".join(lines)
+    text = report(args, version, jobs, prom, load, python, per_collector, idle)
     with open(os.path.join(args.outdir, "scrape_bench.md"), "w") as f:
-        f.write(report)
-    print(report)
+        f.write(text)
+    print(text)
     return 0
 
 

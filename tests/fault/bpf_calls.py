@@ -16,10 +16,10 @@ Usage: bpf_calls.py RDMASCOPE_BINARY MR_WORKLOAD LIBFAKEVERBS BPF_FAULTS_SO"""
 import os
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
+from fault_checks import BpfFaults, Checks  # noqa: E402
 
 REGIONS = 5
 SIZE = 4096
@@ -40,24 +40,11 @@ def main(binary, workload, library, shim):
     if os.geteuid() != 0:
         print("SKIP: eBPF probes need root")
         return harness.SKIP
-    failures = []
-
-    def expect(what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-              ("" if got == want else f", want {want}"))
-        if got != want:
-            failures.append(what)
-
-    control = tempfile.NamedTemporaryFile(prefix="rdmascope-bpf-faults-", mode="w", delete=False)
-    control.close()
-
-    def fail(words):
-        with open(control.name, "w") as f:
-            f.write(words)
-
-    env = {"LD_PRELOAD": shim, "RDMASCOPE_BPF_FAULTS": control.name}
+    checks = Checks()
+    expect = checks.expect
     args = ["--collector.disable-defaults", "--collector.mr", f"--probe.library={library}"]
-    try:
+    with BpfFaults(shim) as faults:
+        fail, env = faults.set, faults.env
         with harness.Exporter(binary, args, env=env) as exporter:
             samples = harness.parse(exporter.metrics())
             if harness.value(samples, "rdmascope_probe_attached", probe="mr") != 1.0:
@@ -94,7 +81,7 @@ def main(binary, workload, library, shim):
                 proc.stdin.close()
                 proc.wait(timeout=20)
             if exporter.proc.poll() is not None:
-                failures.append("exporter died")
+                checks.fail("exporter died")
 
         for words in ("load", "attach"):
             fail(words)
@@ -107,12 +94,8 @@ def main(binary, workload, library, shim):
                 expect(f"{words} failing: no outstanding series",
                        harness.series(samples, "rdma_mr_outstanding_regions"), {})
                 if exporter.proc.poll() is not None:
-                    failures.append(f"exporter died with {words} failing")
-    finally:
-        os.unlink(control.name)
-    for failure in failures:
-        print("FAIL:", failure)
-    return 1 if failures else 0
+                    checks.fail(f"exporter died with {words} failing")
+    return checks.result()
 
 
 if __name__ == "__main__":

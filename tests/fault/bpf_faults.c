@@ -3,6 +3,8 @@
 // each, read again at every call (the test changes it while the exporter runs):
 //   lookup    bpf_map_lookup_elem        -1, errno EIO
 //   next_key  bpf_map_get_next_key       -1, errno EIO
+//   next_key@N  bpf_map_get_next_key: the first N calls since the word appeared go through,
+//             the later ones fail (-1, errno EFAULT): a walk cut short midway
 //   load      bpf_object__load_skeleton  -EPERM (the skeletons' __load), errno EPERM
 //   attach    bpf_program__attach*       NULL, errno EPERM
 // Anything else goes to the real libbpf (RTLD_NEXT).
@@ -18,17 +20,22 @@
 #include <string.h>
 #include <unistd.h>
 
-static bool Failing(const char* call) {
+// The control file's words ("" when there is none or it cannot be read).
+static void ReadControl(char* text, size_t size) {
+  text[0] = '\0';
   const char* control = getenv("RDMASCOPE_BPF_FAULTS");
-  if (control == NULL) return false;
+  if (control == NULL) return;
   const int saved = errno;
   const int fd = open(control, O_RDONLY | O_CLOEXEC);
-  char text[256];
-  ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+  const ssize_t n = fd < 0 ? -1 : read(fd, text, size - 1);
   if (fd >= 0) close(fd);
   errno = saved;
-  if (n <= 0) return false;
-  text[n] = '\0';
+  text[n > 0 ? n : 0] = '\0';
+}
+
+static bool Failing(const char* call) {
+  char text[256];
+  ReadControl(text, sizeof text);
   const size_t length = strlen(call);
   for (const char* at = strstr(text, call); at != NULL; at = strstr(at + 1, call)) {
     const bool starts = at == text || at[-1] == ' ' || at[-1] == '\n';
@@ -48,9 +55,28 @@ int bpf_map_lookup_elem(int fd, const void* key, void* value) {
   return REAL(bpf_map_lookup_elem)(fd, key, value);
 }
 
+// next_key@N: calls counted since the word appeared (the exporter scrapes one at a time).
+static unsigned long next_key_calls;
+
+static bool NextKeyCutShort(void) {
+  char text[256];
+  ReadControl(text, sizeof text);
+  const char* at = strstr(text, "next_key@");
+  if (at == NULL || (at != text && at[-1] != ' ' && at[-1] != '\n')) {
+    next_key_calls = 0;
+    return false;
+  }
+  const unsigned long allowed = strtoul(at + strlen("next_key@"), NULL, 10);
+  return ++next_key_calls > allowed;
+}
+
 int bpf_map_get_next_key(int fd, const void* key, void* next_key) {
   if (Failing("next_key")) {
     errno = EIO;
+    return -1;
+  }
+  if (NextKeyCutShort()) {
+    errno = EFAULT;
     return -1;
   }
   return REAL(bpf_map_get_next_key)(fd, key, next_key);

@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
+from fault_checks import Checks  # noqa: E402
 
 MAP = 16
 SIZE = 4096
@@ -45,13 +46,8 @@ def main(binary, workload, library):
     if os.geteuid() != 0:
         print("SKIP: eBPF probes need root")
         return harness.SKIP
-    failures = []
-
-    def expect(what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-              ("" if got == want else f", want {want}"))
-        if got != want:
-            failures.append(what)
+    checks = Checks()
+    expect = checks.expect
 
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
                                    f"--probe.library={library}",
@@ -81,7 +77,7 @@ def main(binary, workload, library):
             if not harness.series(samples, "rdma_mr_outstanding_regions", pid=pid):
                 break
             if time.monotonic() > deadline:
-                failures.append("the full process's series stayed after its exit")
+                checks.fail("the full process's series stayed after its exit")
                 break
             time.sleep(0.2)
         lost_after_first = harness.value(samples, "rdma_mr_lost_total", reason="regions")
@@ -100,10 +96,8 @@ def main(binary, workload, library):
         finally:
             stop(proc)
         if exporter.proc.poll() is not None:
-            failures.append("exporter died")
-    for failure in failures:
-        print("FAIL:", failure)
-    return 1 if failures else 0
+            checks.fail("exporter died")
+    return checks.result()
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Load order that works with busybox insmod (no modprobe, no modules.dep): see the lab notes.
+# veth: the soak's interface churn (scenarios/soak.sh).
 MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev", "virtio_pci",
            "failover", "net_failover", "virtio_net", "crc32_generic", "udp_tunnel",
-           "ip6_udp_tunnel", "ib_core", "ib_uverbs", "rdma_rxe"]
+           "ip6_udp_tunnel", "ib_core", "ib_uverbs", "rdma_rxe", "veth"]
 
 PROGRAMS = ["ibv_rc_pingpong", "ibv_srq_pingpong", "ibv_devinfo", "ibv_devices", "ib_write_bw",
             "ib_send_lat", "rdma"]

@@ -4,6 +4,8 @@
 Usage:
   run_scenario.py --guest DIR --scenario NAME      run scenarios/NAME.sh, check with NAME.py
   run_scenario.py --guest DIR --shell              interactive shell in the guest (Ctrl-A X quits)
+  --append WORDS (default: $RDMASCOPE_LAB_APPEND) adds words to the guest's kernel command line,
+  which scenarios may read (e.g. rdmascope.soak_scale=N for soak.sh).
 
 The guest's console is parsed for blocks (@@@BEGIN/@@@END), @@@WAIT requests (the host runs
 the scenario's on_wait hook, e.g. scraping through the forwarded port, then answers), and the
@@ -34,8 +36,9 @@ def free_port():
 class Lab:
     """What a scenario's host-side hooks get: the forwarded exporter port and the console."""
 
-    def __init__(self, guest_dir, scenario):
+    def __init__(self, guest_dir, scenario, append=""):
         self.guest_dir = guest_dir
+        self.append = append
         self.scenario = scenario
         self.host_port = free_port()
         self.console = []
@@ -48,7 +51,8 @@ class Lab:
             "-nographic", "-no-reboot", "-nodefaults", "-serial", "stdio",
             "-kernel", os.path.join(self.guest_dir, "vmlinuz"),
             "-initrd", os.path.join(self.guest_dir, "initrd.cpio.gz"),
-            "-append", f"console=ttyS0 loglevel=4 panic=-1 rdmascope.scenario={append}",
+            "-append", f"console=ttyS0 loglevel=4 panic=-1 rdmascope.scenario={append}"
+                       + (f" {self.append}" if self.append else ""),
             "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.host_port}-:"
                        f"{GUEST_EXPORTER_PORT}",
             "-device", "virtio-net-pci,netdev=n0",
@@ -123,14 +127,16 @@ def main():
     parser.add_argument("--scenario")
     parser.add_argument("--shell", action="store_true")
     parser.add_argument("--timeout", type=float, default=110)
+    parser.add_argument("--append", default=os.environ.get("RDMASCOPE_LAB_APPEND", ""),
+                        help="more words for the guest's kernel command line")
     args = parser.parse_args()
     if args.shell:
-        lab = Lab(args.guest, "shell")
+        lab = Lab(args.guest, "shell", args.append)
         print(f"guest exporter port 9879 is forwarded to 127.0.0.1:{lab.host_port}")
         return subprocess.call(lab.qemu_command("shell"))
     if not args.scenario:
         parser.error("--scenario or --shell")
-    lab = Lab(args.guest, args.scenario)
+    lab = Lab(args.guest, args.scenario, args.append)
     checks = load_checks(args.scenario)
     start = time.monotonic()
     try:

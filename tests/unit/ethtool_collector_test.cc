@@ -1,4 +1,12 @@
 #include <gtest/gtest.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
 
 #include "collectors/ethtool.h"
 #include "unit/fixture_tree.h"
@@ -279,6 +287,180 @@ TEST(EthtoolCollector, DeviceFilterAndNoData) {
   EthtoolCollector none(EthtoolOptions{.device_include = "nothing"},
                         std::make_unique<FakeSource>());
   EXPECT_TRUE(none.Collect(out).no_data);
+}
+
+// A network namespace as SIOCETHTOOL, SIOCGIFMTU and SIOCGIFINDEX show it, with a count of the
+// commands each interface served.
+struct FakeNetns {
+  struct Interface {
+    int ifindex;
+    int mtu = 1500;
+    std::string driver = "veth";
+    uint32_t rx_usecs = 0;
+    std::vector<std::string> stats{"peer_ifindex", "rx_queue_0_xdp_packets"};
+    uint64_t value = 0;
+  };
+  std::map<std::string, Interface, std::less<>> interfaces;
+  std::map<std::string, std::vector<uint32_t>, std::less<>> served;
+
+  int EthtoolCall(std::string_view name, void* command) {
+    const auto it = interfaces.find(name);
+    if (it == interfaces.end()) return ENODEV;
+    const Interface& dev = it->second;
+    uint32_t cmd;
+    std::memcpy(&cmd, command, sizeof cmd);
+    served[std::string(name)].push_back(cmd);
+    const auto n = static_cast<uint32_t>(dev.stats.size());
+    switch (cmd) {
+      case ETHTOOL_GDRVINFO: {
+        auto* info = static_cast<ethtool_drvinfo*>(command);
+        std::strncpy(info->driver, dev.driver.c_str(), sizeof info->driver - 1);
+        return 0;
+      }
+      case ETHTOOL_GCOALESCE:
+        static_cast<ethtool_coalesce*>(command)->rx_coalesce_usecs = dev.rx_usecs;
+        return 0;
+      case ETHTOOL_GSSET_INFO: {
+        auto* info = static_cast<ethtool_sset_info*>(command);
+        if (info->sset_mask != 1ULL << ETH_SS_STATS) return EOPNOTSUPP;  // no private flags
+        std::memcpy(static_cast<char*>(command) + sizeof(ethtool_sset_info), &n, sizeof n);
+        return 0;
+      }
+      case ETHTOOL_GSTRINGS: {
+        auto* strings = static_cast<ethtool_gstrings*>(command);
+        strings->len = n;
+        for (uint32_t i = 0; i < n; ++i) {
+          char* slot = reinterpret_cast<char*>(strings->data) + size_t{i} * ETH_GSTRING_LEN;
+          std::memset(slot, 0, ETH_GSTRING_LEN);
+          std::memcpy(slot, dev.stats[i].data(), dev.stats[i].size());
+        }
+        return 0;
+      }
+      case ETHTOOL_GSTATS: {
+        auto* stats = static_cast<ethtool_stats*>(command);
+        stats->n_stats = n;
+        for (uint32_t i = 0; i < n; ++i) stats->data[i] = dev.value + i;
+        return 0;
+      }
+      default:
+        return EOPNOTSUPP;
+    }
+  }
+  int InterfaceCall(std::string_view name, unsigned long request, int& value) const {
+    const auto it = interfaces.find(name);
+    if (it == interfaces.end()) return ENODEV;
+    value = request == SIOCGIFMTU ? it->second.mtu : it->second.ifindex;
+    return 0;
+  }
+  size_t Count(const std::string& name, uint32_t cmd) {
+    return std::ranges::count(served[name], cmd);
+  }
+};
+
+class SystemNetdevSourceTest : public ::testing::Test {
+ protected:
+  SystemNetdevSourceTest() {
+    AddInterface("veth0", 7);
+    std::filesystem::create_directories(root.path() / "devices/pci0000:00/0000:3b:00.0");
+    std::ofstream(root.path() / "devices/pci0000:00/0000:3b:00.0/numa_node") << "1\n";
+    AddInterface("eth0", 2);
+    std::filesystem::create_directory_symlink(root.path() / "devices/pci0000:00/0000:3b:00.0",
+                                              root.path() / "class/net/eth0/device");
+  }
+  void AddInterface(const std::string& name, int ifindex) {
+    std::filesystem::create_directories(root.path() / "class/net" / name);
+    netns.interfaces[name] = {.ifindex = ifindex};
+  }
+  SystemNetdevSource Source(std::chrono::nanoseconds refresh) {
+    return SystemNetdevSource(
+        root.path(), false, refresh, [this] { return now; },
+        [this]() -> std::expected<sys::Ethtool, int> {
+          return sys::Ethtool::WithIoctl(
+              [this](std::string_view name, void* command) {
+                return netns.EthtoolCall(name, command);
+              },
+              [this](std::string_view name, unsigned long request, int& value) {
+                return netns.InterfaceCall(name, request, value);
+              });
+        });
+  }
+  static const NetdevSnapshot& Find(const std::vector<NetdevSnapshot>& read,
+                                    const std::string& name) {
+    const auto it = std::ranges::find(read, name, &NetdevSnapshot::name);
+    EXPECT_NE(it, read.end()) << name;
+    return *it;
+  }
+
+  testing::TempDir root;
+  FakeNetns netns;
+  std::chrono::steady_clock::time_point now =
+      std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+};
+
+// Driver info and coalescing are served from the last reading within the refresh interval and
+// read again after it; MTU and stats are read at every scrape.
+TEST_F(SystemNetdevSourceTest, SettingsServedBetweenRefreshesStatsAndMtuEveryScrape) {
+  const SystemNetdevSource source = Source(std::chrono::seconds(60));
+  netns.interfaces["veth0"].rx_usecs = 8;
+  auto read = source.Read(NameFilter());
+  ASSERT_EQ(read.size(), 2U);
+  EXPECT_EQ(Find(read, "veth0").coalesce->rx_usecs, 8U);
+
+  netns.interfaces["veth0"].rx_usecs = 50;
+  netns.interfaces["veth0"].mtu = 9000;
+  netns.interfaces["veth0"].value = 100;
+  now += std::chrono::seconds(59);
+  read = source.Read(NameFilter());
+  const NetdevSnapshot& between = Find(read, "veth0");
+  EXPECT_EQ(between.coalesce->rx_usecs, 8U) << "served from the last reading";
+  EXPECT_EQ(between.driver->driver, "veth");
+  EXPECT_EQ(between.mtu, 9000) << "MTU at every scrape";
+  ASSERT_TRUE(between.stats);
+  EXPECT_EQ(between.stats->at(0).second, 100U) << "stats at every scrape";
+  EXPECT_EQ(netns.Count("veth0", ETHTOOL_GCOALESCE), 1U);
+  EXPECT_EQ(netns.Count("veth0", ETHTOOL_GDRVINFO), 1U);
+  // A count query for the stats at each read, one for the private flags at the first only.
+  EXPECT_EQ(netns.Count("veth0", ETHTOOL_GSSET_INFO), 3U);
+
+  now += std::chrono::seconds(1);
+  read = source.Read(NameFilter());
+  EXPECT_EQ(Find(read, "veth0").coalesce->rx_usecs, 50U) << "read again after the interval";
+  EXPECT_EQ(netns.Count("veth0", ETHTOOL_GCOALESCE), 2U);
+}
+
+// --collector.ethtool.refresh-interval=0s: a coalescing change shows at the next scrape.
+TEST_F(SystemNetdevSourceTest, RefreshIntervalZeroReadsSettingsEveryScrape) {
+  const SystemNetdevSource source = Source(std::chrono::seconds(0));
+  netns.interfaces["veth0"].rx_usecs = 8;
+  EXPECT_EQ(Find(source.Read(NameFilter()), "veth0").coalesce->rx_usecs, 8U);
+  netns.interfaces["veth0"].rx_usecs = 50;
+  EXPECT_EQ(Find(source.Read(NameFilter()), "veth0").coalesce->rx_usecs, 50U);
+}
+
+// Within the refresh interval an interface re-created under its name (a new ifindex) is read at
+// once, not served the settings of the one it replaced; a new interface likewise.
+TEST_F(SystemNetdevSourceTest, NewAndRecreatedInterfacesAreReadAtOnce) {
+  const SystemNetdevSource source = Source(std::chrono::seconds(60));
+  ASSERT_EQ(source.Read(NameFilter()).size(), 2U);
+
+  netns.interfaces["veth0"] = {.ifindex = 9, .driver = "dummy", .rx_usecs = 3};
+  AddInterface("veth1", 10);
+  netns.interfaces["veth1"].rx_usecs = 4;
+  now += std::chrono::seconds(1);
+  const auto read = source.Read(NameFilter());
+  ASSERT_EQ(read.size(), 3U);
+  EXPECT_EQ(Find(read, "veth0").driver->driver, "dummy");
+  EXPECT_EQ(Find(read, "veth0").coalesce->rx_usecs, 3U);
+  EXPECT_EQ(Find(read, "veth1").coalesce->rx_usecs, 4U);
+  EXPECT_EQ(netns.Count("eth0", ETHTOOL_GDRVINFO), 1U) << "the unchanged one is not read again";
+}
+
+// Only an interface with a parent device has a NUMA node (one lstat decides, veth has none).
+TEST_F(SystemNetdevSourceTest, NumaNodeOfInterfacesWithADevice) {
+  const SystemNetdevSource source = Source(std::chrono::seconds(60));
+  const auto read = source.Read(NameFilter());
+  EXPECT_EQ(Find(read, "eth0").numa_node, 1);
+  EXPECT_FALSE(Find(read, "veth0").numa_node);
 }
 
 }  // namespace

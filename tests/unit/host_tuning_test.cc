@@ -218,6 +218,61 @@ TEST(HostTuning, SlowSettingsRefreshOnTheirInterval) {
   EXPECT_TRUE(Contains(refreshed, "rdma_host_online_cpus 15"));
 }
 
+// The PCIe functions are found once per refresh interval (a lookup per class device, 2 ms a
+// scrape on 64 veths), their link speed and width read at every scrape: a retrained link shows
+// at once, a function gone gives no series rather than its last values, and a function
+// hot-plugged or back shows at the next refresh.
+TEST(HostTuning, PcieFunctionsFoundOnTheRefreshInterval) {
+  Host host;
+  auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  HostTuningCollector collector(host.root.path() / "sys", host.root.path() / "proc",
+                                HostTuningOptions{std::chrono::seconds(60)},
+                                [&now] { return now; });
+  const auto scrape = [&collector] {
+    MetricSet set;
+    collector.Collect(set);
+    return testing::Serialise(set.Take());
+  };
+  const std::string eno1_width =
+      "rdma_pcie_link_width_lanes{device=\"eno1\",pci_address=\"0000:02:00.0\",end=\"device\","
+      "kind=\"current\"} ";
+  const std::string ens9_speed =
+      "rdma_pcie_link_speed_transfers_per_second{device=\"ens9\",pci_address=\"0000:03:00.0\","
+      "end=\"device\",kind=\"current\"} 8000000000";
+  const fs::path eno1_function =
+      host.root.path() / "sys/devices/pci0000:00/0000:00:1c.0/0000:02:00.0";
+  ASSERT_TRUE(Contains(scrape(), eno1_width + "4"));
+
+  // eno1's link retrains to x1; a new PCI netdev appears.
+  host.Write("sys/devices/pci0000:00/0000:00:1c.0/0000:02:00.0/current_link_width", "1");
+  const fs::path ens9_function =
+      host.root.path() / "sys/devices/pci0000:00/0000:00:1c.0/0000:03:00.0";
+  fs::create_directories(ens9_function);
+  for (const char* file : {"current_link_speed", "max_link_speed"}) {
+    std::ofstream(ens9_function / file) << "8.0 GT/s PCIe\n";
+  }
+  fs::create_directories(host.root.path() / "sys/class/net/ens9");
+  fs::create_directory_symlink(ens9_function, host.root.path() / "sys/class/net/ens9/device");
+  now += std::chrono::seconds(30);
+  std::string text = scrape();
+  EXPECT_TRUE(Contains(text, eno1_width + "1")) << "link values are read at every scrape";
+  EXPECT_FALSE(Contains(text, ens9_speed)) << "found at the next refresh, not at every scrape";
+
+  // eno1's function goes away (its files with it): no series, not the last values.
+  fs::rename(eno1_function, host.root.path() / "eno1-unplugged");
+  now += std::chrono::seconds(20);
+  text = scrape();
+  EXPECT_FALSE(Contains(text, "rdma_pcie_link_width_lanes{device=\"eno1\"")) << text;
+  EXPECT_FALSE(Contains(text, "rdma_pcie_link_speed_transfers_per_second{device=\"eno1\""));
+
+  // Back, and the refresh interval is over: both functions found.
+  fs::rename(host.root.path() / "eno1-unplugged", eno1_function);
+  now += std::chrono::seconds(10);
+  text = scrape();
+  EXPECT_TRUE(Contains(text, eno1_width + "1"));
+  EXPECT_TRUE(Contains(text, ens9_speed)) << text;
+}
+
 TEST(HostTuning, RefreshIntervalZeroReadsEveryScrape) {
   Host host;
   const auto now = std::chrono::steady_clock::time_point{};

@@ -48,6 +48,22 @@ TEST(PinnedMemory, OnlyUverbsHolders) {
   EXPECT_EQ(pinned[0].pinned_bytes, 30720U * 1024);
 }
 
+// prctl(PR_SET_NAME, "") leaves /proc/PID/comm readable and empty: the process keeps its
+// series with comm="unknown", as rdma_process_resources does (ProcessComm), never comm="".
+// A comm that cannot be read (the process is exiting) leaves it out of this scrape.
+TEST(PinnedMemory, EmptyCommIsUnknownUnreadableCommIsLeftOut) {
+  testing::TempDir procfs;
+  MakeProcess(procfs.path(), 100, "", "VmPin:\t   8 kB\n", {"/dev/infiniband/uverbs0"});
+  MakeProcess(procfs.path(), 101, "exiting", "VmPin:\t   4 kB\n", {"/dev/infiniband/uverbs0"});
+  fs::remove(procfs.path() / "101" / "comm");
+  UverbsHolders holders(procfs.path(), "/nonexistent", std::chrono::seconds(0));
+  const auto pinned = holders.Read();
+  ASSERT_EQ(pinned.size(), 1U);
+  EXPECT_EQ(pinned[0].pid, 100U);
+  EXPECT_EQ(pinned[0].comm, "unknown");
+  EXPECT_EQ(pinned[0].pinned_bytes, 8U * 1024);
+}
+
 TEST(PinnedMemory, VanishedProcessIsDropped) {
   testing::TempDir procfs;
   MakeProcess(procfs.path(), 100, "trainer", "VmPin:\t   4 kB\n", {"/dev/infiniband/uverbs0"});

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "bpf/process_liveness.h"
 #include "collectors/verbs.h"
@@ -57,6 +58,21 @@ TEST(VerbsCollector, GoldenExposition) {
   MapVerbsSnapshot(Snapshot(), 100, out);
   EXPECT_EQ(out.dropped_duplicates(), 0U);
   EXPECT_TRUE(testing::MatchesGolden(testing::Serialise(out.Take()), "verbs.prom"));
+}
+
+// A map walk cut short (VerbsProbe::Snapshot sets walk_error): no series at all from it, the
+// collector fails with the reason (the runner logs it and serves nothing of the collector).
+TEST(VerbsCollector, WalkCutShortServesNothing) {
+  VerbsSnapshot snapshot = Snapshot();
+  snapshot.walk_error = "cannot walk the verbs probes' CQ map: Bad address";
+  MetricSet out;
+  try {
+    MapVerbsSnapshot(snapshot, 100, out);
+    ADD_FAILURE() << "a partial snapshot mapped as if complete";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "cannot walk the verbs probes' CQ map: Bad address");
+  }
+  EXPECT_EQ(out.sample_count(), 0U);
 }
 
 TEST(VerbsCollector, SeriesBudgetKeepsTheWorstSizedCqs) {

@@ -5,6 +5,7 @@ same run are reported as notes (not asserted)."""
 
 import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "e2e"))
@@ -51,6 +52,12 @@ def pair_mean_ns(lab, name):
         if line.startswith("pair_ns_mean "):
             return int(line.split()[1])
     return None
+
+
+def cleanup_fields(line):
+    """The counts of an "mr stacks cleanup" debug log line (exporter/bpf/stack_gc.cc)."""
+    return {key: int(value) for key, value in re.findall(
+        r' (stacks|referenced|deleted|candidates)=(\d+)', line)}
 
 
 def check(lab):
@@ -120,6 +127,27 @@ def check(lab):
            (value(after, "rdma_mr_exit_released_regions_total", comm="mr_kernel_load"),
             value(after, "rdma_mr_exit_released_bytes_total", comm="mr_kernel_load")),
            (float(COPY_LEAKS), float(COPY_LEAKS * SIZE)))
+
+    # The stacks cleanup over the kernel path's maps (kcalls, kderegs as in-flight references):
+    # once the program is gone, the walks after its exit delete its call sites' ids (at least
+    # one per site /debug/mr/stacks reported above), and the last one leaves the stacks map
+    # empty (every id present deleted, none referenced, none awaiting a confirming walk): no
+    # id of that program is left (no other process registers after it).
+    walks = [cleanup_fields(line) for line in lab.blocks.get("log_kernel_after_exit", [])
+             if 'msg="mr stacks cleanup"' in line]
+    if not walks:
+        failures.append("kernel: no stacks cleanup walk after the program's exit")
+    else:
+        deleted = sum(walk.get("deleted", 0) for walk in walks)
+        with_stack = sum(1 for site in sites if site.get("frames"))  # each its own id
+        if not with_stack or deleted < with_stack:
+            failures.append(f"kernel: stacks cleanup deleted {deleted} ids after the exit, "
+                            f"want at least the program's {with_stack} call sites: {walks}")
+        last = walks[-1]
+        expect("kernel: last stacks cleanup walk (stacks, referenced, deleted, candidates)",
+               tuple(last.get(k) for k in ("stacks", "referenced", "deleted", "candidates")),
+               (last.get("stacks"), 0, last.get("stacks"), 0))
+        lab.notes.append(f"kernel path: stacks cleanup walks after the exit: {walks}")
 
     none, up, kern, none2 = (pair_ns(lab, n) for n in (
         "bench_none", "bench_uprobes", "bench_kernel", "bench_none_again"))

@@ -48,8 +48,9 @@ finish $load_pid
 stop_exporter
 block log_uprobes cat /tmp/rdmascope.log
 
-# 3. Auto: the kernel path, chosen because ib_core has BTF and the trampolines attach.
-start_exporter || exit 1
+# 3. Auto: the kernel path, chosen because ib_core has BTF and the trampolines attach. Debug
+# log: the stacks cleanup's "mr stacks cleanup" lines (counts per walk of its maps).
+start_exporter --log.level=debug || exit 1
 exporter=$!
 load bench_kernel $PAIRS 0 0
 block scrape_kernel_bench scrape
@@ -66,9 +67,21 @@ block maps_copy grep libibverbs "/proc/$leaker/maps"
 block scrape_kernel_copy scrape
 block stacks wget -q -O - "http://127.0.0.1:9879/debug/mr/stacks?pid=$leaker"
 finish $leaker
+exit_lines=$(wc -l </tmp/rdmascope.log)
 sleep 0.5
 block scrape_kernel_after_exit scrape
+# The stacks cleanup (exporter/bpf/stack_gc.cc, the kernel path's kcalls/kderegs read as
+# in-flight references): an id is deleted at the second walk that finds it unreferenced, and
+# walks are at least 5 s apart (StackGc min_gap, more after a slow walk). Scrapes every 2 s
+# (no process registers meanwhile) until a walk after the exit leaves no candidate, 90 s at most.
+for i in $(seq 45); do
+  tail -n +$((exit_lines + 1)) /tmp/rdmascope.log | grep 'msg="mr stacks cleanup"' | tail -n 1 |
+    grep -q ' candidates=0' && break
+  sleep 2
+  scrape >/dev/null
+done
 block log_kernel cat /tmp/rdmascope.log
+block log_kernel_after_exit tail -n +$((exit_lines + 1)) /tmp/rdmascope.log
 stop_exporter
 
 # No tracking again: how much the untracked figure itself moves within the run.
