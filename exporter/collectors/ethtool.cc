@@ -227,9 +227,7 @@ EthtoolCollector::EthtoolCollector(const EthtoolOptions& options,
     : devices_(options.device_include, options.device_exclude),
       stats_(options.stat_include, options.stat_exclude),
       mode_(options.queue_stats),
-      source_(std::move(source)) {
-  source_->SetRefreshInterval(options.refresh_interval);
-}
+      source_(std::move(source)) {}
 
 CollectResult EthtoolCollector::Collect(MetricSet& out) const {
   const std::vector<NetdevSnapshot> netdevs = source_->Read(devices_);

@@ -25,11 +25,6 @@ std::optional<T> Keep(std::expected<T, int> result, const std::string& device, c
 
 }  // namespace
 
-void SystemNetdevSource::SetRefreshInterval(std::chrono::nanoseconds interval) {
-  std::lock_guard lock(mutex_);
-  refresh_interval_ = interval;
-}
-
 std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) const {
   const std::filesystem::path class_net = sysfs_ / "class" / "net";
   auto ethtool = open_ethtool_();

@@ -40,8 +40,6 @@ class NetdevSource {
   // Interfaces whose name the filter allows. A device that vanishes half-way is returned
   // with what was read before, or not at all; never an error.
   virtual std::vector<NetdevSnapshot> Read(const NameFilter& devices) const = 0;
-  // --collector.ethtool.refresh-interval: how old the settings that change only by hand may be.
-  virtual void SetRefreshInterval(std::chrono::nanoseconds /*interval*/) {}
 };
 
 // The real host: <sysfs>/class/net for names and NUMA node; ioctls and netlink in the
@@ -56,8 +54,9 @@ class SystemNetdevSource : public NetdevSource {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   using OpenEthtool = std::function<std::expected<sys::Ethtool, int>()>;
-  // `clock` and `open_ethtool` are injectable so that tests can play the kernel and step over
-  // the refresh interval without sleeping.
+  // `refresh_interval`: --collector.ethtool.refresh-interval, how old the settings that change
+  // only by hand may be. `clock` and `open_ethtool` are injectable so that tests can play the
+  // kernel and step over the refresh interval without sleeping.
   SystemNetdevSource(std::filesystem::path sysfs, bool query_pfc,
                      std::chrono::nanoseconds refresh_interval = std::chrono::seconds(60),
                      Clock clock = std::chrono::steady_clock::now,
@@ -68,7 +67,6 @@ class SystemNetdevSource : public NetdevSource {
         clock_(std::move(clock)),
         open_ethtool_(std::move(open_ethtool)) {}
   std::vector<NetdevSnapshot> Read(const NameFilter& devices) const override;
-  void SetRefreshInterval(std::chrono::nanoseconds interval) override;
 
  private:
   // The settings of one interface as last read.
@@ -84,10 +82,10 @@ class SystemNetdevSource : public NetdevSource {
 
   std::filesystem::path sysfs_;
   bool query_pfc_;
-  std::chrono::nanoseconds refresh_interval_;
+  const std::chrono::nanoseconds refresh_interval_;
   Clock clock_;
   OpenEthtool open_ethtool_;
-  mutable std::mutex mutex_;  // settings_, refresh_interval_
+  mutable std::mutex mutex_;  // settings_
   mutable std::map<std::string, Settings, std::less<>> settings_;
 };
 

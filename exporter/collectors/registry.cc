@@ -16,7 +16,8 @@ namespace {
 
 std::unique_ptr<Collector> MakeEthtool(const ServeConfig& config) {
   return std::make_unique<EthtoolCollector>(
-      config.ethtool, std::make_unique<SystemNetdevSource>(config.sysfs, config.ethtool.pfc));
+      config.ethtool, std::make_unique<SystemNetdevSource>(config.sysfs, config.ethtool.pfc,
+                                                           config.ethtool.refresh_interval));
 }
 
 std::unique_ptr<Collector> MakeRdma(const ServeConfig& config) {

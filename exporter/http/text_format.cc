@@ -104,14 +104,20 @@ void AppendSample(std::string& out, const MetricFamily& family, const ClientMetr
   AppendTail(out, metric);
 }
 
-void AppendSummary(std::string& out, const MetricFamily& family, const ClientMetric& metric) {
-  const auto& summary = metric.summary;
+// The _count and _sum lines of a summary or histogram, in TextSerializer's order.
+void AppendCountAndSum(std::string& out, const MetricFamily& family, const ClientMetric& metric,
+                       uint64_t count, double sum) {
   AppendHead(out, family, metric, "_count");
-  AppendInteger(out, summary.sample_count);
+  AppendInteger(out, count);
   AppendTail(out, metric);
   AppendHead(out, family, metric, "_sum");
-  AppendDouble(out, summary.sample_sum);
+  AppendDouble(out, sum);
   AppendTail(out, metric);
+}
+
+void AppendSummary(std::string& out, const MetricFamily& family, const ClientMetric& metric) {
+  const auto& summary = metric.summary;
+  AppendCountAndSum(out, family, metric, summary.sample_count, summary.sample_sum);
   for (const auto& quantile : summary.quantile) {
     const Extra extra{"quantile", quantile.quantile, {}};
     AppendHead(out, family, metric, "", &extra);
@@ -122,12 +128,7 @@ void AppendSummary(std::string& out, const MetricFamily& family, const ClientMet
 
 void AppendHistogram(std::string& out, const MetricFamily& family, const ClientMetric& metric) {
   const auto& histogram = metric.histogram;
-  AppendHead(out, family, metric, "_count");
-  AppendInteger(out, histogram.sample_count);
-  AppendTail(out, metric);
-  AppendHead(out, family, metric, "_sum");
-  AppendDouble(out, histogram.sample_sum);
-  AppendTail(out, metric);
+  AppendCountAndSum(out, family, metric, histogram.sample_count, histogram.sample_sum);
   double last = -std::numeric_limits<double>::infinity();
   for (const auto& bucket : histogram.bucket) {
     const Extra extra{"le", bucket.upper_bound, {}};
