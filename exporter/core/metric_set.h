@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -60,8 +61,13 @@ class MetricSet {
     size_t index;
     std::unordered_set<std::string> series;  // serialised label sets seen
   };
+  // Transparent: find() takes the descriptor's string_view as it is.
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+  };
   std::vector<prometheus::MetricFamily> families_;
-  std::unordered_map<std::string, FamilyState> by_name_;
+  std::unordered_map<std::string, FamilyState, NameHash, std::equal_to<>> by_name_;
   size_t dropped_duplicates_ = 0;
   size_t samples_ = 0;
 };

@@ -1,5 +1,8 @@
 #include "core/process_metrics.h"
 
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <sstream>
@@ -109,6 +112,17 @@ std::optional<ProcessStat> ParseProcessStat(std::string_view stat, double boot_t
   };
 }
 
+std::optional<size_t> OpenFdCount(const std::filesystem::path& fd_dir) {
+  struct statfs fs {};
+  struct stat st {};
+  if (::stat(fd_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  if (st.st_size > 0 && ::statfs(fd_dir.c_str(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC) {
+    return static_cast<size_t>(st.st_size);
+  }
+  // Counts the listing's own descriptor too, as client libraries that list the directory do.
+  return sysfs::ListDirectory(fd_dir).size();
+}
+
 void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out) {
   // The boot time never changes; /proc/stat is large on big hosts, so read it once.
   static const std::optional<double> boot = BootTime(procfs);
@@ -122,9 +136,8 @@ void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out) {
       out.Add(kStart, {}, stat->start_time_seconds);
     }
   }
-  const auto fd_dir = procfs / "self" / "fd";
-  if (std::error_code ec; std::filesystem::is_directory(fd_dir, ec)) {
-    out.Add(kOpenFds, {}, static_cast<double>(sysfs::ListDirectory(fd_dir).size()));
+  if (const auto fds = OpenFdCount(procfs / "self" / "fd")) {
+    out.Add(kOpenFds, {}, static_cast<double>(*fds));
   }
   if (const auto max = MaxFds(procfs)) out.Add(kMaxFds, {}, *max);
 }

@@ -6,20 +6,25 @@ network namespace with 64 veth interfaces, one run:
    scrapes `rdmascope serve`, `prometheus-node-exporter --collector.disable-defaults
    --collector.ethtool` and the prometheus-cpp floor (serve_floor: rdmascope's own output,
    captured at start, served as gauges by prometheus-cpp-pull's Exposer: the same series count
-   and label shape) for --seconds. Median and p90 of each job's raw scrape_duration_seconds
+   and label shape) and the client's floor (serve_static: the same captured bytes, pre-gzipped,
+   from memory by a server that does no work, so what Prometheus records for it is its own cost
+   plus loopback) for --seconds. Median and p90 of each job's raw scrape_duration_seconds
    samples (read back through Prometheus' HTTP API), CPU per scrape (utime+stime over the
    window / scrapes) and VmRSS.
 2. A keep-alive gzip load client (hey, one connection): 1,000 scrapes of rdmascope and of the
-   floor (100 of node_exporter: ~0.1 s each); then VmRSS and /proc/PID/smaps by kind of mapping.
+   floors (100 of node_exporter: ~0.1 s each); then VmRSS and /proc/PID/smaps by kind of mapping.
 3. The floor of rdmascope's libraries alone: a program whose main only pauses, linked with
    --no-as-needed against every library `ldd RDMASCOPE` lists, and the same against libc and
    libstdc++ only (built here with g++), their VmRSS.
-4. The earlier client (Python urllib: a new connection per scrape, no gzip), as a second table.
+4. The kernel's floor: the SIOCETHTOOL calls any `ethtool -S` exporter makes (ethtool_floor),
+   timed alone in the same namespace; with the client's floor, a lower bound for any exporter.
+5. The earlier client (Python urllib: a new connection per scrape, no gzip), as a second table.
 
 A bench fails (non-zero) when a server does not start or Prometheus has no samples of a job;
 the figures themselves are never asserted.
 
-Usage: scrape_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--floor SERVE_FLOOR] [--seconds N]
+Usage: scrape_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--floor SERVE_FLOOR] [--static SERVE_STATIC]
+                       [--ethtool-floor ETHTOOL_FLOOR] [--seconds N]
                        [--scrapes N] [--load-scrapes N] [--interfaces N]
 Writes OUTPUT_DIR/scrape_bench.md and prints it."""
 
@@ -40,10 +45,11 @@ from prometheus_run import (Prometheus, cpu_seconds, hey_requests, memory_kib,  
                             quantile, smaps_breakdown, wait_listening)
 
 # Ports inside the bench's own namespace.
-PORTS = {"rdmascope": 19633, "node": 19634, "floor": 19635}
+PORTS = {"rdmascope": 19633, "node": 19634, "floor": 19635, "static": 19637}
 PROMETHEUS_PORT = 19636
 NAMES = {"rdmascope": "rdmascope serve", "node": "node_exporter --collector.ethtool",
-         "floor": "prometheus-cpp floor (serve_floor)"}
+         "floor": "prometheus-cpp floor (serve_floor)",
+         "static": "zero-work server (serve_static): the same body from memory"}
 
 # Runs inside the namespace: scrapes one URL N times, prints one latency (seconds) per line.
 SCRAPER = r"""
@@ -136,15 +142,17 @@ def run(args, node_exporter, prometheus, tmp, ns):
                                    f"--web.listen-address=127.0.0.1:{PORTS['node']}"])
         wait_listening(ns, PORTS["rdmascope"], procs["rdmascope"])
         wait_listening(ns, PORTS["node"], procs["node"])
-        if args.floor:
-            exposition = os.path.join(tmp, "rdmascope.prom")
+        # Both floors serve one capture of rdmascope's output: the same series and bytes.
+        exposition = os.path.join(tmp, "rdmascope.prom")
+        if args.floor or args.static:
             with open(exposition, "w") as f:
                 subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf",
                                 f"http://127.0.0.1:{PORTS['rdmascope']}/metrics"], stdout=f,
                                check=True)
-            procs["floor"] = start(ns, [args.floor, exposition,
-                                        f"127.0.0.1:{PORTS['floor']}"])
-            wait_listening(ns, PORTS["floor"], procs["floor"])
+        for job, program in (("floor", args.floor), ("static", args.static)):
+            if program:
+                procs[job] = start(ns, [program, exposition, f"127.0.0.1:{PORTS[job]}"])
+                wait_listening(ns, PORTS[job], procs[job])
         jobs = list(procs)
 
         cpu_before = {job: cpu_seconds(p.pid) for job, p in procs.items()}
@@ -179,6 +187,7 @@ def run(args, node_exporter, prometheus, tmp, ns):
                                      args.scrapes if job != "node" else
                                      max(args.scrapes // 2, 10)) for job in jobs}
         per_collector = collector_durations(ns, PORTS["rdmascope"])
+        kernel = ethtool_floor(ns, args.ethtool_floor) if args.ethtool_floor else None
         for job, p in procs.items():
             if p.poll() is not None:
                 raise RuntimeError(f"{job} exited during the run ({p.returncode})")
@@ -186,14 +195,23 @@ def run(args, node_exporter, prometheus, tmp, ns):
         for p in procs.values():
             p.terminate()
             p.wait()
-    return jobs, prom_figures, load, python, per_collector
+    return jobs, prom_figures, load, python, per_collector, kernel
+
+
+def ethtool_floor(ns, program, rounds=300):
+    """The kernel's share: ETHTOOL_GSSET_INFO, GSTRINGS and GSTATS alone for every interface of
+    the namespace (tests/bench/ethtool_floor.c), median of ROUNDS rounds: {interfaces, ms}."""
+    out = subprocess.run(["ip", "netns", "exec", ns, program, str(rounds)], capture_output=True,
+                         text=True, check=True).stdout.split()
+    fields = dict(zip(out[::2], out[1::2]))
+    return {"interfaces": int(fields["interfaces"]), "ms": float(fields["median_ms"])}
 
 
 def mib(kib):
     return f"{kib / 1024:.2f}"
 
 
-def report(args, version, jobs, prom, load, python, per_collector, idle):
+def report(args, version, jobs, prom, load, python, per_collector, kernel, idle):
     ours = prom["rdmascope"]
     lines = [
         f"# Scrape benchmark: {args.interfaces} veth interfaces, one run",
@@ -227,6 +245,39 @@ def report(args, version, jobs, prom, load, python, per_collector, idle):
                      f"{ours['cpu_ms'] / max(prom['floor']['cpu_ms'], 1e-9):.2f}x.")
     else:
         lines.append("prometheus-cpp floor: not run (no --floor).")
+    target = prom["node"]["median_ms"] / 25
+    if "static" in prom:
+        floor = prom["static"]["median_ms"]
+        lines += [
+            "",
+            f"Client floor: Prometheus needs {floor:.2f} ms (median; p90 "
+            f"{prom['static']['p90_ms']:.2f} ms) to scrape the same body from a server that does "
+            "no work.",
+            f"25x node_exporter = {target:.2f} ms: "
+            + (f"above the client floor, leaving {target - floor:.2f} ms per scrape for "
+               "collecting + serialising + compressing."
+               if target > floor else
+               f"below the client floor by {floor - target:.2f} ms: no exporter reaches 25x "
+               "under this client on this machine in this run.")
+            + f" rdmascope spends {ours['median_ms'] - floor:.2f} ms above the client floor; "
+            f"node_exporter / rdmascope is {prom['node']['median_ms'] / ours['median_ms']:.1f}x, "
+            f"node_exporter / client floor {prom['node']['median_ms'] / floor:.1f}x.",
+        ]
+        if kernel:
+            bound = floor + kernel["ms"]
+            lines += [
+                "",
+                f"Kernel floor: the three SIOCETHTOOL calls any `ethtool -S` exporter makes per "
+                f"interface (count, names, values; tests/bench/ethtool_floor.c) take "
+                f"{kernel['ms']:.2f} ms for the {kernel['interfaces']} interfaces (median of 300 "
+                "rounds, same namespace, after the Prometheus window).",
+                f"Lower bound for any exporter of these statistics under this client: client floor "
+                f"+ kernel floor = {bound:.2f} ms, i.e. at most "
+                f"{prom['node']['median_ms'] / bound:.1f}x node_exporter in this run: 25x is "
+                + ("within reach." if bound <= target else "out of reach.")
+            ]
+    else:
+        lines.append(f"25x node_exporter = {target:.2f} ms; client floor: not run (no --static).")
     lines += [
         "",
         "## Keep-alive gzip load client (hey, one connection), after the Prometheus window",
@@ -307,6 +358,8 @@ def main():
     parser.add_argument("binary")
     parser.add_argument("outdir")
     parser.add_argument("--floor", help="serve_floor program (the prometheus-cpp floor)")
+    parser.add_argument("--static", help="serve_static program (the client's floor)")
+    parser.add_argument("--ethtool-floor", help="ethtool_floor program (the kernel's floor)")
     parser.add_argument("--seconds", type=int, default=60, help="Prometheus window")
     parser.add_argument("--scrapes", type=int, default=200, help="Python client scrapes")
     parser.add_argument("--load-scrapes", type=int, default=1000, help="hey scrapes")
@@ -322,12 +375,12 @@ def main():
     os.makedirs(args.outdir, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rdmascope-scrape-") as tmp:
         with netns.Namespaces("bench") as ns:
-            jobs, prom, load, python, per_collector = run(args, node_exporter, prometheus,
-                                                          tmp, ns[0])
+            jobs, prom, load, python, per_collector, kernel = run(args, node_exporter,
+                                                                  prometheus, tmp, ns[0])
         idle = idle_floor(args.binary, tmp)
     version_out = subprocess.run([node_exporter, "--version"], capture_output=True, text=True)
     version = ((version_out.stdout + version_out.stderr).strip().splitlines() or ["?"])[0]
-    text = report(args, version, jobs, prom, load, python, per_collector, idle)
+    text = report(args, version, jobs, prom, load, python, per_collector, kernel, idle)
     with open(os.path.join(args.outdir, "scrape_bench.md"), "w") as f:
         f.write(text)
     print(text)

@@ -1,8 +1,13 @@
 #include "core/process_metrics.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <vector>
 
 namespace rdmascope {
 namespace {
@@ -34,6 +39,31 @@ TEST(ProcessMetrics, ReadsOwnProcess) {
   EXPECT_TRUE(names.contains("process_resident_memory_bytes"));
   EXPECT_TRUE(names.contains("process_open_fds"));
   EXPECT_TRUE(names.contains("process_start_time_seconds"));
+}
+
+TEST(OpenFdCount, CountsTheEntriesOfADirectoryOutsideProcfs) {
+  // A fixture directory's size is the filesystem's (4096 on ext4, a multiple of 20 on tmpfs):
+  // only procfs reports the descriptor count as the size.
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "open_fd_count_fixture";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"0", "1", "2"}) std::ofstream(dir / name) << "";
+  EXPECT_EQ(OpenFdCount(dir), 3U);
+  EXPECT_EQ(OpenFdCount(dir / "0"), std::nullopt);  // not a directory
+  EXPECT_EQ(OpenFdCount(dir / "missing"), std::nullopt);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(OpenFdCount, FollowsTheProcessDescriptors) {
+  const auto before = OpenFdCount("/proc/self/fd");
+  ASSERT_TRUE(before);
+  std::vector<int> fds;
+  for (int i = 0; i < 10; ++i) fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  const auto during = OpenFdCount("/proc/self/fd");
+  for (const int fd : fds) ::close(fd);
+  ASSERT_TRUE(during);
+  EXPECT_EQ(*during, *before + 10);
+  EXPECT_EQ(OpenFdCount("/proc/self/fd"), before);
 }
 
 }  // namespace
