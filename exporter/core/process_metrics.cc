@@ -116,11 +116,13 @@ std::optional<size_t> OpenFdCount(const std::filesystem::path& fd_dir) {
   struct statfs fs {};
   struct stat st {};
   if (::stat(fd_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
-  if (st.st_size > 0 && ::statfs(fd_dir.c_str(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC) {
-    return static_cast<size_t>(st.st_size);
-  }
-  // Counts the listing's own descriptor too, as client libraries that list the directory do.
-  return sysfs::ListDirectory(fd_dir).size();
+  const bool procfs = ::statfs(fd_dir.c_str(), &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+  if (procfs && st.st_size > 0) return static_cast<size_t>(st.st_size);
+  size_t entries = sysfs::ListDirectory(fd_dir).size();
+  // On procfs the descriptor open for the listing is one of the entries: not counted, so that
+  // both ways give the same figure.
+  if (procfs && entries > 0) --entries;
+  return entries;
 }
 
 void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out) {

@@ -35,7 +35,8 @@ std::optional<uint64_t> ParseStatField(std::string_view stat, size_t field);
 // Open descriptors in `fd_dir` (<procfs>/self/fd). On procfs since Linux 6.2 the directory's
 // size is that count (fs/proc/fd.c, proc_fd_getattr: proc_readfd_count): one stat instead of
 // listing every descriptor (~150 for the exporter's BPF links, programs and perf events);
-// otherwise (older kernels: size 0; a fixture directory) the entries are counted.
+// otherwise (older kernels: size 0; a fixture directory) the entries are counted, less the
+// listing's own descriptor on procfs.
 // nullopt if it is not a directory.
 std::optional<size_t> OpenFdCount(const std::filesystem::path& fd_dir);
 

@@ -9,6 +9,8 @@
 #include <set>
 #include <vector>
 
+#include "core/sysfs.h"
+
 namespace rdmascope {
 namespace {
 
@@ -64,6 +66,13 @@ TEST(OpenFdCount, FollowsTheProcessDescriptors) {
   ASSERT_TRUE(during);
   EXPECT_EQ(*during, *before + 10);
   EXPECT_EQ(OpenFdCount("/proc/self/fd"), before);
+}
+
+TEST(OpenFdCount, LeavesOutTheDescriptorOfAListing) {
+  // A listing holds one descriptor open on the directory while it reads it.
+  const auto count = OpenFdCount("/proc/self/fd");
+  ASSERT_TRUE(count);
+  EXPECT_EQ(*count + 1, sysfs::ListDirectory("/proc/self/fd").size());
 }
 
 }  // namespace
