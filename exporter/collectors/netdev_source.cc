@@ -56,7 +56,9 @@ std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) 
       settings = std::move(it->second);
     }
     if (!settings.read_at || now - *settings.read_at >= refresh_interval_) {
-      settings = Settings{.ifindex = ifindex.value_or(0)};
+      // The stat names are not settings: GetStats checks them on every read.
+      settings =
+          Settings{.ifindex = ifindex.value_or(0), .stat_names = std::move(settings.stat_names)};
       // Virtual interfaces (veth, bridge, bond, VLAN) have no parent device: one lstat says so,
       // and spares them the NUMA node, DCB and link error reads that can only fail.
       std::error_code ec;
@@ -79,7 +81,7 @@ std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) 
     snap.driver = settings.driver;
     snap.coalesce = settings.coalesce;
     snap.private_flags = settings.private_flags;
-    snap.stats = Keep(ethtool->GetStats(name), name, "stats");
+    snap.stats = Keep(ethtool->GetStats(name, &settings.stat_names), name, "stats");
     // PFC and link errors live on physical ports: no DCB operations and no wire to corrupt
     // frames on the others, which saves a netlink round trip and four sysfs reads each.
     if (dcb && settings.physical) snap.pfc = Keep(dcb->QueryPfc(name), name, "dcb-pfc");

@@ -72,6 +72,8 @@ class SystemNetdevSource : public NetdevSource {
   // The settings of one interface as last read.
   struct Settings {
     int ifindex = 0;
+    // The names of the last stats read (GetStats' `last_names`), kept across refreshes.
+    std::string stat_names;
     std::optional<std::chrono::steady_clock::time_point> read_at;  // nullopt: read again
     bool physical = false;
     std::optional<int64_t> numa_node;

@@ -69,7 +69,8 @@ class GuardedBuffer {
 
 // mmap/mprotect/munmap per call cost more than the ioctls themselves, so each thread keeps
 // its buffers (strings, values, strings again) and only remaps when a device needs more room
-// or the last attempt failed. Only memory is cached, never names: every read fetches them.
+// or the last attempt failed. Only memory is cached here: the names of the last read are the
+// caller's (GetStats' `last_names`), and every read fetches the names again to compare.
 GuardedBuffer& Scratch(int slot, size_t bytes) {
   thread_local std::unique_ptr<GuardedBuffer> buffers[3];
   std::unique_ptr<GuardedBuffer>& buffer = buffers[slot];
@@ -178,7 +179,8 @@ std::expected<uint32_t, int> Ethtool::StatsCount(std::string_view ifname) const 
   return count;
 }
 
-std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) const {
+std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname,
+                                                   std::string* last_names) const {
   int last_error = EAGAIN;
   // The count is asked for before every read, never taken from the last scrape: with a stale
   // count a driver whose count fell to 0 would reach ethtool_get_strings(), which WARNs on a
@@ -188,6 +190,7 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
     if (!count) return std::unexpected(count.error());
     if (*count == 0) return EthtoolStats{};
     const uint32_t capacity = *count + kSlackEntries;
+    const size_t names_bytes = size_t{*count} * ETH_GSTRING_LEN;
 
     const size_t strings_bytes = sizeof(ethtool_gstrings) + size_t{capacity} * ETH_GSTRING_LEN;
     GuardedBuffer& strings = Scratch(0, strings_bytes);
@@ -196,71 +199,84 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname) cons
     for (const GuardedBuffer* buffer : {&strings, &values, &check}) {
       if (buffer->data() == nullptr) return std::unexpected(buffer->error());
     }
+    auto* gstrings = reinterpret_cast<ethtool_gstrings*>(strings.data());
+    auto* gstats = reinterpret_cast<ethtool_stats*>(values.data());
+    auto* again = reinterpret_cast<ethtool_gstrings*>(check.data());
+
+    const auto read_strings = [&](ethtool_gstrings* buffer) {
+      buffer->cmd = ETHTOOL_GSTRINGS;
+      buffer->string_set = ETH_SS_STATS;
+      buffer->len = *count;
+      return Ioctl(ifname, buffer);
+    };
+    const auto read_values = [&] {
+      gstats->cmd = ETHTOOL_GSTATS;
+      gstats->n_stats = *count;
+      return Ioctl(ifname, gstats);
+    };
+    // Both reads of one configuration: the count asked for, the names of `names`.
+    const auto pairs_with = [&](const char* names) {
+      return gstats->n_stats == *count && again->len == *count &&
+             std::memcmp(again->data, names, names_bytes) == 0;
+    };
+    const auto pair_up = [&] {
+      EthtoolStats stats;
+      stats.reserve(*count);
+      for (uint32_t i = 0; i < *count; ++i) {
+        const char* name = reinterpret_cast<const char*>(again->data) + size_t{i} * ETH_GSTRING_LEN;
+        stats.emplace_back(FixedString(name, ETH_GSTRING_LEN), gstats->data[i]);
+      }
+      if (last_names != nullptr)
+        last_names->assign(reinterpret_cast<const char*>(again->data), names_bytes);
+      return stats;
+    };
+    const auto retry = [&](int err, const char* why) {
+      log::Debug(why, {{"device", std::string(ifname)}, {"count", std::to_string(*count)}});
+      last_error = err;
+    };
+
+    // Values, then names, compared with the names of the last read: the kernel's three calls
+    // (count, values, names) as `ethtool -S` makes them. Names that differ (a reconfiguration
+    // since the last read, or during this one) fall through to the full read below.
+    if (last_names != nullptr && last_names->size() == names_bytes) {
+      int err = read_values();
+      if (err == 0) err = read_strings(again);
+      if (err != 0 && err != EFAULT) return std::unexpected(err);
+      if (err == 0 && pairs_with(last_names->data())) return pair_up();
+    }
 
     // Names, values, names again: a reconfiguration that keeps the count but changes the
     // names (rx 1/tx 8 -> rx 3/tx 1 queues on veth: 24 stats both) shows as different names.
-    const auto read_strings = [&](GuardedBuffer& buffer) {
-      auto* gstrings = reinterpret_cast<ethtool_gstrings*>(buffer.data());
-      gstrings->cmd = ETHTOOL_GSTRINGS;
-      gstrings->string_set = ETH_SS_STATS;
-      gstrings->len = *count;
-      return Ioctl(ifname, gstrings);
-    };
-    if (const int err = read_strings(strings); err != 0) {
+    if (const int err = read_strings(gstrings); err != 0) {
       if (err != EFAULT) return std::unexpected(err);
-      log::Debug("ethtool strings overran the buffer; retrying", {{"device", std::string(ifname)}});
-      last_error = err;  // grew beyond the buffer: retry with the new count
+      retry(err, "ethtool strings overran the buffer; retrying");  // grew beyond the buffer
       continue;
     }
-    if (reinterpret_cast<const ethtool_gstrings*>(strings.data())->len != *count) {
+    if (gstrings->len != *count) {
       // Not the count asked for (a change since ETHTOOL_GSSET_INFO): the values cannot pair
       // up with these names, so ask for the count again.
-      log::Debug("ethtool stat count changed before the read; retrying",
-                 {{"device", std::string(ifname)}, {"count", std::to_string(*count)}});
-      last_error = EAGAIN;
+      retry(EAGAIN, "ethtool stat count changed before the read; retrying");
       continue;
     }
-    auto* gstats = reinterpret_cast<ethtool_stats*>(values.data());
-    gstats->cmd = ETHTOOL_GSTATS;
-    gstats->n_stats = *count;
-    if (const int err = Ioctl(ifname, gstats); err != 0) {
+    if (const int err = read_values(); err != 0) {
       if (err != EFAULT) return std::unexpected(err);
-      last_error = err;
+      retry(err, "ethtool stats overran the buffer; retrying");
       continue;
     }
-    if (const int err = read_strings(check); err != 0) {
+    if (const int err = read_strings(again); err != 0) {
       if (err != EFAULT) return std::unexpected(err);
-      last_error = err;
+      retry(err, "ethtool strings overran the buffer; retrying");
       continue;
     }
-    const auto* gstrings = reinterpret_cast<const ethtool_gstrings*>(strings.data());
-    const auto* again = reinterpret_cast<const ethtool_gstrings*>(check.data());
     // Names and values must come from the same configuration: if a count moved, or the
     // names did, the pairing is unknowable, so read again.
-    if (gstrings->len != *count || gstats->n_stats != *count || again->len != *count) {
-      log::Debug("ethtool stat count changed during the read; retrying",
-                 {{"device", std::string(ifname)},
-                  {"count", std::to_string(*count)},
-                  {"strings", std::to_string(gstrings->len)},
-                  {"values", std::to_string(gstats->n_stats)}});
-      last_error = EAGAIN;
+    if (!pairs_with(reinterpret_cast<const char*>(gstrings->data))) {
+      retry(EAGAIN, "ethtool stat count or names changed during the read; retrying");
       continue;
     }
-    if (std::memcmp(gstrings->data, again->data, size_t{*count} * ETH_GSTRING_LEN) != 0) {
-      log::Debug("ethtool stat names changed during the read; retrying",
-                 {{"device", std::string(ifname)}, {"count", std::to_string(*count)}});
-      last_error = EAGAIN;
-      continue;
-    }
-    EthtoolStats stats;
-    stats.reserve(*count);
-    for (uint32_t i = 0; i < *count; ++i) {
-      const char* name =
-          reinterpret_cast<const char*>(gstrings->data) + size_t{i} * ETH_GSTRING_LEN;
-      stats.emplace_back(FixedString(name, ETH_GSTRING_LEN), gstats->data[i]);
-    }
-    return stats;
+    return pair_up();
   }
+  if (last_names != nullptr) last_names->clear();
   return std::unexpected(last_error);
 }
 

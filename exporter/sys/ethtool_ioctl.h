@@ -52,7 +52,12 @@ class Ethtool {
   ~Ethtool();
 
   std::expected<DriverInfo, int> GetDriverInfo(std::string_view ifname) const;
-  std::expected<EthtoolStats, int> GetStats(std::string_view ifname) const;
+  // `last_names`, if given, is the caller's copy of this interface's names from its last read
+  // (empty at first): with it, a device whose names did not change is read in the kernel's
+  // three calls (count, values, names) instead of four (count, names, values, names). The
+  // pairing is checked the same way: the names read after the values must be those expected.
+  std::expected<EthtoolStats, int> GetStats(std::string_view ifname,
+                                            std::string* last_names = nullptr) const;
   std::expected<CoalesceSettings, int> GetCoalesce(std::string_view ifname) const;
   // ETH_SS_PRIV_FLAGS names, then ETHTOOL_GPFLAGS (bit i is name i): mlx5's rx_cqe_compress...
   std::expected<PrivateFlags, int> GetPrivateFlags(std::string_view ifname) const;

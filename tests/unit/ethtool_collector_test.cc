@@ -428,6 +428,29 @@ TEST_F(SystemNetdevSourceTest, SettingsServedBetweenRefreshesStatsAndMtuEveryScr
   EXPECT_EQ(netns.Count("veth0", ETHTOOL_GCOALESCE), 2U);
 }
 
+// The stat names are read twice at an interface's first scrape (before and after the values),
+// then once per scrape, refreshes included; an interface re-created under its name with other
+// stats of the same count is paired with its own names.
+TEST_F(SystemNetdevSourceTest, StatNamesReadOncePerScrapeOnceKnown) {
+  const SystemNetdevSource source = Source(std::chrono::seconds(60));
+  source.Read(NameFilter());
+  EXPECT_EQ(netns.Count("veth0", ETHTOOL_GSTRINGS), 2U);
+  for (int scrape = 0; scrape < 3; ++scrape) {
+    now += std::chrono::seconds(30);  // one refresh among them
+    source.Read(NameFilter());
+  }
+  EXPECT_EQ(netns.Count("veth0", ETHTOOL_GSTRINGS), 5U);
+  EXPECT_EQ(netns.Count("veth0", ETHTOOL_GSTATS), 4U);
+
+  netns.interfaces["veth0"] = {.ifindex = 11, .stats = {"tx_timeout", "rx_queue_0_drops"}};
+  netns.interfaces["veth0"].value = 40;
+  now += std::chrono::seconds(1);
+  const auto read = source.Read(NameFilter());
+  const NetdevSnapshot& recreated = Find(read, "veth0");
+  ASSERT_TRUE(recreated.stats);
+  EXPECT_EQ(*recreated.stats, (sys::EthtoolStats{{"tx_timeout", 40}, {"rx_queue_0_drops", 41}}));
+}
+
 // --collector.ethtool.refresh-interval=0s: a coalescing change shows at the next scrape.
 TEST_F(SystemNetdevSourceTest, RefreshIntervalZeroReadsSettingsEveryScrape) {
   const SystemNetdevSource source = Source(std::chrono::seconds(0));

@@ -140,6 +140,77 @@ TEST(EthtoolIoctl, StableDeviceReadsOnce) {
                                                    ETHTOOL_GSTATS, ETHTOOL_GSTRINGS}));
 }
 
+// With the names of the last read the kernel's three calls do: count, values, names.
+TEST(EthtoolIoctl, KnownNamesAreReadOnceAfterTheValues) {
+  auto driver = std::make_shared<FakeDriver>();
+  driver->configs = {{VethNames(2, 2), 500}};
+  const Ethtool ethtool = Ethtool::WithIoctl(
+      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
+  std::string names;
+  ASSERT_TRUE(ethtool.GetStats("veth0", &names));
+  EXPECT_EQ(names.size(), driver->configs[0].names.size() * ETH_GSTRING_LEN);
+  driver->served.clear();
+  driver->configs[0].base = 900;  // the counters moved on
+  const auto stats = ethtool.GetStats("veth0", &names);
+  ASSERT_TRUE(stats);
+  ExpectConsistent(*stats, driver->configs[0]);
+  EXPECT_EQ(driver->served,
+            (std::vector<uint32_t>{ETHTOOL_GSSET_INFO, ETHTOOL_GSTATS, ETHTOOL_GSTRINGS}));
+}
+
+// Reconfigured between two scrapes, same count: the names known from the last read no longer
+// match, and the values are paired with the new ones, not the remembered ones.
+TEST(EthtoolIoctl, KnownNamesThatChangedAreNotPairedUp) {
+  auto driver = std::make_shared<FakeDriver>();
+  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
+  const Ethtool ethtool = Ethtool::WithIoctl(
+      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
+  std::string names;
+  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  driver->current = 1;
+  const auto stats = ethtool.GetStats("race0", &names);
+  ASSERT_TRUE(stats) << std::strerror(stats.error());
+  ExpectConsistent(*stats, driver->configs[1]);
+  // The next read knows the new names: three calls again.
+  driver->served.clear();
+  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  EXPECT_EQ(driver->served.size(), 3U);
+}
+
+// Reconfigured between the values and the names of one read: the values are of the old
+// configuration, the names of the new; neither the remembered names nor the new ones may be
+// paired with them.
+TEST(EthtoolIoctl, KnownNamesChangingDuringTheReadAreNotPairedUp) {
+  auto driver = std::make_shared<FakeDriver>();
+  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
+  const Ethtool ethtool = Ethtool::WithIoctl(
+      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
+  std::string names;
+  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  driver->after = [&](uint32_t cmd) {
+    if (cmd == ETHTOOL_GSTATS && driver->current == 0) driver->current = 1;
+  };
+  const auto stats = ethtool.GetStats("race0", &names);
+  ASSERT_TRUE(stats) << std::strerror(stats.error());
+  ExpectConsistent(*stats, driver->configs[1]);
+}
+
+TEST(EthtoolIoctl, KnownNamesAreForgottenWhenNoReadSucceeds) {
+  auto driver = std::make_shared<FakeDriver>();
+  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
+  const Ethtool ethtool = Ethtool::WithIoctl(
+      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
+  std::string names;
+  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  driver->after = [&](uint32_t cmd) {
+    if (cmd == ETHTOOL_GSTATS) driver->current ^= 1;
+  };
+  const auto stats = ethtool.GetStats("race0", &names);
+  ASSERT_FALSE(stats);
+  EXPECT_EQ(stats.error(), EAGAIN);
+  EXPECT_TRUE(names.empty());
+}
+
 int FailingMprotect(void*, size_t, int) {
   errno = ENOMEM;  // the process hit vm.max_map_count: the mapping cannot be split
   return -1;
