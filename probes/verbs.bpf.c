@@ -80,6 +80,13 @@ static __always_inline __u64 owner_start(void) {
   return BPF_CORE_READ(task, group_leader, start_boottime);
 }
 
+/* Counted after the insert it follows: user space reads the count before it walks, so a
+ * count it has seen is never ahead of the maps. */
+static __always_inline void inserted(void) {
+  struct verbs_globals* g = global_counters();
+  if (g) __sync_fetch_and_add(&g->inserts, 1);
+}
+
 /* The current image's exec generation (see verbs_proc_key in verbs.h). */
 static __always_inline __u32 owner_exec_id(void) {
   struct task_struct* task = (struct task_struct*)bpf_get_current_task();
@@ -126,7 +133,8 @@ static __always_inline struct verbs_proc* owner(__u32 tgid, __u64 start) {
   __builtin_memset(fresh, 0, sizeof(*fresh));
   fresh->proc_start = start;
   bpf_get_current_comm(fresh->comm, sizeof(fresh->comm));
-  bpf_map_update_elem(&procs, &key, fresh, BPF_NOEXIST); /* -EEXIST: a sibling won */
+  /* -EEXIST: a sibling won */
+  if (bpf_map_update_elem(&procs, &key, fresh, BPF_NOEXIST) == 0) inserted();
   proc = bpf_map_lookup_elem(&procs, &key);
   if (!proc) {
     struct verbs_globals* g = global_counters();
@@ -184,7 +192,10 @@ int BPF_KRETPROBE(create_cq_return, void* cq) {
       .handle = user_u32((__u64)cq, VERBS_CQ_HANDLE),
   };
   device_name((__u64)cq, value.device);
-  if (bpf_map_update_elem(&cqs, &key, &value, BPF_ANY) != 0) lost_object();
+  if (bpf_map_update_elem(&cqs, &key, &value, BPF_ANY) != 0)
+    lost_object();
+  else
+    inserted();
   return 0;
 }
 
@@ -252,7 +263,10 @@ int BPF_KRETPROBE(create_qp_return, void* qp) {
       .max_send_sge = user_u32(call.attr, VERBS_QP_INIT_MAX_SEND_SGE),
       .max_recv_sge = user_u32(call.attr, VERBS_QP_INIT_MAX_RECV_SGE),
   };
-  if (bpf_map_update_elem(&qps, &key, &value, BPF_ANY) != 0) lost_object();
+  if (bpf_map_update_elem(&qps, &key, &value, BPF_ANY) != 0)
+    lost_object();
+  else
+    inserted();
   return 0;
 }
 
@@ -310,7 +324,10 @@ int BPF_KRETPROBE(create_srq_return, void* srq) {
       .handle = user_u32((__u64)srq, VERBS_SRQ_HANDLE),
   };
   device_name((__u64)srq, value.device);
-  if (bpf_map_update_elem(&srqs, &key, &value, BPF_ANY) != 0) lost_object();
+  if (bpf_map_update_elem(&srqs, &key, &value, BPF_ANY) != 0)
+    lost_object();
+  else
+    inserted();
   return 0;
 }
 

@@ -73,13 +73,14 @@ struct KeyBytesLess {
 };
 
 // Calls visit(key, value) once for every entry of a hash map; deletes the entries it returns
-// true for. bpf_map_get_next_key() restarts from the first key when the current one was
-// deleted meanwhile (the probes delete on destroy): entries seen already are skipped, so that
-// nothing is counted twice. Returns 0 when the walk saw the whole map, else the errno that cut
-// it short (get_next_key failing otherwise than ENOENT, the end) or made it skip an entry
-// (lookup failing otherwise than ENOENT, an entry deleted meanwhile): its figures are partial.
+// true for, and adds the number of entries it met to `visited`. bpf_map_get_next_key() restarts
+// from the first key when the current one was deleted meanwhile (the probes delete on destroy):
+// entries seen already are skipped, so that nothing is counted twice. Returns 0 when the walk saw
+// the whole map, else the errno that cut it short (get_next_key failing otherwise than ENOENT, the
+// end) or made it skip an entry (lookup failing otherwise than ENOENT, an entry deleted meanwhile):
+// its figures are partial.
 template <typename Key, typename Value, typename Visitor>
-int ForEach(int fd, Visitor visit) {
+int ForEach(int fd, size_t& visited, Visitor visit) {
   std::vector<Key> doomed;
   std::set<Key, KeyBytesLess<Key>> seen;
   Key key{};
@@ -94,6 +95,7 @@ int ForEach(int fd, Visitor visit) {
     key = next;
     previous = &key;
     if (!seen.insert(key).second) continue;
+    ++visited;
     Value value{};
     if (bpf_map_lookup_elem(fd, &key, &value) != 0) {
       if (errno != ENOENT && walk_errno == 0) walk_errno = errno;
@@ -212,6 +214,25 @@ VerbsProbe::~VerbsProbe() {
 VerbsSnapshot VerbsProbe::Snapshot() {
   std::lock_guard lock(mutex_);
   VerbsSnapshot snapshot;
+  // The globals first: their insert count, read before the walk, is never ahead of the maps.
+  verbs_globals globals{};
+  const uint32_t zero = 0;
+  const bool globals_known =
+      bpf_map_lookup_elem(bpf_map__fd(skel_->maps.globals), &zero, &globals) == 0;
+  if (globals_known) {
+    snapshot.lost_calls = globals.lost_calls;
+    snapshot.lost_objects = globals.lost_objects;
+    snapshot.lost_processes = globals.lost_procs;
+  } else {
+    snapshot.globals_known = false;
+    log::Warn("cannot read the verbs probes' globals map: rdma_verbs_lost_total left out",
+              {{"err", std::strerror(errno)}});
+  }
+  const uint64_t inserts = globals.inserts;
+  // Only the probes add entries: maps found empty, with nothing inserted since, are empty.
+  if (globals_known && walked_empty_ && inserts == inserts_at_walk_) return snapshot;
+  walked_empty_ = false;  // until this walk has seen all four maps whole
+  size_t visited = 0;     // entries of the four maps this walk met
   // Owners not known to be gone: (pid, exec generation, start). Owners positively gone (no
   // such pid, or the pid reused) are deleted with their objects; an owner whose /proc entry
   // could not be read this time is kept and reported, and asked again at the next scrape.
@@ -227,22 +248,23 @@ VerbsSnapshot VerbsProbe::Snapshot() {
         std::string("cannot walk the verbs probes' ") + map + " map: " + std::strerror(err);
     return partial;
   };
-  const int procs_err = ForEach<verbs_proc_key, verbs_proc>(procs_fd, [&](const verbs_proc_key& key,
-                                                                          const verbs_proc& proc) {
-    const uint32_t pid = key.tgid;
-    const Liveness liveness = ProcessLiveness(procfs_, pid, proc.proc_start, ns_per_tick_);
-    if (liveness == Liveness::kGone) return true;
-    if (liveness == Liveness::kUnknown) {
-      log::Debug("verbs: cannot tell whether a process still runs; keeping its objects",
-                 {{"pid", std::to_string(pid)}});
-    }
-    live.insert({pid, key.exec_id, proc.proc_start});
-    VerbsProcess& out = processes[pid];
-    out.pid = pid;
-    out.comm = sysfs::FixedString(proc.comm, sizeof proc.comm);
-    std::copy(std::begin(proc.async_events), std::end(proc.async_events), out.async_events.begin());
-    return false;
-  });
+  const int procs_err = ForEach<verbs_proc_key, verbs_proc>(
+      procs_fd, visited, [&](const verbs_proc_key& key, const verbs_proc& proc) {
+        const uint32_t pid = key.tgid;
+        const Liveness liveness = ProcessLiveness(procfs_, pid, proc.proc_start, ns_per_tick_);
+        if (liveness == Liveness::kGone) return true;
+        if (liveness == Liveness::kUnknown) {
+          log::Debug("verbs: cannot tell whether a process still runs; keeping its objects",
+                     {{"pid", std::to_string(pid)}});
+        }
+        live.insert({pid, key.exec_id, proc.proc_start});
+        VerbsProcess& out = processes[pid];
+        out.pid = pid;
+        out.comm = sysfs::FixedString(proc.comm, sizeof proc.comm);
+        std::copy(std::begin(proc.async_events), std::end(proc.async_events),
+                  out.async_events.begin());
+        return false;
+      });
   if (procs_err != 0) return failed("process", procs_err);
   const auto owned_by_live = [&](const verbs_key& key, uint64_t proc_start) {
     return live.contains({key.tgid, key.exec_id, proc_start});
@@ -258,7 +280,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
   };
 
   std::map<std::pair<uint32_t, uint64_t>, verbs_cq> cqs;
-  const int cqs_err = ForEach<verbs_key, verbs_cq>(bpf_map__fd(skel_->maps.cqs),
+  const int cqs_err = ForEach<verbs_key, verbs_cq>(bpf_map__fd(skel_->maps.cqs), visited,
                                                    [&](const verbs_key& key, const verbs_cq& cq) {
                                                      if (!owned_by_live(key, cq.proc_start)) {
                                                        return orphaned(key, cq.proc_start);
@@ -269,7 +291,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
   if (cqs_err != 0) return failed("CQ", cqs_err);
   std::map<uint32_t, std::map<uint64_t, uint32_t>> srq_depths;  // pid -> srq -> max_wr
   const int srqs_err = ForEach<verbs_key, verbs_srq>(
-      bpf_map__fd(skel_->maps.srqs), [&](const verbs_key& key, const verbs_srq& srq) {
+      bpf_map__fd(skel_->maps.srqs), visited, [&](const verbs_key& key, const verbs_srq& srq) {
         if (!owned_by_live(key, srq.proc_start)) return orphaned(key, srq.proc_start);
         srq_depths[key.tgid][key.object] = srq.max_wr;
         snapshot.srqs.push_back({.pid = key.tgid,
@@ -285,7 +307,7 @@ VerbsSnapshot VerbsProbe::Snapshot() {
   std::map<uint32_t, std::vector<VerbsQpLinks>> qps;
   std::vector<uint64_t> qp_send_cqs;  // of snapshot.qps, in the same order
   const int qps_err = ForEach<verbs_key, verbs_qp>(
-      bpf_map__fd(skel_->maps.qps), [&](const verbs_key& key, const verbs_qp& qp) {
+      bpf_map__fd(skel_->maps.qps), visited, [&](const verbs_key& key, const verbs_qp& qp) {
         if (!owned_by_live(key, qp.proc_start)) return orphaned(key, qp.proc_start);
         qps[key.tgid].push_back(
             {qp.send_cq, qp.recv_cq, qp.srq, qp.max_send_wr, qp.max_recv_wr, qp.type});
@@ -344,17 +366,8 @@ VerbsSnapshot VerbsProbe::Snapshot() {
     if (live_pids.contains(pid)) snapshot.processes.push_back(std::move(process));
   }
 
-  verbs_globals globals{};
-  const uint32_t zero = 0;
-  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.globals), &zero, &globals) == 0) {
-    snapshot.lost_calls = globals.lost_calls;
-    snapshot.lost_objects = globals.lost_objects;
-    snapshot.lost_processes = globals.lost_procs;
-  } else {
-    snapshot.globals_known = false;
-    log::Warn("cannot read the verbs probes' globals map: rdma_verbs_lost_total left out",
-              {{"err", std::strerror(errno)}});
-  }
+  walked_empty_ = globals_known && visited == 0;
+  inserts_at_walk_ = inserts;
   return snapshot;
 }
 

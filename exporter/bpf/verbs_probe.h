@@ -145,6 +145,10 @@ class VerbsProbe {
   std::filesystem::path procfs_;
   uint64_t ns_per_tick_ = 10000000;  // 1e9 / USER_HZ
   std::mutex mutex_;                 // map cleanup must not run twice at once
+  // The last walk found all four maps empty, with the probes' insert count at this value:
+  // while the count stands still they are still empty, and the walk is skipped.
+  bool walked_empty_ = false;
+  uint64_t inserts_at_walk_ = 0;
 };
 
 }  // namespace rdmascope

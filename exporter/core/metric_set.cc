@@ -34,6 +34,27 @@ size_t ValidSequenceLength(std::string_view in, size_t i) {
   return len;
 }
 
+// boost::hash_combine's mixing, widened to 64 bits.
+uint64_t HashCombine(uint64_t seed, uint64_t value) {
+  return seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 12) + (seed >> 4));
+}
+
+using Labels = std::vector<prometheus::ClientMetric::Label>;
+
+// Whether Prometheus sees one series: the same non-empty labels, in any order (a handful each).
+bool SameSeries(const Labels& a, const Labels& b) {
+  const auto non_empty = [](const prometheus::ClientMetric::Label& l) { return !l.value.empty(); };
+  const auto contains_all = [&](const Labels& x, const Labels& y) {
+    return std::ranges::all_of(x, [&](const prometheus::ClientMetric::Label& label) {
+      return label.value.empty() || std::ranges::any_of(y, [&](const auto& other) {
+               return other.name == label.name && other.value == label.value;
+             });
+    });
+  };
+  return std::ranges::count_if(a, non_empty) == std::ranges::count_if(b, non_empty) &&
+         contains_all(a, b);
+}
+
 }  // namespace
 
 std::string SanitizeUtf8(std::string_view in) {
@@ -79,18 +100,23 @@ bool MetricSet::AddHistogram(const MetricDesc& desc, std::initializer_list<Label
 template <typename LabelRange>
 bool MetricSet::AddImpl(const MetricDesc& desc, const LabelRange& labels, double value,
                         prometheus::ClientMetric::Histogram* histogram) {
-  // Found without building a key string: a scrape adds thousands of samples to a few families.
-  auto it = by_name_.find(desc.name);
-  if (it == by_name_.end()) {
-    it = by_name_.try_emplace(std::string(desc.name)).first;
-    it->second.index = families_.size();
-    prometheus::MetricFamily family;
-    family.name = std::string(desc.name);
-    family.help = std::string(desc.help);
-    family.type = desc.type;
-    families_.push_back(std::move(family));
+  // A scrape adds thousands of samples to a few families, mostly several in a row to one:
+  // the last family is compared first, then looked up without building a key string.
+  if (last_ == nullptr || last_->first != desc.name) {
+    auto it = by_name_.find(desc.name);
+    if (it == by_name_.end()) {
+      it = by_name_.try_emplace(std::string(desc.name)).first;
+      it->second.index = families_.size();
+      prometheus::MetricFamily family;
+      family.name = std::string(desc.name);
+      family.help = std::string(desc.help);
+      family.type = desc.type;
+      families_.push_back(std::move(family));
+    }
+    last_ = &*it;  // elements of an unordered_map stay where they are when it rehashes
   }
-  prometheus::MetricFamily& family = families_[it->second.index];
+  FamilyState& state = last_->second;
+  prometheus::MetricFamily& family = families_[state.index];
   if (family.type != desc.type) {
     ++dropped_duplicates_;
     return false;
@@ -98,17 +124,23 @@ bool MetricSet::AddImpl(const MetricDesc& desc, const LabelRange& labels, double
 
   prometheus::ClientMetric metric;
   metric.label.reserve(labels.size());
-  std::string key;
+  // Summed per label: Prometheus sorts a series' labels, so {a,b} and {b,a} are one series;
+  // and a label with an empty value is no label to it, so {a,b=""} and {a} are one too.
+  uint64_t hash = 0;
   for (const auto& [name, raw_value] : labels) {
-    std::string label_value = SanitizeUtf8(raw_value);
-    key.append(name).push_back('\0');
-    key.append(label_value).push_back('\0');
-    metric.label.push_back({std::string(name), std::move(label_value)});
+    metric.label.push_back({std::string(name), SanitizeUtf8(raw_value)});
+    if (raw_value.empty()) continue;
+    hash += HashCombine(std::hash<std::string_view>{}(name),
+                        std::hash<std::string_view>{}(metric.label.back().value));
   }
-  if (!it->second.series.insert(std::move(key)).second) {
+  if ((state.hashes.size() + 1) * 2 > state.slots.size()) Grow(state);
+  uint32_t* slot = FindSlot(state, family, metric, hash);
+  if (*slot != 0) {
     ++dropped_duplicates_;
     return false;
   }
+  *slot = static_cast<uint32_t>(family.metric.size() + 1);
+  state.hashes.push_back(hash);
   switch (desc.type) {
     case prometheus::MetricType::Counter:
       metric.counter.value = value;
@@ -128,7 +160,29 @@ bool MetricSet::AddImpl(const MetricDesc& desc, const LabelRange& labels, double
   return true;
 }
 
+uint32_t* MetricSet::FindSlot(FamilyState& state, const prometheus::MetricFamily& family,
+                              const prometheus::ClientMetric& metric, uint64_t hash) {
+  const size_t mask = state.slots.size() - 1;
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    uint32_t& slot = state.slots[i];
+    if (slot == 0) return &slot;
+    if (state.hashes[slot - 1] != hash) continue;
+    if (SameSeries(family.metric[slot - 1].label, metric.label)) return &slot;
+  }
+}
+
+void MetricSet::Grow(FamilyState& state) {
+  state.slots.assign(std::max<size_t>(16, state.slots.size() * 2), 0);
+  const size_t mask = state.slots.size() - 1;
+  for (size_t series = 0; series < state.hashes.size(); ++series) {
+    size_t i = state.hashes[series] & mask;
+    while (state.slots[i] != 0) i = (i + 1) & mask;
+    state.slots[i] = static_cast<uint32_t>(series + 1);
+  }
+}
+
 std::vector<prometheus::MetricFamily> MetricSet::Take() {
+  last_ = nullptr;
   by_name_.clear();
   samples_ = 0;
   std::vector<prometheus::MetricFamily> out = std::move(families_);

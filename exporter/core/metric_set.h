@@ -13,7 +13,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -33,6 +32,23 @@ using Label = std::pair<std::string_view, std::string_view>;
 
 class MetricSet {
  public:
+  MetricSet() = default;
+  // `last_` points into `by_name_`: never copied; a move leaves it unset on both sides.
+  MetricSet(const MetricSet&) = delete;
+  MetricSet& operator=(const MetricSet&) = delete;
+  MetricSet(MetricSet&& other) noexcept { *this = std::move(other); }
+  MetricSet& operator=(MetricSet&& other) noexcept {
+    families_ = std::move(other.families_);
+    by_name_ = std::move(other.by_name_);
+    dropped_duplicates_ = other.dropped_duplicates_;
+    samples_ = other.samples_;
+    last_ = other.last_ = nullptr;
+    other.dropped_duplicates_ = other.samples_ = 0;
+    other.families_.clear();
+    other.by_name_.clear();
+    return *this;
+  }
+
   // Adds one sample. Returns false (and adds nothing) for a duplicate series or a family
   // redeclared with another type.
   bool Add(const MetricDesc& desc, std::initializer_list<Label> labels, double value);
@@ -57,10 +73,18 @@ class MetricSet {
   bool AddImpl(const MetricDesc& desc, const LabelRange& labels, double value,
                prometheus::ClientMetric::Histogram* histogram = nullptr);
 
+  // The label sets of a family's series, to refuse a duplicate: an open-addressing table of
+  // series indexes by label hash. Built without a key string or a node per series, which cost
+  // more than the series themselves (a scrape adds about a thousand).
   struct FamilyState {
     size_t index;
-    std::unordered_set<std::string> series;  // serialised label sets seen
+    std::vector<uint64_t> hashes;  // per series of the family, in order
+    std::vector<uint32_t> slots;   // series index + 1; 0 is free; size a power of two
   };
+  // The index of a series of `family` with these labels, or where to insert it.
+  static uint32_t* FindSlot(FamilyState& state, const prometheus::MetricFamily& family,
+                            const prometheus::ClientMetric& metric, uint64_t hash);
+  static void Grow(FamilyState& state);
   // Transparent: find() takes the descriptor's string_view as it is.
   struct NameHash {
     using is_transparent = void;
@@ -68,6 +92,7 @@ class MetricSet {
   };
   std::vector<prometheus::MetricFamily> families_;
   std::unordered_map<std::string, FamilyState, NameHash, std::equal_to<>> by_name_;
+  std::pair<const std::string, FamilyState>* last_ = nullptr;  // the family added to last
   size_t dropped_duplicates_ = 0;
   size_t samples_ = 0;
 };

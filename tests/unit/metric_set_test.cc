@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
+#include <string>
+#include <vector>
+
 namespace rdmascope {
 namespace {
 
@@ -20,6 +23,56 @@ TEST(MetricSet, GroupsInFirstUseOrderAndRejectsDuplicates) {
   ASSERT_EQ(families.size(), 1U);
   ASSERT_EQ(families[0].metric.size(), 2U);
   EXPECT_EQ(families[0].metric[0].gauge.value, 1);
+}
+
+// Enough series to grow the duplicate table several times; a duplicate is refused whenever it
+// comes, and label sets that only split the same characters differently are distinct.
+TEST(MetricSet, DuplicatesAreFoundAmongManySeries) {
+  MetricSet set;
+  std::vector<std::string> values;
+  for (int i = 0; i < 1000; ++i) values.push_back("eth" + std::to_string(i));
+  for (const std::string& value : values) EXPECT_TRUE(set.Add(kGauge, {{"device", value}}, 1));
+  for (const std::string& value : values) EXPECT_FALSE(set.Add(kGauge, {{"device", value}}, 2));
+  EXPECT_TRUE(set.Add(kGauge, {{"a", "bc"}}, 1));
+  EXPECT_TRUE(set.Add(kGauge, {{"ab", "c"}}, 1));
+  EXPECT_TRUE(set.Add(kGauge, {{"device", "eth1"}, {"queue", "0"}}, 1));
+  EXPECT_FALSE(set.Add(kGauge, {{"device", "eth1"}, {"queue", "0"}}, 1));
+  // Prometheus sorts labels: in another order they are the same series.
+  EXPECT_FALSE(set.Add(kGauge, {{"queue", "0"}, {"device", "eth1"}}, 1));
+  // And an empty label value is no label.
+  EXPECT_FALSE(set.Add(kGauge, {{"device", "eth1"}, {"x", ""}, {"queue", "0"}}, 1));
+  EXPECT_TRUE(set.Add(kGauge, {{"device", "eth1"}, {"x", "1"}, {"queue", "0"}}, 1));
+  EXPECT_EQ(set.dropped_duplicates(), 1003U);
+  const auto families = set.Take();
+  ASSERT_EQ(families.size(), 1U);
+  EXPECT_EQ(families[0].metric.size(), 1004U);
+  // After Take() the set starts over: the same series are new again.
+  EXPECT_TRUE(set.Add(kGauge, {{"device", values[0]}}, 1));
+}
+
+// Families added to in turn, under names from one reused buffer, and a set moved halfway.
+TEST(MetricSet, InterleavedFamiliesKeepTheirOwnSeries) {
+  MetricSet set;
+  std::string name = "family_a";
+  const auto desc = [&] { return MetricDesc{name, "help", prometheus::MetricType::Gauge}; };
+  EXPECT_TRUE(set.Add(desc(), {{"x", "1"}}, 1));
+  name = "family_b";
+  EXPECT_TRUE(set.Add(desc(), {{"x", "1"}}, 2));
+  name = "family_a";
+  EXPECT_FALSE(set.Add(desc(), {{"x", "1"}}, 3));
+  MetricSet moved = std::move(set);
+  name = "family_b";
+  EXPECT_FALSE(moved.Add(desc(), {{"x", "1"}}, 4));
+  EXPECT_TRUE(moved.Add(desc(), {{"x", "2"}}, 5));
+  EXPECT_TRUE(set.Add(desc(), {{"x", "1"}}, 6)) << "the moved-from set starts empty";
+  const auto families = moved.Take();
+  ASSERT_EQ(families.size(), 2U);
+  EXPECT_EQ(families[0].name, "family_a");
+  EXPECT_EQ(families[0].metric.size(), 1U);
+  EXPECT_EQ(families[1].name, "family_b");
+  ASSERT_EQ(families[1].metric.size(), 2U);
+  EXPECT_EQ(families[1].metric[1].gauge.value, 5);
+  EXPECT_EQ(moved.dropped_duplicates(), 2U);
 }
 
 TEST(MetricSet, LabelValuesAreEscapedAndValidUtf8) {
