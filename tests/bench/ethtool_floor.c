@@ -1,10 +1,11 @@
 // Benchmark helper (issue #17): the kernel's share of an `ethtool -S` scrape, for any exporter.
 // Reading one interface's driver statistics takes at least three SIOCETHTOOL calls: the count
 // (ETHTOOL_GSSET_INFO), the names (ETHTOOL_GSTRINGS) and the values (ETHTOOL_GSTATS); node_exporter
-// and rdmascope both make them (rdmascope reads the names twice, around the values, and asks
-// SIOCGIFMTU and SIOCGIFINDEX too). This times those three calls alone, for every interface of
-// the current network namespace that has statistics, ROUNDS times, and prints the median of a
-// round (all interfaces) in milliseconds: no exporter can collect the same statistics for less.
+// and rdmascope both make them (rdmascope asks SIOCGIFMTU and SIOCGIFINDEX too, and reads the
+// names twice at an interface's first scrape). This times those three calls alone, for every
+// interface of the current network namespace that has statistics, ROUNDS times, and prints the
+// median of a round (all interfaces) in milliseconds: no exporter can collect the same statistics
+// for less.
 //
 // Usage: ethtool_floor [ROUNDS]   (default 200). Output: "interfaces N median_ms X p10_ms Y".
 #include <linux/ethtool.h>

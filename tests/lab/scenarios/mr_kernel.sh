@@ -25,7 +25,10 @@ stop_exporter() { kill "$exporter"; wait "$exporter" 2>/dev/null; }
 # Run time and run count of the exporter's BPF programs (kernel.bpf_stats_enabled), from the
 # fdinfo of their file descriptors.
 bpf_stats() { cat /proc/$exporter/fdinfo/* 2>/dev/null | grep -E '^(prog_type|run_time_ns|run_cnt)'; }
-echo 1 >/proc/sys/kernel/bpf_stats_enabled
+# rdmascope.bpf_stats=0 on the kernel command line (run_scenario.py --append): time the pairs
+# without the statistics, which add two clock reads to every program run.
+grep -q 'rdmascope.bpf_stats=0' /proc/cmdline && echo 0 >/proc/sys/kernel/bpf_stats_enabled ||
+  echo 1 >/proc/sys/kernel/bpf_stats_enabled
 
 # 1. No tracking.
 load bench_none $PAIRS 0 0
