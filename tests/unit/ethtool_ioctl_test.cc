@@ -96,9 +96,25 @@ void ExpectConsistent(const EthtoolStats& stats, const Config& config) {
   }
 }
 
+// A fake driver and an Ethtool whose ioctls it answers.
+struct Rig {
+  std::shared_ptr<FakeDriver> driver = std::make_shared<FakeDriver>();
+  const Ethtool ethtool =
+      Ethtool::WithIoctl([driver = driver](std::string_view ifname, void* command) {
+        return (*driver)(ifname, command);
+      });
+};
+
+// Two veth configurations of the same count (24 stats), different names and values.
+std::vector<Config> SameCountConfigs() {
+  return {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
+}
+
 TEST(EthtoolIoctl, SameCountDifferentNamesIsNotPairedUp) {
-  auto driver = std::make_shared<FakeDriver>();
-  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
+  driver->configs = SameCountConfigs();
   ASSERT_EQ(driver->configs[0].names.size(), driver->configs[1].names.size());
   // `ethtool -L race0 rx 3 tx 1` lands right after the names were read, once.
   bool switched = false;
@@ -108,31 +124,29 @@ TEST(EthtoolIoctl, SameCountDifferentNamesIsNotPairedUp) {
       switched = true;
     }
   };
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
   const auto stats = ethtool.GetStats("race0");
   ASSERT_TRUE(stats) << std::strerror(stats.error());
   ExpectConsistent(*stats, driver->configs[1]);
 }
 
 TEST(EthtoolIoctl, EndlessReconfigurationGivesAnErrorNotAMixture) {
-  auto driver = std::make_shared<FakeDriver>();
-  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
+  driver->configs = SameCountConfigs();
   driver->after = [&](uint32_t cmd) {
     if (cmd == ETHTOOL_GSTATS) driver->current ^= 1;
   };
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
   const auto stats = ethtool.GetStats("race0");
   ASSERT_FALSE(stats);
   EXPECT_EQ(stats.error(), EAGAIN);
 }
 
 TEST(EthtoolIoctl, StableDeviceReadsOnce) {
-  auto driver = std::make_shared<FakeDriver>();
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
   driver->configs = {{VethNames(2, 2), 500}};
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
   const auto stats = ethtool.GetStats("veth0");
   ASSERT_TRUE(stats);
   ExpectConsistent(*stats, driver->configs[0]);
@@ -142,10 +156,10 @@ TEST(EthtoolIoctl, StableDeviceReadsOnce) {
 
 // With the names of the last read the kernel's three calls do: count, values, names.
 TEST(EthtoolIoctl, KnownNamesAreReadOnceAfterTheValues) {
-  auto driver = std::make_shared<FakeDriver>();
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
   driver->configs = {{VethNames(2, 2), 500}};
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
   std::string names;
   ASSERT_TRUE(ethtool.GetStats("veth0", &names));
   EXPECT_EQ(names.size(), driver->configs[0].names.size() * ETH_GSTRING_LEN);
@@ -161,10 +175,10 @@ TEST(EthtoolIoctl, KnownNamesAreReadOnceAfterTheValues) {
 // Reconfigured between two scrapes, same count: the names known from the last read no longer
 // match, and the values are paired with the new ones, not the remembered ones.
 TEST(EthtoolIoctl, KnownNamesThatChangedAreNotPairedUp) {
-  auto driver = std::make_shared<FakeDriver>();
-  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
+  driver->configs = SameCountConfigs();
   std::string names;
   ASSERT_TRUE(ethtool.GetStats("race0", &names));
   driver->current = 1;
@@ -181,10 +195,10 @@ TEST(EthtoolIoctl, KnownNamesThatChangedAreNotPairedUp) {
 // configuration, the names of the new; neither the remembered names nor the new ones may be
 // paired with them.
 TEST(EthtoolIoctl, KnownNamesChangingDuringTheReadAreNotPairedUp) {
-  auto driver = std::make_shared<FakeDriver>();
-  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
+  driver->configs = SameCountConfigs();
   std::string names;
   ASSERT_TRUE(ethtool.GetStats("race0", &names));
   driver->after = [&](uint32_t cmd) {
@@ -196,10 +210,10 @@ TEST(EthtoolIoctl, KnownNamesChangingDuringTheReadAreNotPairedUp) {
 }
 
 TEST(EthtoolIoctl, KnownNamesAreForgottenWhenNoReadSucceeds) {
-  auto driver = std::make_shared<FakeDriver>();
-  driver->configs = {{VethNames(1, 8), 1000}, {VethNames(3, 1), 2000}};
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
+  driver->configs = SameCountConfigs();
   std::string names;
   ASSERT_TRUE(ethtool.GetStats("race0", &names));
   driver->after = [&](uint32_t cmd) {
@@ -219,10 +233,10 @@ int FailingMprotect(void*, size_t, int) {
 // Without its guard page a buffer no longer turns a kernel overrun into EFAULT: the read must
 // not go ahead with it.
 TEST(EthtoolIoctl, NoGuardPageNoRead) {
-  auto driver = std::make_shared<FakeDriver>();
+  Rig rig;
+  auto& driver = rig.driver;
+  const Ethtool& ethtool = rig.ethtool;
   driver->configs = {{VethNames(1, 1), 10}};
-  const Ethtool ethtool = Ethtool::WithIoctl(
-      [driver](std::string_view ifname, void* command) { return (*driver)(ifname, command); });
   ethtool_testing::SetMprotect(FailingMprotect);
   std::expected<EthtoolStats, int> stats;
   // A new thread: buffers are cached per thread, and this one has none yet.
