@@ -5,6 +5,7 @@
 # A crash fails the test; its reproducer is left in BUILD_DIR/crashes/<target>/.
 #   run_bounded.sh SOURCE_DIR BUILD_DIR SECONDS [TARGET...]
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 src=$1 build=$2 seconds=$3
 shift 3
 if ! command -v clang++-16 >/dev/null || [[ ! -e /usr/lib/llvm-16/include/c++/v1/expected ]] ||
@@ -26,18 +27,10 @@ fi
 status=0
 for t in "${targets[@]}"; do
   work=$build/runs/$t
-  rm -rf "$work" && mkdir -p "$work/corpus" "$build/crashes/$t"
-  cp -r "$src/fuzz/corpus/$t/." "$work/corpus/"
-  dict=()
-  [[ -f $src/fuzz/$t.dict ]] && dict=(-dict="$src/fuzz/$t.dict")
-  # As run_long.sh: occupancy's sparse inputs, web_config without entropic scheduling.
-  extra=()
-  [[ $t == occupancy ]] && extra=(-max_len=8192)
-  [[ $t == web_config ]] && extra=(-entropic=0)
+  fuzz_prepare "$src" "$t" "$work" "$build/crashes/$t"
   echo "== $t: ${seconds}s"
-  if ! "$build/fuzz/${t}_fuzzer" "$work/corpus" "${dict[@]}" "${extra[@]}" -max_total_time="$seconds" \
-       -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$build/crashes/$t/" -print_final_stats=1 \
-       >"$work/log" 2>&1; then
+  if ! "$build/fuzz/${t}_fuzzer" "$work/corpus" "${fuzz_dict[@]}" "${fuzz_max_len[@]}" \
+       "${fuzz_schedule[@]}" -max_total_time="$seconds" "${fuzz_common[@]}" >"$work/log" 2>&1; then
     status=1
     echo "!! $t failed: reproducer in $build/crashes/$t/"
     tail -n 60 "$work/log"
