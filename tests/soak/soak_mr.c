@@ -34,13 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                              \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                   \
-    }                                                            \
-  } while (0)
+#include "common/check.h"
 
 static char buffer[1 << 20] __attribute__((aligned(4096)));
 

@@ -34,13 +34,7 @@
 void fakeverbs_set_mr_hook(void (*hook)(int point, struct ibv_mr* mr));
 enum { MR_REGISTERED = 1, MR_BEFORE_FREE = 2, MR_AFTER_FREE = 3 };
 
-#define CHECK(cond)                                              \
-  do {                                                           \
-    if (!(cond)) {                                               \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      abort();                                                   \
-    }                                                            \
-  } while (0)
+#include "common/check.h"
 
 static void wait_for(const char* command) {
   char line[64];

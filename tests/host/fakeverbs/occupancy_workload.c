@@ -16,13 +16,7 @@
 
 int fakeverbs_deliver(struct ibv_qp* qp, int n);
 
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                          \
-    }                                                                   \
-  } while (0)
+#include "common/check.h"
 
 static struct ibv_sge sge = {.length = 64};
 

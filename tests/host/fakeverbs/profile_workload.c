@@ -33,13 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                          \
-    }                                                                   \
-  } while (0)
+#include "common/check.h"
 
 static const int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
 

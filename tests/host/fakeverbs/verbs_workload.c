@@ -21,13 +21,7 @@
 
 void fakeverbs_inject_async_event(enum ibv_event_type type, void* element);
 
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
-      abort();                                                          \
-    }                                                                   \
-  } while (0)
+#include "common/check.h"
 
 static struct ibv_qp* create_qp(struct ibv_pd* pd, struct ibv_cq* send_cq, struct ibv_cq* recv_cq,
                                 struct ibv_srq* srq, enum ibv_qp_type type, uint32_t send_wr,
