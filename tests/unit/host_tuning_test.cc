@@ -165,20 +165,34 @@ TEST(HostTuning, VirtualNetdevsHaveNoHardwareSettings) {
       text, "rdma_netdev_ecn_enabled{device=\"ens1f0np0\",point=\"rp\",priority=\"3\"} 1"));
 }
 
+// The host collector on a 60 s refresh interval, on a clock the test moves (not copyable: the
+// collector's clock reads `now` through `this`).
+struct RefreshingHost {
+  RefreshingHost() = default;
+  RefreshingHost(const RefreshingHost&) = delete;
+  RefreshingHost& operator=(const RefreshingHost&) = delete;
+  std::string Scrape() const {
+    MetricSet set;
+    collector.Collect(set);
+    return testing::Serialise(set.Take());
+  }
+
+  Host host;
+  std::chrono::steady_clock::time_point now =
+      std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  HostTuningCollector collector{host.root.path() / "sys", host.root.path() / "proc",
+                                HostTuningOptions{std::chrono::seconds(60)},
+                                [this] { return now; }};
+};
+
 // Settings that change by hand are read once per refresh interval and served from that reading
 // in between (series present, values as read); huge page counts move at every scrape. A module
 // loaded, an ECN enable flipped or an interface added shows at the next refresh.
 TEST(HostTuning, SlowSettingsRefreshOnTheirInterval) {
-  Host host;
-  auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-  HostTuningCollector collector(host.root.path() / "sys", host.root.path() / "proc",
-                                HostTuningOptions{std::chrono::seconds(60)},
-                                [&now] { return now; });
-  const auto scrape = [&collector] {
-    MetricSet set;
-    collector.Collect(set);
-    return testing::Serialise(set.Take());
-  };
+  RefreshingHost refreshing;
+  Host& host = refreshing.host;
+  auto& now = refreshing.now;
+  const auto scrape = [&refreshing] { return refreshing.Scrape(); };
   const std::string rdma_ucm =
       "rdma_host_kernel_module_loaded{module=\"rdma_ucm\",needed_by=\"rdma\"} ";
   const std::string ecn_np3 =
@@ -223,16 +237,10 @@ TEST(HostTuning, SlowSettingsRefreshOnTheirInterval) {
 // at once, a function gone gives no series rather than its last values, and a function
 // hot-plugged or back shows at the next refresh.
 TEST(HostTuning, PcieFunctionsFoundOnTheRefreshInterval) {
-  Host host;
-  auto now = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-  HostTuningCollector collector(host.root.path() / "sys", host.root.path() / "proc",
-                                HostTuningOptions{std::chrono::seconds(60)},
-                                [&now] { return now; });
-  const auto scrape = [&collector] {
-    MetricSet set;
-    collector.Collect(set);
-    return testing::Serialise(set.Take());
-  };
+  RefreshingHost refreshing;
+  Host& host = refreshing.host;
+  auto& now = refreshing.now;
+  const auto scrape = [&refreshing] { return refreshing.Scrape(); };
   const std::string eno1_width =
       "rdma_pcie_link_width_lanes{device=\"eno1\",pci_address=\"0000:02:00.0\",end=\"device\","
       "kind=\"current\"} ";
