@@ -8,7 +8,7 @@ rm -f /tmp/leaker.ready
 # 240 regions of 64 KiB, one every 500 ms: two minutes of steady growth.
 mr_leaker rxe0 240 65536 /tmp/leaker.ready 500 &
 leaker=$!
-for i in $(seq 100); do [ -e /tmp/leaker.ready ] && break; sleep 0.1; done
+wait_file /tmp/leaker.ready
 echo "@@@LEAKER-PID $leaker"
 wait_for_host alerting 130
 kill $leaker

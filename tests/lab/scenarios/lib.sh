@@ -36,6 +36,17 @@ wait_metric() {
   return 1
 }
 
+# wait_file FILE [SECONDS]: waits until a helper program creates FILE (its "ready" or "stepped"
+# file), 10 s by default; says so on the console if it never does.
+wait_file() {
+  for i in $(seq $((${2:-10} * 10))); do
+    [ -e "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "@@@LAB-NOTE never appeared: $1"
+  return 1
+}
+
 # client SERVER_PID COMMAND...: runs a perftest/pingpong client, again every 0.5 s while the
 # server lives, until it connects: the client gives up at once if the server does not listen
 # yet, and a fixed sleep before it is too short on a loaded host. Prints the last attempt.

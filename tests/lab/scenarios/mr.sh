@@ -13,7 +13,7 @@ start_exporter --collector.mr.tracking=uprobes || exit 1
 scrape >/dev/null
 sleep 1
 touch /tmp/churn.stop
-for i in $(seq 300); do [ -e /tmp/churn.ready ] && break; sleep 0.1; done
+wait_file /tmp/churn.ready 30
 echo "@@@CHURN-PID $churn"
 block scrape_churn scrape
 kill $churn
@@ -41,7 +41,7 @@ block write_bw_server cat /tmp/bw_server.out
 rm -f /tmp/leaker.ready
 mr_leaker rxe0 12 65536 /tmp/leaker.ready &
 leaker=$!
-for i in $(seq 100); do [ -e /tmp/leaker.ready ] && break; sleep 0.1; done
+wait_file /tmp/leaker.ready
 echo "@@@LEAKER-PID $leaker"
 block scrape_leak scrape
 block stacks wget -q -O - "http://127.0.0.1:9879/debug/mr/stacks?pid=$leaker"

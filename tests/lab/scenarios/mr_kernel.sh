@@ -17,8 +17,7 @@ load() {
   rm -f "/tmp/$1.ready"
   LD_LIBRARY_PATH=$5 mr_kernel_load rxe0 "$2" 65536 "$3" "$4" "/tmp/$1.ready" >"/tmp/$1.out" 2>&1 &
   load_pid=$!
-  for i in $(seq 600); do [ -e "/tmp/$1.ready" ] && break; sleep 0.1; done
-  [ -e "/tmp/$1.ready" ] || { cat "/tmp/$1.out"; echo "@@@LAB-ERROR $1 never got ready"; }
+  wait_file "/tmp/$1.ready" 60 || { cat "/tmp/$1.out"; echo "@@@LAB-ERROR $1 never got ready"; }
 }
 finish() { kill "$1"; wait "$1" 2>/dev/null; }
 stop_exporter() { kill "$exporter"; wait "$exporter" 2>/dev/null; }

@@ -11,7 +11,7 @@ rm -f /tmp/holder.ready /tmp/holder.step /tmp/holder.stepped
 mr_holder rxe0 $SIZES /tmp/holder.ready /tmp/holder.step /tmp/holder.stepped 2 $EXTRA \
   >/tmp/holder.out 2>&1 &
 holder=$!
-for i in $(seq 300); do [ -e /tmp/holder.ready ] && break; sleep 0.1; done
+wait_file /tmp/holder.ready 30
 [ -e /tmp/holder.ready ] || { cat /tmp/holder.out; echo "@@@LAB-ERROR mr_holder never got ready"; }
 echo "@@@HOLDER-PID $holder"
 block restrack_before rdma res show mr
@@ -21,7 +21,7 @@ exporter=$!
 block scrape_seeded scrape
 
 touch /tmp/holder.step
-for i in $(seq 300); do [ -e /tmp/holder.stepped ] && break; sleep 0.1; done
+wait_file /tmp/holder.stepped 30
 [ -e /tmp/holder.stepped ] || { cat /tmp/holder.out; echo "@@@LAB-ERROR mr_holder never stepped"; }
 block restrack_after rdma res show mr
 block scrape_followed scrape

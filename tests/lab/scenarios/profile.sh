@@ -15,7 +15,7 @@ rm -f /tmp/leaker.ready
 rdmascope profile $COLLECTORS --interval 250ms --duration 120s --output /tmp/prof_leak \
   -- mr_leaker rxe0 8 16384 /tmp/leaker.ready 200 >/tmp/leak.out 2>/tmp/leak.err &
 profile=$!
-for i in $(seq 300); do [ -e /tmp/leaker.ready ] && break; sleep 0.1; done
+wait_file /tmp/leaker.ready 30
 sleep 4  # the other 7 regions, and samples of the live process
 kill "$(pidof mr_leaker)"
 wait $profile
