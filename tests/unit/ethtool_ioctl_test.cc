@@ -98,6 +98,7 @@ void ExpectConsistent(const EthtoolStats& stats, const Config& config) {
 
 // A fake driver and an Ethtool whose ioctls it answers.
 struct Rig {
+  explicit Rig(std::vector<Config> configs) { driver->configs = std::move(configs); }
   std::shared_ptr<FakeDriver> driver = std::make_shared<FakeDriver>();
   const Ethtool ethtool =
       Ethtool::WithIoctl([driver = driver](std::string_view ifname, void* command) {
@@ -111,10 +112,8 @@ std::vector<Config> SameCountConfigs() {
 }
 
 TEST(EthtoolIoctl, SameCountDifferentNamesIsNotPairedUp) {
-  Rig rig;
+  Rig rig(SameCountConfigs());
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = SameCountConfigs();
   ASSERT_EQ(driver->configs[0].names.size(), driver->configs[1].names.size());
   // `ethtool -L race0 rx 3 tx 1` lands right after the names were read, once.
   bool switched = false;
@@ -124,30 +123,26 @@ TEST(EthtoolIoctl, SameCountDifferentNamesIsNotPairedUp) {
       switched = true;
     }
   };
-  const auto stats = ethtool.GetStats("race0");
+  const auto stats = rig.ethtool.GetStats("race0");
   ASSERT_TRUE(stats) << std::strerror(stats.error());
   ExpectConsistent(*stats, driver->configs[1]);
 }
 
 TEST(EthtoolIoctl, EndlessReconfigurationGivesAnErrorNotAMixture) {
-  Rig rig;
+  Rig rig(SameCountConfigs());
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = SameCountConfigs();
   driver->after = [&](uint32_t cmd) {
     if (cmd == ETHTOOL_GSTATS) driver->current ^= 1;
   };
-  const auto stats = ethtool.GetStats("race0");
+  const auto stats = rig.ethtool.GetStats("race0");
   ASSERT_FALSE(stats);
   EXPECT_EQ(stats.error(), EAGAIN);
 }
 
 TEST(EthtoolIoctl, StableDeviceReadsOnce) {
-  Rig rig;
+  Rig rig({{VethNames(2, 2), 500}});
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = {{VethNames(2, 2), 500}};
-  const auto stats = ethtool.GetStats("veth0");
+  const auto stats = rig.ethtool.GetStats("veth0");
   ASSERT_TRUE(stats);
   ExpectConsistent(*stats, driver->configs[0]);
   EXPECT_EQ(driver->served, (std::vector<uint32_t>{ETHTOOL_GSSET_INFO, ETHTOOL_GSTRINGS,
@@ -156,16 +151,14 @@ TEST(EthtoolIoctl, StableDeviceReadsOnce) {
 
 // With the names of the last read the kernel's three calls do: count, values, names.
 TEST(EthtoolIoctl, KnownNamesAreReadOnceAfterTheValues) {
-  Rig rig;
+  Rig rig({{VethNames(2, 2), 500}});
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = {{VethNames(2, 2), 500}};
   std::string names;
-  ASSERT_TRUE(ethtool.GetStats("veth0", &names));
+  ASSERT_TRUE(rig.ethtool.GetStats("veth0", &names));
   EXPECT_EQ(names.size(), driver->configs[0].names.size() * ETH_GSTRING_LEN);
   driver->served.clear();
   driver->configs[0].base = 900;  // the counters moved on
-  const auto stats = ethtool.GetStats("veth0", &names);
+  const auto stats = rig.ethtool.GetStats("veth0", &names);
   ASSERT_TRUE(stats);
   ExpectConsistent(*stats, driver->configs[0]);
   EXPECT_EQ(driver->served,
@@ -175,19 +168,17 @@ TEST(EthtoolIoctl, KnownNamesAreReadOnceAfterTheValues) {
 // Reconfigured between two scrapes, same count: the names known from the last read no longer
 // match, and the values are paired with the new ones, not the remembered ones.
 TEST(EthtoolIoctl, KnownNamesThatChangedAreNotPairedUp) {
-  Rig rig;
+  Rig rig(SameCountConfigs());
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = SameCountConfigs();
   std::string names;
-  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  ASSERT_TRUE(rig.ethtool.GetStats("race0", &names));
   driver->current = 1;
-  const auto stats = ethtool.GetStats("race0", &names);
+  const auto stats = rig.ethtool.GetStats("race0", &names);
   ASSERT_TRUE(stats) << std::strerror(stats.error());
   ExpectConsistent(*stats, driver->configs[1]);
   // The next read knows the new names: three calls again.
   driver->served.clear();
-  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  ASSERT_TRUE(rig.ethtool.GetStats("race0", &names));
   EXPECT_EQ(driver->served.size(), 3U);
 }
 
@@ -195,31 +186,27 @@ TEST(EthtoolIoctl, KnownNamesThatChangedAreNotPairedUp) {
 // configuration, the names of the new; neither the remembered names nor the new ones may be
 // paired with them.
 TEST(EthtoolIoctl, KnownNamesChangingDuringTheReadAreNotPairedUp) {
-  Rig rig;
+  Rig rig(SameCountConfigs());
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = SameCountConfigs();
   std::string names;
-  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  ASSERT_TRUE(rig.ethtool.GetStats("race0", &names));
   driver->after = [&](uint32_t cmd) {
     if (cmd == ETHTOOL_GSTATS && driver->current == 0) driver->current = 1;
   };
-  const auto stats = ethtool.GetStats("race0", &names);
+  const auto stats = rig.ethtool.GetStats("race0", &names);
   ASSERT_TRUE(stats) << std::strerror(stats.error());
   ExpectConsistent(*stats, driver->configs[1]);
 }
 
 TEST(EthtoolIoctl, KnownNamesAreForgottenWhenNoReadSucceeds) {
-  Rig rig;
+  Rig rig(SameCountConfigs());
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = SameCountConfigs();
   std::string names;
-  ASSERT_TRUE(ethtool.GetStats("race0", &names));
+  ASSERT_TRUE(rig.ethtool.GetStats("race0", &names));
   driver->after = [&](uint32_t cmd) {
     if (cmd == ETHTOOL_GSTATS) driver->current ^= 1;
   };
-  const auto stats = ethtool.GetStats("race0", &names);
+  const auto stats = rig.ethtool.GetStats("race0", &names);
   ASSERT_FALSE(stats);
   EXPECT_EQ(stats.error(), EAGAIN);
   EXPECT_TRUE(names.empty());
@@ -233,14 +220,12 @@ int FailingMprotect(void*, size_t, int) {
 // Without its guard page a buffer no longer turns a kernel overrun into EFAULT: the read must
 // not go ahead with it.
 TEST(EthtoolIoctl, NoGuardPageNoRead) {
-  Rig rig;
+  Rig rig({{VethNames(1, 1), 10}});
   auto& driver = rig.driver;
-  const Ethtool& ethtool = rig.ethtool;
-  driver->configs = {{VethNames(1, 1), 10}};
   ethtool_testing::SetMprotect(FailingMprotect);
   std::expected<EthtoolStats, int> stats;
   // A new thread: buffers are cached per thread, and this one has none yet.
-  std::thread([&] { stats = ethtool.GetStats("veth0"); }).join();
+  std::thread([&] { stats = rig.ethtool.GetStats("veth0"); }).join();
   ethtool_testing::SetMprotect(nullptr);
   ASSERT_FALSE(stats);
   EXPECT_EQ(stats.error(), ENOMEM);
@@ -248,7 +233,7 @@ TEST(EthtoolIoctl, NoGuardPageNoRead) {
       << "no strings or stats were read into an unguarded buffer";
 
   // With mprotect working again, the same thread-less path reads normally.
-  std::thread([&] { stats = ethtool.GetStats("veth0"); }).join();
+  std::thread([&] { stats = rig.ethtool.GetStats("veth0"); }).join();
   ASSERT_TRUE(stats);
   ExpectConsistent(*stats, driver->configs[0]);
 }
