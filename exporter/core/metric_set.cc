@@ -51,8 +51,9 @@ bool SameSeries(const Labels& a, const Labels& b) {
              });
     });
   };
+  // Both ways: a label name repeated on one side ({x,x} against {x,y}) is no match.
   return std::ranges::count_if(a, non_empty) == std::ranges::count_if(b, non_empty) &&
-         contains_all(a, b);
+         contains_all(a, b) && contains_all(b, a);
 }
 
 }  // namespace

@@ -42,10 +42,12 @@ TEST(MetricSet, DuplicatesAreFoundAmongManySeries) {
   // And an empty label value is no label.
   EXPECT_FALSE(set.Add(kGauge, {{"device", "eth1"}, {"x", ""}, {"queue", "0"}}, 1));
   EXPECT_TRUE(set.Add(kGauge, {{"device", "eth1"}, {"x", "1"}, {"queue", "0"}}, 1));
+  EXPECT_TRUE(set.Add(kGauge, {{"device", "eth1"}, {"device", "eth1"}, {"queue", "0"}}, 1))
+      << "a repeated label is not the set {device, x, queue} nor {device, queue}";
   EXPECT_EQ(set.dropped_duplicates(), 1003U);
   const auto families = set.Take();
   ASSERT_EQ(families.size(), 1U);
-  EXPECT_EQ(families[0].metric.size(), 1004U);
+  EXPECT_EQ(families[0].metric.size(), 1005U);
   // After Take() the set starts over: the same series are new again.
   EXPECT_TRUE(set.Add(kGauge, {{"device", values[0]}}, 1));
 }
