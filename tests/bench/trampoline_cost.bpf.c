@@ -3,10 +3,13 @@
  * trampolines (fentry/fexit, the kernel path on uverbs/ib_core) on ksys_lseek, and uprobes
  * (uprobe/uretprobe, the libibverbs path) on a function of the bench program. Each program
  * counts its runs, so that the bench can check every call was traced. */
+// vmlinux.h must come before the libbpf headers (as probes/.clang-format keeps them).
+// clang-format off
 #include "vmlinux.h"
 
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+// clang-format on
 
 char LICENSE[] SEC("license") = "GPL";
 
