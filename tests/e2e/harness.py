@@ -1,8 +1,10 @@
 """Shared helpers for tests that run the real rdmascope binary: start it on a free port,
 scrape it, parse the exposition, materialise fixture trees. Standard library only."""
 
+import contextlib
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 import time
@@ -21,6 +23,22 @@ def keep_scrape(body):
     handle, _ = tempfile.mkstemp(prefix=f"{os.getpid()}-", suffix=".prom", dir=directory)
     with os.fdopen(handle, "w") as f:
         f.write(body)
+
+
+@contextlib.contextmanager
+def reachable_copy(program):
+    """A copy of `program` in a fresh directory every user can search, removed afterwards, for
+    tests that run it as another user: the clone, and so the build tree, may live where only
+    root can reach it (a user's home is 0700; /root on a fresh machine, issue 25)."""
+    directory = tempfile.mkdtemp(prefix="rdmascope-bin-")
+    try:
+        os.chmod(directory, 0o755)
+        copy = os.path.join(directory, os.path.basename(program))
+        shutil.copy2(program, copy)
+        os.chmod(copy, 0o755)
+        yield copy
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 class Exporter:

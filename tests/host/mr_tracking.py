@@ -33,10 +33,10 @@ def main(binary, workload, library, static_binary=None):
     # Degraded mode: without privileges the probes cannot load; the exporter says so, reports
     # rdmascope_probe_attached 0 and keeps serving everything else.
     if subprocess.run(["id", "nobody"], capture_output=True).returncode == 0:
-        with tempfile.TemporaryDirectory() as empty:
+        with tempfile.TemporaryDirectory() as empty, harness.reachable_copy(binary) as copy:
             os.chmod(empty, 0o755)
             with harness.Exporter("runuser", ["--collector.ethtool", f"--path.sysfs={empty}"],
-                                  prefix=["-u", "nobody", "--", binary]) as exporter:
+                                  prefix=["-u", "nobody", "--", copy]) as exporter:
                 samples = harness.parse(exporter.metrics())
                 log = exporter.read_log()
         checks = [

@@ -7,7 +7,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402,F401  (re-exported for the tests)
+import machine  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -34,6 +36,7 @@ class Namespaces:
     def __init__(self, *names):
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _exit_on_sigterm)
+        machine.require("netns")  # `ip -n` makes / a slave mount in its own namespace
         tag = f"rds{os.getpid()}"
         self.names = [f"{tag}-{n}" for n in names]
         try:

@@ -10,6 +10,9 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+import machine  # noqa: E402
+
 SKIP = 77
 WARNING = "not in the host's initial pid namespace"
 
@@ -26,6 +29,7 @@ def main(binary):
     if os.readlink("/proc/self/ns/pid") != "pid:[4026531836]":
         print("SKIP: this test itself runs outside the initial pid namespace")
         return SKIP
+    machine.require("mount-namespace")  # --mount-proc
     args = [binary, "check", "--collector.disable-defaults", "--collector.resources"]
     failures = []
     inside = check(["unshare", "--pid", "--fork", "--mount-proc"] + args)

@@ -23,7 +23,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
+import machine  # noqa: E402
 
 failures = []
 
@@ -48,6 +50,7 @@ def main(binary, cases, library, preload, workload, plugin_host, plugin):
     if os.geteuid() != 0:
         print("SKIP: needs root (mount and pid namespaces)")
         return 77
+    machine.require("mount-namespace")  # a full tmpfs mounted privately; --mount-proc
     libdir = os.path.dirname(library)
     with tempfile.TemporaryDirectory(prefix="rdmascope-preload-") as stats_dir:
         env = dict(os.environ, LD_LIBRARY_PATH=libdir, LD_PRELOAD=preload,

