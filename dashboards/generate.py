@@ -150,9 +150,13 @@ def nic_roce():
         timeseries("Retransmissions", "ACK timeouts and sequence errors (RdmaRetransmissions).",
                    [(f"rdma:port_retransmissions:rate5m{{{SEL}}}",
                      "{{instance}} {{device}}/{{port}}")], "ops"),
-        timeseries("Receive starvation", "Out-of-buffer drops and RNR NAKs "
-                   "(RdmaReceiveStarvation).",
+        timeseries("Receive starvation", "Messages that found no receive posted on this host: "
+                   "mlx5 out_of_buffer, rxe RNR NAKs sent (RdmaReceiveStarvation).",
                    [(f"rdma:port_receive_starvation:rate5m{{{SEL}}}",
+                     "{{instance}} {{device}}/{{port}}")], "ops"),
+        timeseries("Peer receive starvation", "RNR NAKs received: the peers this port sends "
+                   "to had no receive posted; the fix is on them (RdmaPeerReceiveStarvation).",
+                   [(f"rdma:port_peer_receive_starvation:rate5m{{{SEL}}}",
                      "{{instance}} {{device}}/{{port}}")], "ops"),
         timeseries("Port state", "1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE (RdmaPortDown, "
                    "RdmaLinkFlapping).",

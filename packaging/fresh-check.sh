@@ -78,9 +78,20 @@ remove_tree() {
   rm -rf --one-file-system "$root"
 }
 
+# What a machine of this kind has beyond Debian, and a fresh one too: the environment variables
+# that point programs at the CA bundle and at a proxy (this workplace reaches the package
+# registries through a TLS proxy whose CA is in the machines' local CAs, copied below).
+machine_env=()
+for name in NODE_EXTRA_CA_CERTS SSL_CERT_FILE SSL_CERT_DIR CURL_CA_BUNDLE REQUESTS_CA_BUNDLE \
+            GIT_SSL_CAINFO PIP_CERT http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY \
+            NO_PROXY; do
+  [[ -n "${!name:-}" ]] && machine_env+=("$name=${!name}")
+done
+
 # Runs a shell command as root inside the tree, as on a machine of its own: its root a mount
 # point (a bind mount of itself), the host's kernel interfaces (/proc, /sys with bpf, tracefs
-# and cgroups, /dev), a fresh /run, and a login-like environment (no variable of this shell).
+# and cgroups, /dev), a fresh /run, and a login-like environment (none of this shell's
+# variables but the machine's above).
 in_tree() {
   unshare --mount --propagation private sh -eu -c '
     root=$1; shift
@@ -90,9 +101,19 @@ in_tree() {
     mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
     mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$root/run"
     mkdir -p "$root/run/lock"
+    command=$1; shift
     exec chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash \
       TERM=dumb LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-      /bin/bash -c "$1"' fresh-check "$root" "$1"
+      "$@" /bin/bash -c "$command"' fresh-check "$root" "$1" "${machine_env[@]}"
+}
+
+# The machine's locally trusted CAs (/usr/local/share/ca-certificates), added to the tree's
+# bundle as update-ca-certificates adds them on every machine of this kind.
+trust_machine_cas() {
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+    in_tree "update-ca-certificates >/dev/null"
+  fi
 }
 
 declare -A took status
@@ -122,6 +143,7 @@ if [[ $rerun -eq 0 ]]; then
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   [[ -s "$root/etc/hosts" ]] || printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
   chmod 700 "$root/root"
+  trust_machine_cas
   took[tree]=$((SECONDS - started))
   echo "=== fresh-check: tree: ${took[tree]} s"
 
@@ -157,6 +179,7 @@ if [[ $rerun -eq 0 ]]; then
   step test "cd $clone && ./packaging/install-deps.sh && cmake --workflow --preset test"
 else
   [[ -d "$root$clone" ]] || fail "no kept tree at $root (run without --rerun first)"
+  trust_machine_cas
   git -C "$root/mnt/source/rdmascope.git" fetch --quiet "$source_repo" "+$commit:refs/heads/fresh-check"
   step update "cd $clone && git fetch --quiet origin fresh-check && git reset --quiet --hard FETCH_HEAD"
   step test "cd $clone && ./packaging/install-deps.sh && cmake --build --preset release && ctest --preset release ${ctest_args[*]}"

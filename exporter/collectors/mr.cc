@@ -151,6 +151,12 @@ constexpr MetricDesc kLockedLimit{
     "The process's RLIMIT_MEMLOCK (soft): registrations fail once its pinned memory reaches it "
     "(absent when unlimited).",
     MetricType::Gauge};
+constexpr MetricDesc kPinLimitExempt{
+    "rdma_process_pin_limit_exempt",
+    "1 when the process holds CAP_IPC_LOCK in the initial user namespace: ib_umem_get lets it pin "
+    "beyond RLIMIT_MEMLOCK, so rdma_process_locked_memory_limit_bytes does not bind it (absent "
+    "when that cannot be read).",
+    MetricType::Gauge};
 constexpr MetricDesc kRemoteNuma{
     "rdma_process_remote_numa_thread_ratio",
     "Share of the process's threads that last ran on another NUMA node than the RDMA device it "
@@ -187,6 +193,9 @@ void MapPinned(const std::vector<PinnedProcess>& processes, MetricSet& out, bool
     if (proc.locked_limit_bytes) {
       out.Add(kLockedLimit, {{"pid", pid}, {"comm", proc.comm}},
               static_cast<double>(*proc.locked_limit_bytes));
+    }
+    if (proc.pin_limit_exempt) {
+      out.Add(kPinLimitExempt, {{"pid", pid}, {"comm", proc.comm}}, *proc.pin_limit_exempt ? 1 : 0);
     }
   }
 }

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "collectors/resources.h"
 #include "core/log.h"
@@ -32,6 +33,26 @@ std::optional<uint64_t> ParseLockedMemoryLimit(std::string_view limits) {
   line = sysfs::Trim(line);
   const std::string_view soft = line.substr(0, line.find_first_of(" \t"));
   return sysfs::ParseUnsigned(soft);  // "unlimited" does not parse: no limit to reach
+}
+
+std::optional<uint64_t> ParseEffectiveCapabilities(std::string_view status) {
+  const auto at = status.find("\nCapEff:");
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view line = status.substr(at + 8);
+  line = sysfs::Trim(line.substr(0, line.find('\n')));
+  // The kernel prints the whole set as 16 hex digits (fs/proc/array.c render_cap_t).
+  if (line.size() != 16) return std::nullopt;
+  uint64_t caps = 0;
+  const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), caps, 16);
+  if (error != std::errc() || end != line.data() + line.size()) return std::nullopt;
+  return caps;
+}
+
+bool PinLimitExempt(uint64_t effective, std::string_view user_ns) {
+  constexpr int kCapIpcLock = 14;  // include/uapi/linux/capability.h
+  // PROC_USER_INIT_INO (include/linux/proc_ns.h): the initial user namespace's fixed inode.
+  constexpr std::string_view kInitialUserNamespace = "user:[4026531837]";
+  return (effective >> kCapIpcLock & 1) != 0 && user_ns == kInitialUserNamespace;
 }
 
 std::optional<uint64_t> ParseMemTotalBytes(std::string_view meminfo) {
@@ -125,10 +146,16 @@ std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& know
     }
     if (comm->empty()) *comm = kUnknownComm;
     const auto limits = sysfs::ReadFile(dir / "limits", 16 << 10);
+    std::optional<bool> exempt;
+    const auto caps = ParseEffectiveCapabilities(*status);
+    // ns/user needs PTRACE_MODE_READ (kept CAP_SYS_PTRACE): unreadable is "cannot tell".
+    const auto user_ns = sysfs::ReadLinkBasename(dir / "ns" / "user");  // "user:[N]"
+    if (caps && user_ns) exempt = PinLimitExempt(*caps, *user_ns);
     out.push_back({.pid = pid,
                    .comm = std::move(*comm),
                    .pinned_bytes = *pinned,
                    .locked_limit_bytes = limits ? ParseLockedMemoryLimit(*limits) : std::nullopt,
+                   .pin_limit_exempt = exempt,
                    .remote_numa_thread_ratio = RemoteThreadRatios(pid, uverbs)});
   }
   holders_ = std::move(alive);

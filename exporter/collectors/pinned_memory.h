@@ -25,6 +25,11 @@ struct PinnedProcess {
   // RLIMIT_MEMLOCK soft limit ("Max locked memory" in /proc/PID/limits); nullopt: unlimited or
   // unreadable. Registrations fail once pinned memory reaches it.
   std::optional<uint64_t> locked_limit_bytes;
+  // ib_umem_get refuses a registration only when pinned memory would exceed RLIMIT_MEMLOCK
+  // *and* the task is not capable(CAP_IPC_LOCK) (drivers/infiniband/core/umem.c), i.e. holds
+  // it in the initial user namespace: true then (root, most privileged containers), false when
+  // it does not, nullopt when CapEff or the user namespace cannot be read.
+  std::optional<bool> pin_limit_exempt;
   // Per RDMA device the process has open (/dev/infiniband/uverbsN), the share of its threads
   // that last ran on a CPU of another NUMA node than the device's (devices without a NUMA
   // node, such as rxe, are left out).
@@ -36,6 +41,14 @@ std::optional<uint64_t> ParseVmPinBytes(std::string_view status);
 
 // The soft "Max locked memory" of a /proc/PID/limits file, in bytes; nullopt if unlimited.
 std::optional<uint64_t> ParseLockedMemoryLimit(std::string_view limits);
+
+// "CapEff:\t000001ffffffffff" in a status file -> the effective capability set.
+std::optional<uint64_t> ParseEffectiveCapabilities(std::string_view status);
+
+// Whether a process with this CapEff, in a user namespace whose /proc/PID/ns/user link reads
+// `user_ns`, passes capable(CAP_IPC_LOCK): the bit in the initial user namespace only
+// (capable() asks init_user_ns; a rootless container's CAP_IPC_LOCK does not count).
+bool PinLimitExempt(uint64_t effective, std::string_view user_ns);
 
 // MemTotal of /proc/meminfo, in bytes.
 std::optional<uint64_t> ParseMemTotalBytes(std::string_view meminfo);

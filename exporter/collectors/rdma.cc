@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "core/log.h"
-#include "sys/rdma_netlink.h"
 
 namespace rdmascope {
 namespace {
@@ -27,6 +26,15 @@ constexpr MetricDesc kPortState{"rdma_port_state",
                                 MetricType::Gauge};
 constexpr MetricDesc kPortPhysState{"rdma_port_physical_state",
                                     "Port physical state number (5 = LinkUp).", MetricType::Gauge};
+constexpr MetricDesc kNetdevAdminUp{
+    "rdma_port_netdev_admin_up",
+    "1 when the port's netdev is administratively up (IFF_UP), 0 when an operator set it down. "
+    "On RoCE/iWARP a DOWN + Disabled port whose netdev is up has lost its link (cable, peer).",
+    MetricType::Gauge};
+constexpr MetricDesc kNetdevCarrier{"rdma_port_netdev_carrier",
+                                    "1 when the port's netdev has carrier, 0 when it has none "
+                                    "(absent while the netdev is administratively down).",
+                                    MetricType::Gauge};
 constexpr MetricDesc kPortRate{"rdma_port_rate_bytes_per_second",
                                "Port signalling rate in bytes per second (ports up only).",
                                MetricType::Gauge};
@@ -129,6 +137,8 @@ void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
           1);
   if (port.state) out.Add(kPortState, key, *port.state);
   if (port.phys_state) out.Add(kPortPhysState, key, *port.phys_state);
+  if (port.netdev_admin_up) out.Add(kNetdevAdminUp, key, *port.netdev_admin_up ? 1 : 0);
+  if (port.netdev_carrier) out.Add(kNetdevCarrier, key, *port.netdev_carrier ? 1 : 0);
   // A down port still prints a rate (a driver preset), which would read as capacity.
   if (port.rate_bytes_per_second && PortIsUp(port)) {
     out.Add(kPortRate, key, *port.rate_bytes_per_second);
@@ -193,22 +203,12 @@ void MapRdmaDevices(const std::vector<RdmaDevice>& devices, MetricSet& out) {
   }
 }
 
-std::expected<PortNetdevs, int> NetlinkPortNetdevSource::Read() const {
-  auto netlink = sys::RdmaNetlink::Open();
-  if (!netlink) return std::unexpected(netlink.error());
-  const auto ports = netlink->DumpPorts();
-  if (!ports) return std::unexpected(ports.error());
-  PortNetdevs out;
-  for (const sys::RdmaPortNetdev& port : *ports) {
-    if (!port.netdev.empty()) out[{port.device, port.port}] = port.netdev;
-  }
-  return out;
-}
-
 RdmaCollector::RdmaCollector(const RdmaOptions& options, std::filesystem::path sysfs,
                              std::unique_ptr<PortMtuQuerier> mtu)
-    : RdmaCollector(options, std::move(sysfs), std::move(mtu),
-                    std::make_unique<NetlinkPortNetdevSource>()) {}
+    : RdmaCollector(options, sysfs, std::move(mtu),
+                    sysfs == "/sys" ? std::unique_ptr<PortNetdevSource>(
+                                          std::make_unique<NetlinkPortNetdevSource>())
+                                    : std::make_unique<SysfsPortNetdevSource>(sysfs)) {}
 
 RdmaCollector::RdmaCollector(const RdmaOptions& options, std::filesystem::path sysfs,
                              std::unique_ptr<PortMtuQuerier> mtu,
@@ -219,22 +219,27 @@ RdmaCollector::RdmaCollector(const RdmaOptions& options, std::filesystem::path s
       netdevs_(std::move(netdevs)) {}
 
 // The GID table's ndevs name interfaces of every network namespace (a pod's eth0 beside the
-// host's): only RDMA netlink says which interface of *this* namespace carries the port.
+// host's): RDMA netlink says which interface of *this* namespace carries the port; without it,
+// sysfs says so only for interfaces of the device itself (SysfsPortNetdevSource).
 void RdmaCollector::FillNetdevs(std::vector<RdmaDevice>& devices) const {
   if (!netdevs_) return;
-  const auto netdevs = netdevs_->Read();
+  auto netdevs = netdevs_->Read();
   if (!netdevs) {
     if (!netdev_failure_logged_.exchange(true)) {
-      log::Warn("RDMA netlink port dump failed: rdma_port_info has no netdev label",
+      log::Warn("RDMA netlink port dump failed: port netdevs from sysfs only (none for rxe, "
+                "siw or bonds)",
                 {{"error", std::strerror(netdevs.error())}});
     }
-    return;
+    netdevs = SysfsPortNetdevSource(sysfs_).Read();
   }
   for (RdmaDevice& device : devices) {
     for (RdmaPort& port : device.ports) {
-      if (const auto it = netdevs->find({device.name, port.number}); it != netdevs->end()) {
-        port.netdev = it->second;
-      }
+      const auto it = netdevs->find({device.name, port.number});
+      if (it == netdevs->end()) continue;
+      port.netdev = it->second;
+      const NetdevLinkState link = ReadNetdevLinkState(sysfs_, port.netdev);
+      port.netdev_admin_up = link.admin_up;
+      port.netdev_carrier = link.carrier;
     }
   }
 }

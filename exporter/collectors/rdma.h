@@ -1,7 +1,7 @@
 // The rdma collector: RDMA devices and ports from /sys/class/infiniband (identity, NUMA node,
 // state, rate, link layer, port counters with their saturation, every hw_counter as a counter
-// or a gauge, the GID table), the active/max MTU from libibverbs and each port's netdev from
-// RDMA netlink.
+// or a gauge, the GID table), the active/max MTU from libibverbs, each port's netdev (RDMA
+// netlink, or sysfs alone under --path.sysfs) and that netdev's admin state and carrier.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/port_netdev.h"
 #include "collectors/rdma_sysfs.h"
 #include "collectors/verbs_ports.h"
 #include "core/collector.h"
@@ -25,30 +26,17 @@ struct RdmaOptions {
   std::string device_exclude;
 };
 
-using PortNetdevs = std::map<std::pair<std::string, uint32_t>, std::string>;
-
-// Test seam: (device, port) -> netdev, for ports whose netdev is in this network namespace.
-class PortNetdevSource {
- public:
-  virtual ~PortNetdevSource() = default;
-  // errno on failure (EPROTONOSUPPORT: no RDMA netlink in this kernel).
-  virtual std::expected<PortNetdevs, int> Read() const = 0;
-};
-
-// nldev RDMA_NLDEV_CMD_PORT_GET (what `rdma link show` prints).
-class NetlinkPortNetdevSource : public PortNetdevSource {
- public:
-  std::expected<PortNetdevs, int> Read() const override;
-};
-
 void MapRdmaDevices(const std::vector<RdmaDevice>& devices, MetricSet& out);
 
 class RdmaCollector : public Collector {
  public:
-  // Port netdevs from RDMA netlink.
+  // Port netdevs from RDMA netlink when `sysfs` is /sys (the exporter's own namespace), from
+  // sysfs alone otherwise (--path.sysfs=/host/sys: netlink answers for the exporter's network
+  // namespace, which need not be the one that tree shows).
   RdmaCollector(const RdmaOptions& options, std::filesystem::path sysfs,
                 std::unique_ptr<PortMtuQuerier> mtu);
-  // netdevs may be null: every port's netdev label is then empty.
+  // netdevs may be null: every port's netdev label is then empty. When it fails (no RDMA
+  // netlink), the netdevs come from sysfs (SysfsPortNetdevSource).
   RdmaCollector(const RdmaOptions& options, std::filesystem::path sysfs,
                 std::unique_ptr<PortMtuQuerier> mtu, std::unique_ptr<PortNetdevSource> netdevs);
   CollectResult Collect(MetricSet& out) const override;

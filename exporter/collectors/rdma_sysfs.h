@@ -42,6 +42,8 @@ struct RdmaPort {
   // The port's netdev from RDMA netlink (nldev NDEV_NAME), only when it is in this network
   // namespace; filled by the collector, empty on InfiniBand or when netlink cannot tell.
   std::string netdev;
+  std::optional<bool> netdev_admin_up;  // that netdev's IFF_UP, filled by the collector
+  std::optional<bool> netdev_carrier;   // its carrier (none while admin down)
   // counters/, sorted by name; where an old stack's counters_ext/ has the 64-bit twin of a
   // file, its value under the counters/ name (see MergeLegacyExtendedCounters).
   std::vector<std::pair<std::string, uint64_t>> counters;

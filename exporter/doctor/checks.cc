@@ -51,6 +51,8 @@ constexpr Check kChecks[] = {
     {"queues.srq_sizing", "queues", kVerbs, "rdmasrqlimitreachedoften", &CheckSrqSizing},
     {"queues.receive_starvation", "queues", kRdma, "rdmareceivestarvation",
      &CheckReceiveStarvation},
+    {"queues.peer_receive_starvation", "queues", kRdma, "rdmapeerreceivestarvation",
+     &CheckPeerReceiveStarvation},
     {"queues.qp_type", "queues", kResources, "rdmaucqueuepairs", &CheckQpTypes},
     {"memory.mr_page_multiple", "memory", kMr, "rdmamrlengthnotpagemultiple", &CheckMrPageMultiple},
     {"memory.mr_hugepage", "memory", kMr, "rdmamrnotonhugepages", &CheckMrHugepage},

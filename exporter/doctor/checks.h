@@ -45,6 +45,8 @@ std::vector<Finding> CheckCoalescing(const Snapshot&, const Snapshot*, const Doc
 std::vector<Finding> CheckCqCapacity(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckSrqLimit(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckReceiveStarvation(const Snapshot&, const Snapshot*, const DoctorOptions&);
+std::vector<Finding> CheckPeerReceiveStarvation(const Snapshot&, const Snapshot*,
+                                                const DoctorOptions&);
 // memory: checks_memory.cc
 std::vector<Finding> CheckMrPageMultiple(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckMrHugepage(const Snapshot&, const Snapshot*, const DoctorOptions&);

@@ -170,6 +170,18 @@ std::vector<Finding> CheckCpuGovernor(const Snapshot& now, const Snapshot*, cons
 std::vector<Finding> CheckMemlock(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
   std::vector<Finding> findings;
   for (const Sample* limit : now.Find("rdma_process_locked_memory_limit_bytes")) {
+    const Sample* exempt = now.Exact("rdma_process_pin_limit_exempt", limit->labels);
+    if (exempt != nullptr && exempt->value == 1) {
+      // ib_umem_get checks the limit only for tasks without CAP_IPC_LOCK (core/umem.c).
+      Finding finding =
+          Make("host.memlock", kArea, Severity::kOk, ProcessScope(*limit), "host-tuning");
+      finding.observed = "RLIMIT_MEMLOCK " + Bytes(limit->value) +
+                         ", not applied: the process holds CAP_IPC_LOCK";
+      finding.expected = "unlimited, or raised above the kernel default " +
+                         Bytes(kKernelDefaultMemlockBytes) + " for RDMA";
+      findings.push_back(std::move(finding));
+      continue;
+    }
     const bool low = limit->value <= kKernelDefaultMemlockBytes;
     Finding finding = Make("host.memlock", kArea, low ? Severity::kWarn : Severity::kOk,
                            ProcessScope(*limit), "host-tuning");

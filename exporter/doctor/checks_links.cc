@@ -1,6 +1,7 @@
 // Links and ports: state, MTU, physical errors, IBA error counters, saturated counters,
 // retransmissions. Sources: the rdma and ethtool collectors (docs/metrics.md).
 #include <map>
+#include <optional>
 
 #include "doctor/check_util.h"
 #include "doctor/checks.h"
@@ -149,12 +150,52 @@ std::map<std::string, double> DefaultIbaThresholds() {
           {"PortXmitWait", 1000}};
 }
 
+namespace {
+
+// RoCE and iWARP drivers (mlx4, mlx5, bnxt_re, irdma, mana, ocrdma) report DOWN + Disabled
+// whenever the netdev is not running or has no carrier, so Disabled means "down on purpose"
+// only on InfiniBand; on Ethernet the netdev's IFF_UP says it (collectors/port_netdev.h).
+std::optional<Finding> EthernetPortDown(const Sample& port, const std::string& observed,
+                                        const std::string& netdev, std::optional<double> admin_up,
+                                        std::optional<double> carrier, bool phys_up) {
+  const std::string id = "links.port_state";
+  const std::string interface = netdev.empty() ? "its interface" : netdev;
+  if (admin_up && *admin_up == 0) {
+    return Skip(id, kArea, PortScope(port), "rdmaportdown",
+                interface + " is administratively down (ip link set down): down by "
+                            "configuration, not checked");
+  }
+  if (!admin_up) return std::nullopt;  // no netdev known: judged from the port alone
+  const bool link = carrier ? *carrier == 1 : phys_up;
+  Finding finding = Make(id, kArea, link ? Severity::kCrit : Severity::kWarn, PortScope(port),
+                         "rdmaportdown");
+  finding.observed = observed + "; " + interface + " up, " +
+                     (carrier ? (*carrier == 1 ? "carrier" : "no carrier") : "carrier unknown");
+  finding.expected = "ACTIVE";
+  if (link) {
+    finding.advice = interface + " is up with a link, yet the RDMA port is " +
+                     StateName(port.value) +
+                     ": RoCE may be disabled on the function (`devlink dev param show` "
+                     "enable_roce), the port may belong to a bond whose state it follows, or the "
+                     "driver failed (dmesg); compare with `rdma link show`";
+  } else {
+    finding.advice = interface +
+                     " is up but has no carrier: the cable, transceiver, peer or switch port is "
+                     "down (the RDMA driver then reports DOWN + Disabled, as for `ip link set "
+                     "down`); check `ip link show " + interface + "`, `ethtool " + interface +
+                     "` and the switch port";
+  }
+  return finding;
+}
+
+}  // namespace
+
 std::vector<Finding> CheckPortState(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
   std::vector<Finding> findings;
   for (const Sample* port : now.Find("rdma_port_state")) {
     const std::string id = "links.port_state";
-    const auto phys = now.Value("rdma_port_physical_state",
-                                {{"device", port->Label("device")}, {"port", port->Label("port")}});
+    const Matchers key{{"device", port->Label("device")}, {"port", port->Label("port")}};
+    const auto phys = now.Value("rdma_port_physical_state", key);
     const std::string observed =
         StateName(port->value) + (phys ? " (physical " + PhysName(*phys) + ")" : "");
     if (port->value >= 4) {
@@ -164,21 +205,33 @@ std::vector<Finding> CheckPortState(const Snapshot& now, const Snapshot*, const 
       findings.push_back(std::move(finding));
       continue;
     }
-    if (phys && *phys == 3) {
-      findings.push_back(Skip(id, kArea, PortScope(*port), "rdmaportdown",
-                              "port is Disabled: down by configuration, not checked"));
-      continue;
-    }
     const Sample* info = PortInfo(now, *port);
     const std::string netdev = info ? info->Label("netdev") : "";
     const bool ethernet = info && info->Label("link_layer") == "Ethernet";
     // Training, LinkUp or error recovery: a cable and a peer are there, yet the port is unusable.
     const bool cabled = phys && *phys >= 4 && *phys <= 6;
+    if (ethernet) {
+      if (auto finding = EthernetPortDown(*port, observed, netdev,
+                                          now.Value("rdma_port_netdev_admin_up", key),
+                                          now.Value("rdma_port_netdev_carrier", key), cabled)) {
+        findings.push_back(std::move(*finding));
+        continue;
+      }
+    } else if (phys && *phys == 3) {
+      findings.push_back(Skip(id, kArea, PortScope(*port), "rdmaportdown",
+                              "port is Disabled: down by configuration, not checked"));
+      continue;
+    }
     Finding finding = Make(id, kArea, cabled ? Severity::kCrit : Severity::kInfo, PortScope(*port),
                            "rdmaportdown");
     finding.observed = observed;
     finding.expected = "ACTIVE";
-    if (cabled && ethernet) {
+    if (ethernet && phys && *phys == 3) {
+      finding.advice =
+          "the port is Disabled, which RoCE drivers report both for `ip link set down` and for "
+          "a lost link (cable, peer), and its interface is not known here to tell which: check "
+          "`rdma link show` and `ip link`";
+    } else if (cabled && ethernet) {
       finding.advice = "the link is physically up but the RDMA port is " + StateName(port->value) +
                        ": bring its interface " + (netdev.empty() ? "" : netdev + " ") +
                        "up and check `ip link`";
@@ -231,10 +284,16 @@ std::vector<Finding> CheckActiveMtu(const Snapshot& now, const Snapshot*,
         finding.fix = "ip link set dev " + netdev + " mtu " + Num(options.min_netdev_mtu);
       }
     } else if (*active < *max) {
+      // The active MTU of an IB link is the lower of its two ends' MTUCap, set by the SM when it
+      // brings the link up; a partition's mtu= only sets its IPoIB multicast group's MTU.
       finding.advice =
-          "on InfiniBand the subnet manager sets the MTU: raise the partition's MTU "
-          "to " +
-          Num(*max) + " (opensm partitions.conf mtu=5 for 4096)";
+          "on InfiniBand the active MTU is the lower of the two link ends' MTU capability: the "
+          "peer port (switch port or other HCA) supports less than " +
+          Num(*max) +
+          "; read its MTUCap and NeighborMTU (`smpquery portinfo PEER_LID PEER_PORT`, "
+          "`ibportstate PEER_LID PEER_PORT query`, `iblinkinfo` for both ends of every link) "
+          "and connect to, or reconfigure, a peer that supports it. An SM partition's mtu= "
+          "(partitions.conf) does not change it: it only sets the IPoIB multicast group's MTU";
     }
     findings.push_back(std::move(finding));
   }

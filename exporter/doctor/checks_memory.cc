@@ -111,6 +111,16 @@ std::vector<Finding> CheckPinnedVsMemlock(const Snapshot& now, const Snapshot*,
   for (const Sample* pinned : now.Find("rdma_process_pinned_bytes")) {
     Scope scope = ProcessScope(*pinned);
     const Sample* limit = now.Exact("rdma_process_locked_memory_limit_bytes", pinned->labels);
+    const Sample* exempt = now.Exact("rdma_process_pin_limit_exempt", pinned->labels);
+    if (limit != nullptr && exempt != nullptr && exempt->value == 1) {
+      // ib_umem_get checks the limit only for tasks without CAP_IPC_LOCK (core/umem.c).
+      Finding finding = Make(id, kArea, Severity::kOk, std::move(scope), runbook);
+      finding.observed = Bytes(pinned->value) + " pinned; RLIMIT_MEMLOCK " + Bytes(limit->value) +
+                         " does not apply: the process holds CAP_IPC_LOCK";
+      finding.expected = "pinned below " + Percent(options.memlock_warn_ratio) + " of the limit";
+      findings.push_back(std::move(finding));
+      continue;
+    }
     if (limit == nullptr) {  // absent: RLIMIT_MEMLOCK is unlimited
       Finding finding = Make(id, kArea, Severity::kOk, std::move(scope), runbook);
       finding.observed = Bytes(pinned->value) + " pinned, RLIMIT_MEMLOCK unlimited";

@@ -103,19 +103,39 @@ std::vector<Finding> CheckSrqLimit(const Snapshot& now, const Snapshot*, const D
 }
 
 // The counters of the rdma:port_receive_starvation:rate5m recording rule.
+// Local evidence only: mlx5 out_of_buffer (packets dropped for want of a receive WQE) and rxe
+// send_rnr_err (RNR NAKs this port sent). RNR NAKs *received* mean the peer starves
+// (CheckPeerReceiveStarvation), as in the rules rdma:port_{,peer_}receive_starvation:rate5m.
 std::vector<Finding> CheckReceiveStarvation(const Snapshot& now, const Snapshot* before,
                                             const DoctorOptions&) {
-  static constexpr const char* kCounters[] = {"out_of_buffer", "rnr_nak_retry_err", "rcvd_rnr_err",
-                                              "send_rnr_err", "rnr_naks_rcvd"};
+  static constexpr const char* kCounters[] = {"out_of_buffer", "send_rnr_err"};
   return HwCounterRateCheck(
       now, before, kCounters,
       {.id = "queues.receive_starvation",
        .area = kArea,
        .runbook = "rdmareceivestarvation",
-       .what = "out-of-buffer drops and RNR NAKs",
+       .what = "no-receive-posted drops and RNR NAKs sent",
        .threshold = 0,
-       .advice = "messages arrive before receives are posted: post receives deeper and earlier, "
-                 "use an SRQ with an armed limit, raise the RNR retry timer"});
+       .advice = "this host's applications post receives too late or too few: post receives "
+                 "deeper and earlier, use an SRQ with an armed limit, raise the RNR timer its "
+                 "QPs advertise (min_rnr_timer)"});
+}
+
+// RNR NAKs received: mlx5 rnr_nak_retry_err, rxe rcvd_rnr_err, bnxt_re rnr_naks_rcvd.
+std::vector<Finding> CheckPeerReceiveStarvation(const Snapshot& now, const Snapshot* before,
+                                                const DoctorOptions&) {
+  static constexpr const char* kCounters[] = {"rnr_nak_retry_err", "rcvd_rnr_err",
+                                              "rnr_naks_rcvd"};
+  return HwCounterRateCheck(
+      now, before, kCounters,
+      {.id = "queues.peer_receive_starvation",
+       .area = kArea,
+       .runbook = "rdmapeerreceivestarvation",
+       .what = "RNR NAKs received from peers",
+       .threshold = 0,
+       .advice = "the hosts this port sends to had no receive posted: the starving receivers are "
+                 "on those peers (the remote ends of this host's QPs), fix them there; here, "
+                 "rnr_retry 7 rides out short gaps"});
 }
 
 }  // namespace rdmascope::doctor

@@ -34,6 +34,8 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
       HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
       ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) +
       "\">Metrics</a></p>\n<p><a href=\"/doctor\">Doctor report</a> (JSON)</p>\n"
+      "<p><a href=\"/-/healthy\">Health</a> and <a href=\"/-/ready\">readiness</a> for "
+      "probes (no authentication)</p>\n"
       "<h2>Collectors</h2>\n<table><tr><th>collector</th><th>last status</th><th>detail</th>"
       "<th>series</th><th>duration</th></tr>\n";
   for (const CollectorState& state : runner.States()) {
@@ -97,6 +99,15 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
       } slot{scrapes_in_flight_};
       if (scrapes_in_flight_.fetch_add(1) >= max_requests_) return RejectScrape();
       return Metrics(request);
+    }
+    // Liveness and readiness as Prometheus answers them (web/web.go), for Kubernetes probes
+    // and load balancers; the server guard lets them through without basic auth
+    // (IsHealthPath). Ready once it answers: collectors and probes are set up before the
+    // server listens.
+    if (request.path == kHealthyPath || request.path == kReadyPath) {
+      if (!get_or_head) return MethodNotAllowed("GET, HEAD");
+      return Text(200, request.path == kHealthyPath ? "rdmascope is Healthy.\n"
+                                                     : "rdmascope is Ready.\n");
     }
     if (request.path == "/") {
       if (!get_or_head) return MethodNotAllowed("GET, HEAD");

@@ -1,5 +1,5 @@
 // What each request gets, independent of the HTTP library: the exposition at the telemetry
-// path, the landing page at "/", the collectors' JSON debug routes, 405 with Allow for other
+// path, the landing page at "/", /-/healthy and /-/ready, the collectors' JSON debug routes, 405 with Allow for other
 // methods, 404 elsewhere. The server (server.cc) only moves bytes.
 #pragma once
 
@@ -21,6 +21,14 @@ namespace rdmascope {
 
 inline constexpr std::string_view kExpositionContentType =
     "text/plain; version=0.0.4; charset=utf-8";
+
+// Liveness and readiness, Prometheus's paths: answered without basic auth (Kubernetes probes
+// carry no credentials), so they say nothing but that the server answers.
+inline constexpr std::string_view kHealthyPath = "/-/healthy";
+inline constexpr std::string_view kReadyPath = "/-/ready";
+inline bool IsHealthPath(std::string_view path) {
+  return path == kHealthyPath || path == kReadyPath;
+}
 
 struct HttpRequest {
   std::string_view method;

@@ -69,8 +69,11 @@ HttpReply Refuse(unsigned status, std::string body) {
 }
 
 // The web config's gate, before any route (exporter-toolkit's webHandler, and Go's TLS
-// stack for the client certificate): every path, the landing page and /debug/* included.
-std::optional<HttpReply> Guard(HttpServer::Context& context, MHD_Connection* connection) {
+// stack for the client certificate): every path, the landing page and /debug/* included,
+// but for basic auth on /-/healthy and /-/ready (probes carry no credentials; a required
+// client certificate still applies, as Go's handshake would refuse them too).
+std::optional<HttpReply> Guard(HttpServer::Context& context, MHD_Connection* connection,
+                               std::string_view path) {
   if (!context.security) return std::nullopt;
   const web::TlsServerConfig& tls = context.security->tls;
   if (tls.enabled) {
@@ -87,7 +90,7 @@ std::optional<HttpReply> Guard(HttpServer::Context& context, MHD_Connection* con
       return reply;
     }
   }
-  if (context.auth) {
+  if (context.auth && !IsHealthPath(path)) {
     const char* authorization =
         MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!context.auth->Check(authorization != nullptr ? authorization : "")) {
@@ -121,7 +124,7 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
   }
   HttpReply reply;
   try {
-    if (auto refused = Guard(context, connection)) {
+    if (auto refused = Guard(context, connection, url)) {
       reply = std::move(*refused);
     } else {
       HttpRequest request{.method = method, .path = url};

@@ -152,6 +152,15 @@ def main(binary):
                     missing = [k for k, v in HEADERS.items() if headers.get(k) != v]
                     check(failures, what + " has the configured headers", not missing,
                           f"missing {missing}")
+            # Health paths answer probes without credentials, with the configured headers;
+            # a wrong password does not matter there either (issue 26 item 18).
+            for path in ("/-/healthy", "/-/ready"):
+                for user in (None, "alice:wrong"):
+                    status, headers, _ = curl(path, "GET", user=user)
+                    check(failures, f"GET {path} as {user or 'nobody'} is 200", status == 200,
+                          f"status={status}")
+                    check(failures, f"GET {path} has the configured headers",
+                          all(headers.get(k) == v for k, v in HEADERS.items()), str(headers))
             status, _, _ = curl("/metrics", user="alice:secret")
             check(failures, "an authorised scrape is 200", status == 200, f"status={status}")
             status, _, _ = curl("/", user="alice:secret")

@@ -51,10 +51,18 @@ def check_daemonset(ds, caps, failures):
     want = lambda cond, what: cond or failures.append(f"DaemonSet: {what}")
     want(spec.get("hostPID") is True, "hostPID")
     want(spec.get("hostNetwork") is True, "hostNetwork")
+    want(spec.get("priorityClassName") == "system-node-critical",
+         "priorityClassName system-node-critical")
+    want(spec.get("tolerations") == [{"operator": "Exists"}],
+         "tolerates every taint (operator: Exists, no effect)")
     want(spec.get("automountServiceAccountToken") is False, "no service account token")
     want(spec.get("securityContext", {}).get("seccompProfile", {}).get("type") == "RuntimeDefault",
          "seccompProfile RuntimeDefault")
     (container,) = spec["containers"]
+    # Probes on the paths served without basic auth (once --web.config.file sets it).
+    for probe, path in (("livenessProbe", "/-/healthy"), ("readinessProbe", "/-/ready")):
+        want(container.get(probe, {}).get("httpGet", {}).get("path") == path,
+             f"{probe} on {path}")
     sc = container["securityContext"]
     want(sc.get("privileged") is False, "not privileged")
     want(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation false")

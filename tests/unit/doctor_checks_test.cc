@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "doctor/checks.h"
+#include "doctor/checks_host_tuning.h"
 #include "unit/doctor_fixtures.h"
 
 namespace rdmascope::doctor {
@@ -166,9 +168,84 @@ TEST(DoctorChecks, UncabledPortIsInformational) {
   EXPECT_EQ(findings[0].observed, "DOWN (physical Polling)");
 }
 
+// Issue 26 item 1: mlx4, mlx5, bnxt_re, irdma, mana and ocrdma report DOWN + Disabled both for
+// `ip link set down` and for a pulled cable; the netdev's admin state tells them apart.
+struct RocePortCase {
+  const char* what;
+  std::optional<double> admin_up;
+  std::optional<double> carrier;
+  Severity severity;
+  const char* said;  // in observed or advice
+};
+
+TEST(DoctorChecks, RocePortDownIsJudgedByItsNetdev) {
+  const RocePortCase cases[] = {
+      {"cable pulled", 1, 0, Severity::kWarn, "no carrier"},
+      {"ip link set down", 0, std::nullopt, Severity::kSkip, "administratively down"},
+      {"link up, RDMA port down", 1, 1, Severity::kCrit, "enable_roce"},
+      {"netdev unknown", std::nullopt, std::nullopt, Severity::kInfo, "not known here"},
+  };
+  for (const RocePortCase& c : cases) {
+    Families f;
+    const std::vector<Label> port{{"device", "mlx5_0"}, {"port", "1"}};
+    f.Gauge("rdma_port_info",
+            {{"device", "mlx5_0"}, {"port", "1"}, {"link_layer", "Ethernet"},
+             {"state", "DOWN"}, {"phys_state", "Disabled"},
+             {"netdev", c.admin_up ? "ens1f0np0" : ""}},
+            1);
+    f.Gauge("rdma_port_state", port, 1);
+    f.Gauge("rdma_port_physical_state", port, 3);
+    if (c.admin_up) f.Gauge("rdma_port_netdev_admin_up", port, *c.admin_up);
+    if (c.carrier) f.Gauge("rdma_port_netdev_carrier", port, *c.carrier);
+    const auto findings = CheckPortState(f.Build(0), nullptr, {});
+    ASSERT_EQ(findings.size(), 1U) << c.what;
+    EXPECT_EQ(findings[0].severity, c.severity) << c.what;
+    EXPECT_NE((findings[0].observed + findings[0].advice).find(c.said), std::string::npos)
+        << c.what << ": " << findings[0].observed << " / " << findings[0].advice;
+  }
+}
+
+TEST(DoctorChecks, InfinibandDisabledIsDeliberatePollingIsNot) {
+  for (const auto& [phys, severity] : {std::pair{3.0, Severity::kSkip}, {2.0, Severity::kInfo}}) {
+    Families f;
+    const std::vector<Label> port{{"device", "mlx5_1"}, {"port", "1"}};
+    f.Gauge("rdma_port_info",
+            {{"device", "mlx5_1"}, {"port", "1"}, {"link_layer", "InfiniBand"}, {"netdev", ""}},
+            1);
+    f.Gauge("rdma_port_state", port, 1);
+    f.Gauge("rdma_port_physical_state", port, phys);
+    const auto findings = CheckPortState(f.Build(0), nullptr, {});
+    ASSERT_EQ(findings.size(), 1U);
+    EXPECT_EQ(findings[0].severity, severity) << "phys " << phys;
+  }
+}
+
 TEST(DoctorChecks, CrcErrorsOfANonRdmaInterfaceAreIgnored) {
   for (const Finding& finding : WithId(Diagnose(true), "links.crc_errors")) {
     EXPECT_NE(finding.scope, (Scope{{"netdev", "eno1"}}));
+  }
+}
+
+// Issue 26 item 5: RNR NAKs *received* (mlx5 rnr_nak_retry_err, rxe rcvd_rnr_err, bnxt_re
+// rnr_naks_rcvd) are the peer's starvation; only out_of_buffer and rxe send_rnr_err are local.
+TEST(DoctorChecks, ReceiveStarvationSeparatesLocalFromPeerEvidence) {
+  for (const char* counter : {"rnr_nak_retry_err", "rcvd_rnr_err", "rnr_naks_rcvd",
+                              "out_of_buffer", "send_rnr_err"}) {
+    const bool local = std::string_view(counter) == "out_of_buffer" ||
+                       std::string_view(counter) == "send_rnr_err";
+    const std::vector<Label> key{{"device", "d"}, {"port", "1"}, {"counter", counter}};
+    Families before;
+    before.Counter("rdma_port_hw_counter_total", key, 100);
+    Families now;
+    now.Counter("rdma_port_hw_counter_total", key, 200);
+    const Snapshot b = before.Build(0);
+    const Snapshot n = now.Build(10);
+    const auto warns = [](const std::vector<Finding>& findings) {
+      return std::any_of(findings.begin(), findings.end(),
+                         [](const Finding& f) { return f.severity == Severity::kWarn; });
+    };
+    EXPECT_EQ(warns(CheckReceiveStarvation(n, &b, {})), local) << counter;
+    EXPECT_EQ(warns(CheckPeerReceiveStarvation(n, &b, {})), !local) << counter;
   }
 }
 
@@ -176,7 +253,8 @@ TEST(DoctorChecks, CounterChecksWithoutAWindowAreSkipped) {
   const auto findings = Diagnose(true, /*window=*/false);
   for (const char* id :
        {"links.crc_errors", "links.symbol_errors", "links.link_downed", "links.retransmissions",
-        "queues.receive_starvation", "roce.global_pause", "roce.pause_storm"}) {
+        "queues.receive_starvation", "queues.peer_receive_starvation", "roce.global_pause",
+        "roce.pause_storm"}) {
     const auto mine = WithId(findings, id);
     ASSERT_FALSE(mine.empty()) << id;
     for (const Finding& finding : mine) {
@@ -257,6 +335,29 @@ TEST(DoctorChecks, PinnedMemoryAtTheLimitIsCriticalAndUnlimitedIsOk) {
   const auto warn = WithId(Diagnose(true), "memory.pinned_vs_memlock");
   EXPECT_EQ(warn[0].severity, Severity::kWarn);  // 60 of 64 MiB
   EXPECT_NE(warn[0].advice.find("only 4 MiB left"), std::string::npos) << warn[0].advice;
+}
+
+// Issue 26 item 3: a root process pinning 30 MiB under the default 8 MiB limit is not told it
+// "may pin at most 8 MiB": ib_umem_get does not apply the limit to CAP_IPC_LOCK holders.
+TEST(DoctorChecks, CapIpcLockHoldersGetNoMemlockFinding) {
+  for (const double exempt : {1.0, 0.0}) {
+    Families f;
+    const std::vector<Label> proc{{"pid", "7"}, {"comm", "trainer"}};
+    f.Gauge("rdma_process_pinned_bytes", proc, 30.0 * (1 << 20));
+    f.Gauge("rdma_process_locked_memory_limit_bytes", proc, 8.0 * (1 << 20));
+    f.Gauge("rdma_process_pin_limit_exempt", proc, exempt);
+    const Snapshot now = f.Build(0);
+    const auto pinned = CheckPinnedVsMemlock(now, nullptr, {});
+    const auto memlock = CheckMemlock(now, nullptr, {});
+    ASSERT_EQ(pinned.size(), 1U);
+    ASSERT_EQ(memlock.size(), 1U);
+    EXPECT_EQ(pinned[0].severity, exempt == 1 ? Severity::kOk : Severity::kCrit);
+    EXPECT_EQ(memlock[0].severity, exempt == 1 ? Severity::kOk : Severity::kWarn);
+    if (exempt == 1) {
+      EXPECT_NE(pinned[0].observed.find("CAP_IPC_LOCK"), std::string::npos);
+      EXPECT_TRUE(memlock[0].fix.empty());
+    }
+  }
 }
 
 TEST(DoctorChecks, NumaAdviceNamesTheDevicesNode) {

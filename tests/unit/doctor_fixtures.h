@@ -194,6 +194,10 @@ inline Snapshot Host(bool bad, bool later) {
   f.Counter("rdma_port_hw_counter_total",
             {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "out_of_buffer"}},
             counter(7, bad ? 30 : 0));
+  // RNR NAKs received: the peers starve (queues.peer_receive_starvation).
+  f.Counter("rdma_port_hw_counter_total",
+            {{"device", "mlx5_0"}, {"port", "1"}, {"counter", "rnr_nak_retry_err"}},
+            counter(3, bad ? 12 : 0));
   f.Gauge("rdma_port_active_mtu_bytes", {{"device", "mlx5_0"}, {"port", "1"}}, bad ? 1024 : 4096);
   f.Gauge("rdma_port_max_mtu_bytes", {{"device", "mlx5_0"}, {"port", "1"}}, 4096);
   // The RoCE netdev and a management NIC whose CRC errors are not RDMA's.

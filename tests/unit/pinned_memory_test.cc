@@ -33,6 +33,46 @@ TEST(PinnedMemory, ParsesVmPin) {
   EXPECT_FALSE(ParseVmPinBytes("Name:\tx\nVmPin:\t 12 MB\n"));
 }
 
+// Issue 26 item 3: ib_umem_get refuses only when pinned > RLIMIT_MEMLOCK and the task is not
+// capable(CAP_IPC_LOCK) in the initial user namespace.
+TEST(PinnedMemory, CapIpcLockInTheInitialUserNamespaceExemptsFromTheLimit) {
+  EXPECT_EQ(ParseEffectiveCapabilities("Name:\tx\nCapInh:\t0000000000000000\n"
+                                       "CapPrm:\t000001ffffffffff\nCapEff:\t000001ffffffffff\n"),
+            0x1ffffffffffULL);
+  EXPECT_EQ(ParseEffectiveCapabilities("Name:\tx\nCapEff:\t0000000000004000\n"), 0x4000U);
+  EXPECT_FALSE(ParseEffectiveCapabilities("Name:\tx\nCapPrm:\t0000000000004000\n"));
+  EXPECT_FALSE(ParseEffectiveCapabilities("Name:\tx\nCapEff:\t4000\n"));
+  EXPECT_FALSE(ParseEffectiveCapabilities("Name:\tx\nCapEff:\t00000000000040zz\n"));
+
+  const std::string_view init = "user:[4026531837]";
+  EXPECT_TRUE(PinLimitExempt(0x1ffffffffffULL, init));            // root
+  EXPECT_TRUE(PinLimitExempt(uint64_t{1} << 14, init));           // CAP_IPC_LOCK alone
+  EXPECT_FALSE(PinLimitExempt(0x1ffffffffffULL & ~(uint64_t{1} << 14), init));
+  EXPECT_FALSE(PinLimitExempt(0, init));                          // an ordinary user
+  EXPECT_FALSE(PinLimitExempt(0x1ffffffffffULL, "user:[4026532412]"));  // rootless container
+}
+
+TEST(PinnedMemory, ExemptionReadFromStatusAndUserNamespace) {
+  testing::TempDir procfs;
+  MakeProcess(procfs.path(), 100, "root_app", "VmPin:\t   30720 kB\nCapEff:\t000001ffffffffff\n",
+              {"/dev/infiniband/uverbs0"});
+  fs::create_directories(procfs.path() / "100" / "ns");
+  fs::create_symlink("user:[4026531837]", procfs.path() / "100" / "ns" / "user");
+  MakeProcess(procfs.path(), 101, "user_app", "VmPin:\t   8 kB\nCapEff:\t0000000000000000\n",
+              {"/dev/infiniband/uverbs0"});
+  fs::create_directories(procfs.path() / "101" / "ns");
+  fs::create_symlink("user:[4026531837]", procfs.path() / "101" / "ns" / "user");
+  // No ns/user link (not readable without CAP_SYS_PTRACE): cannot tell.
+  MakeProcess(procfs.path(), 102, "hidden", "VmPin:\t   8 kB\nCapEff:\t000001ffffffffff\n",
+              {"/dev/infiniband/uverbs0"});
+  UverbsHolders holders(procfs.path(), "/nonexistent", std::chrono::seconds(0));
+  const auto pinned = holders.Read();
+  ASSERT_EQ(pinned.size(), 3U);
+  EXPECT_EQ(pinned[0].pin_limit_exempt, true);
+  EXPECT_EQ(pinned[1].pin_limit_exempt, false);
+  EXPECT_EQ(pinned[2].pin_limit_exempt, std::nullopt);
+}
+
 TEST(PinnedMemory, OnlyUverbsHolders) {
   testing::TempDir procfs;
   MakeProcess(procfs.path(), 100, "trainer", "VmPin:\t   30720 kB\n",

@@ -355,8 +355,80 @@ TEST(RdmaKernelCases, PortNetdevComesFromNetlinkNotGids) {
 
   const Series failed = CollectTree("sysfs/rdma_hosts.tree", std::make_unique<FailingNetdevs>());
   for (const auto& [labels, value] : failed.at("rdma_port_info")) {
-    EXPECT_EQ(labels.at("netdev"), "") << "no guess from the GID table when netlink fails";
+    EXPECT_EQ(labels.at("netdev"), "")
+        << "no guess from the GID table when netlink fails: sysfs names a netdev only when "
+           "the device's own device/net lists it (none in this tree)";
   }
+}
+
+// Issue 26 item 1: the port's netdev and its admin state and carrier, from sysfs alone
+// (--path.sysfs, or RDMA netlink failing), for each scenario of port_link_cases.tree.
+TEST(PortLinkCases, NetdevAndItsStateFromSysfsAlone) {
+  TempDir root;
+  MaterialiseTree(FixturePath("sysfs/port_link_cases.tree"), root.path());
+  // The production constructor: a sysfs that is not /sys reads netdevs from sysfs alone.
+  RdmaCollector collector(RdmaOptions{}, root.path(), nullptr);
+  MetricSet out;
+  ASSERT_FALSE(collector.Collect(out).no_data);
+  Series s;
+  for (const auto& family : out.Take()) {
+    for (const auto& metric : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& label : metric.label) labels[label.name] = label.value;
+      s[family.name][labels] = metric.gauge.value;
+    }
+  }
+  const auto netdev_of = [&](const std::string& device) -> std::string {
+    for (const auto& [labels, value] : s.at("rdma_port_info")) {
+      if (labels.at("device") == device) return labels.at("netdev");
+    }
+    return "<no series>";
+  };
+  const auto port = [](const std::string& device) {
+    return std::map<std::string, std::string>{{"device", device}, {"port", "1"}};
+  };
+  struct Case {
+    const char* device;
+    const char* netdev;
+    std::optional<double> admin_up;
+    std::optional<double> carrier;
+  };
+  const Case cases[] = {
+      {"mlx5_pulled", "ens1f0np0", 1, 0},         // cable pulled: up, no carrier
+      {"mlx5_admin_down", "ens1f1np1", 0, {}},    // ip link set down: no carrier read
+      {"bnxt_re_up", "bnxt0", 1, 1},              // working
+      {"mlx5_pod", "", {}, {}},                   // GID names another namespace's eth0
+      {"rxe_up", "", {}, {}},                     // no device/net: netlink only
+      {"mlx5_ib_no_sm", "", {}, {}},              // InfiniBand: no netdev
+      {"mlx5_ib_disabled", "", {}, {}},
+      {"irdma_pulled", "ens801f0", 1, 0},         // as mlx5
+      {"rxe_no_carrier", "", {}, {}},
+      {"efa_up", "", {}, {}},                     // no netdev at all
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(netdev_of(c.device), c.netdev) << c.device;
+    EXPECT_EQ(Value(s, "rdma_port_netdev_admin_up", port(c.device)), c.admin_up) << c.device;
+    EXPECT_EQ(Value(s, "rdma_port_netdev_carrier", port(c.device)), c.carrier) << c.device;
+  }
+}
+
+TEST(PortLinkCases, NetlinkNamesAreReadInThisSysfs) {
+  const Series named = CollectTree(
+      "sysfs/port_link_cases.tree",
+      std::make_unique<FakeNetdevs>(PortNetdevs{{{"rxe_up", 1}, "bnxt0"},
+                                                {{"mlx5_pulled", 1}, "../../etc"},
+                                                {{"mlx5_pod", 1}, "gone0"}}));
+  const std::map<std::string, std::string> rxe{{"device", "rxe_up"}, {"port", "1"}};
+  EXPECT_EQ(Value(named, "rdma_port_netdev_admin_up", rxe), 1.0);
+  EXPECT_EQ(Value(named, "rdma_port_netdev_carrier", rxe), 1.0);
+  // A name that is a path reads nothing; a netdev without a sysfs entry has no state.
+  for (const char* device : {"mlx5_pulled", "mlx5_pod"}) {
+    const std::map<std::string, std::string> key{{"device", device}, {"port", "1"}};
+    EXPECT_EQ(Value(named, "rdma_port_netdev_admin_up", key), std::nullopt) << device;
+  }
+  // Netlink answering, the sysfs source is not consulted: mlx5_admin_down has no netdev.
+  const std::map<std::string, std::string> down{{"device", "mlx5_admin_down"}, {"port", "1"}};
+  EXPECT_EQ(Value(named, "rdma_port_netdev_admin_up", down), std::nullopt);
 }
 
 TEST(VerbsPorts, MtuEnumToBytes) {

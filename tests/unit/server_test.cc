@@ -122,6 +122,25 @@ TEST(HttpHandler, RoutesAndMethods) {
   EXPECT_EQ(handler.Handle({.method = "GET", .path = "/metrics/"}).status, 404U);
 }
 
+// Issue 26 item 18: Prometheus's health paths, for Kubernetes probes.
+TEST(HttpHandler, HealthAndReadiness) {
+  const HttpHandler handler = HandlerWithDebugRoute();
+  for (const char* path : {"/-/healthy", "/-/ready"}) {
+    const HttpReply reply = handler.Handle({.method = "GET", .path = path});
+    EXPECT_EQ(reply.status, 200U) << path;
+    EXPECT_EQ(Header(reply, "Content-Type"), "text/plain; charset=utf-8") << path;
+    EXPECT_EQ(handler.Handle({.method = "HEAD", .path = path}).status, 200U) << path;
+    EXPECT_EQ(handler.Handle({.method = "POST", .path = path}).status, 405U) << path;
+  }
+  EXPECT_EQ(handler.Handle({.method = "GET", .path = "/-/healthy"}).body,
+            "rdmascope is Healthy.\n");
+  EXPECT_EQ(handler.Handle({.method = "GET", .path = "/-/ready"}).body, "rdmascope is Ready.\n");
+  EXPECT_EQ(handler.Handle({.method = "GET", .path = "/-/healthy/"}).status, 404U);
+  EXPECT_TRUE(IsHealthPath("/-/ready"));
+  EXPECT_FALSE(IsHealthPath("/-/ready/x"));
+  EXPECT_FALSE(IsHealthPath("/metrics"));
+}
+
 TEST(HttpHandler, ExpositionPlainAndGzip) {
   const HttpHandler handler = HandlerWithDebugRoute();
   const HttpReply plain = handler.Handle({.method = "GET", .path = "/metrics"});

@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""The vendor matrix (docs/vendor-matrix.md, issue 26): for every row of its tested table, the
+exporter's series, the RdmaPortDown alert and doctor's links.port_state finding are what the
+row says, on the fixture tree that writes each driver's port as its query_port does
+(tests/fixtures/sysfs/port_link_cases.tree). The table is read from the doc, so the doc and the
+code cannot drift apart.
+
+1. `rdmascope serve --path.sysfs=TREE` (netdevs from sysfs alone): state, physical state,
+   rdma_port_netdev_admin_up and _carrier of each row's device;
+2. that scrape turned into a `promtool test rules` case against rules/rdmascope.rules.yml: every
+   port ACTIVE + LinkUp for 30 minutes, then what was scraped; RdmaPortDown firing at 45m for
+   exactly the rows that say "fires" (read from the ALERTS series, so the case does not depend
+   on annotation texts);
+3. `rdmascope doctor --path.sysfs=TREE --window 0s`: links.port_state's severity per device.
+
+Usage: vendor_matrix.py RDMASCOPE SOURCE_DIR"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+INSTANCE = "matrix:9879"
+
+
+def matrix_rows(doc):
+    """{device: row} from the table under "## The matrix, tested"."""
+    with open(doc, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("## The matrix, tested", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 7 or not cells[2].startswith("`"):
+            continue
+        state, phys = (c.strip() for c in cells[3].split("/"))
+        admin, carrier = (c.strip() for c in cells[4].split("/"))
+        rows[cells[2].strip("`")] = {
+            "what": f"{cells[0]}, {cells[1]}",
+            "state": float(state), "phys": float(phys),
+            "admin_up": None if admin == "-" else float(admin),
+            "carrier": None if carrier == "-" else float(carrier),
+            "fires": {"fires": True, "quiet": False}[cells[5]],
+            "doctor": cells[6],
+        }
+    return rows
+
+
+def promtool_case(samples, devices, rules_file):
+    """A promtool test: each device's port up for 30m, then its scraped series for 30m."""
+    series = []
+    for device in devices:
+        key = {"instance": INSTANCE, "device": device, "port": "1"}
+        labels = lambda extra=None: "{" + ",".join(
+            f'{k}="{v}"' for k, v in {**key, **(extra or {})}.items()) + "}"
+        state = harness.value(samples, "rdma_port_state", device=device)
+        phys = harness.value(samples, "rdma_port_physical_state", device=device)
+        series.append({"series": "rdma_port_state" + labels(),
+                       "values": f"4x29 {state:g}x30"})
+        series.append({"series": "rdma_port_physical_state" + labels(),
+                       "values": f"5x29 {phys:g}x30"})
+        for name in ("rdma_port_netdev_admin_up", "rdma_port_netdev_carrier"):
+            value = harness.value(samples, name, device=device)
+            if value is not None:
+                series.append({"series": name + labels(), "values": f"{value:g}x59"})
+        for (name, frozen), _ in samples.items():
+            info = dict(frozen)
+            if name == "rdma_port_info" and info.get("device") == device:
+                series.append({"series": "rdma_port_info" + labels(
+                    {k: v for k, v in info.items() if k not in key}), "values": "1x59"})
+    return {
+        "rule_files": [rules_file],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": series,
+            "promql_expr_test": [{
+                "expr": 'count by (device) (ALERTS{alertname="RdmaPortDown",'
+                        'alertstate="firing"})',
+                "eval_time": "45m",
+                "exp_samples": None,  # filled by the caller
+            }],
+        }],
+    }
+
+
+def main(binary, source):
+    rows = matrix_rows(os.path.join(source, "docs", "vendor-matrix.md"))
+    if len(rows) < 8:
+        print(f"FAIL: only {len(rows)} rows read from docs/vendor-matrix.md")
+        return 1
+    failures = []
+
+    def expect(what, got, want):
+        ok = got == want
+        print(("ok" if ok else "FAIL") + f": {what}: {got}" + ("" if ok else f" (want {want})"))
+        if not ok:
+            failures.append(what)
+
+    with tempfile.TemporaryDirectory(prefix="rdmascope-matrix-") as work:
+        tree = os.path.join(work, "sys")
+        harness.materialise_tree(
+            os.path.join(source, "tests", "fixtures", "sysfs", "port_link_cases.tree"), tree)
+
+        # 1. The exporter's series.
+        with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.rdma",
+                                       f"--path.sysfs={tree}"]) as exporter:
+            body = exporter.metrics()
+        samples = harness.parse(body)
+        for device, row in sorted(rows.items()):
+            what = f"{device} ({row['what']})"
+            expect(f"{what}: state", harness.value(samples, "rdma_port_state", device=device),
+                   row["state"])
+            expect(f"{what}: physical state",
+                   harness.value(samples, "rdma_port_physical_state", device=device), row["phys"])
+            expect(f"{what}: netdev admin_up",
+                   harness.value(samples, "rdma_port_netdev_admin_up", device=device),
+                   row["admin_up"])
+            expect(f"{what}: netdev carrier",
+                   harness.value(samples, "rdma_port_netdev_carrier", device=device),
+                   row["carrier"])
+
+        # 2. The alert, from that scrape.
+        case = promtool_case(samples, sorted(rows),
+                             os.path.join(source, "rules", "rdmascope.rules.yml"))
+        case["tests"][0]["promql_expr_test"][0]["exp_samples"] = [
+            {"labels": f'{{device="{device}"}}', "value": 1}
+            for device, row in sorted(rows.items()) if row["fires"]]
+        test_file = os.path.join(work, "matrix.rules.test.yml")
+        with open(test_file, "w") as f:
+            yaml.safe_dump(case, f, sort_keys=False)
+        promtool = subprocess.run(["promtool", "test", "rules", test_file], capture_output=True,
+                                  text=True, timeout=120)
+        print(promtool.stdout.strip(), promtool.stderr.strip())
+        expect("RdmaPortDown fires for exactly the rows that say so (promtool)",
+               promtool.returncode, 0)
+        if promtool.returncode != 0:
+            output = promtool.stdout + promtool.stderr
+            got = set(re.findall(r'device="([^"]+)"', output.split("got:", 1)[-1]))
+            print("firing:", sorted(got), "want:",
+                  sorted(d for d, r in rows.items() if r["fires"]))
+
+        # 3. Doctor on the same tree.
+        run = subprocess.run([binary, "doctor", "--exporter=none", "--collector.disable-defaults",
+                              "--collector.rdma", f"--path.sysfs={tree}", "--format", "json",
+                              "--window", "0s"], capture_output=True, text=True, timeout=60)
+        report = json.loads(run.stdout)
+        severity = {f["scope"].get("device"): f["severity"] for f in report["findings"]
+                    if f["id"] == "links.port_state"}
+        for device, row in sorted(rows.items()):
+            expect(f"{device} ({row['what']}): doctor links.port_state", severity.get(device),
+                   row["doctor"])
+    if failures:
+        print(f"{len(failures)} of the matrix's checks failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
