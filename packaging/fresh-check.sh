@@ -24,6 +24,10 @@
 # overrides Debian's mirror, as for the packaging tests. docs/testing.md says how long it takes.
 set -euo pipefail
 
+# All in main(), called on the last line: bash parses the whole file before running it, so the
+# file can be edited (a pull, a checkout) while a run of an hour goes on.
+main() {
+
 source_repo=$(cd "$(dirname "$0")/.." && pwd)
 work=/var/tmp/rdmascope-fresh
 ref=HEAD
@@ -212,3 +216,6 @@ else
   echo "fresh-check: FAILED (tree kept at $root: --rerun -- -R NAME runs tests again)"
   exit 1
 fi
+}
+
+main "$@"

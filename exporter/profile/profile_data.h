@@ -38,8 +38,13 @@ struct Log2Histogram {
   std::vector<uint64_t> buckets;
   uint64_t count = 0;
   double sum = 0;  // in the histogram's unit
-  // Quantile estimated from the buckets (upper bound of the bucket holding it).
+  // Quantile estimated from the buckets (upper bound of the bucket holding it): a figure the
+  // data guarantees is not exceeded; exact for sizes that are powers of two.
   std::optional<double> Quantile(double q) const;
+  // Quantile interpolated linearly inside the bucket that holds it, as Prometheus's
+  // histogram_quantile does: for continuous values (latencies) the upper bound is biased up
+  // to 2x, this is not biased but only as good as the bucket: within (2^(b-1), 2^b].
+  std::optional<double> Interpolated(double q) const;
 };
 
 struct MrSummary {

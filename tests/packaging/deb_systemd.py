@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "common"))
 from harness import SKIP  # noqa: E402
-import machine  # noqa: E402
+import machine as this_machine  # noqa: E402  (main has a `machine` of its own)
 
 import deb_tree  # noqa: E402
 
@@ -302,7 +302,7 @@ def main(deb, work):
     if os.geteuid() != 0:
         print("skipped: needs root (mmdebstrap, systemd-nspawn)")
         return SKIP
-    machine.require("mmdebstrap", "nspawn")
+    this_machine.require("mmdebstrap", "nspawn")
     version = deb_tree.package_version(deb)
     root = os.path.join(work, "root")
     os.makedirs(work, exist_ok=True)
