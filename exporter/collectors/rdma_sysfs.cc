@@ -111,12 +111,19 @@ RdmaPort ReadPort(const fs::path& port_dir, uint32_t number) {
 
 // bnxt_re's live object counts and their high-water marks (bnxt_re/hw_counters.c,
 // bnxt_re_stat_descs: BNXT_RE_ACTIVE_* and BNXT_RE_WATERMARK_*, filled from the driver's
-// atomic object counters in bnxt_re_ib_get_hw_stats).
-constexpr std::array<std::string_view, 18> kBnxtReGauges{
-    "active_pds",    "active_ahs",    "active_qps",       "active_rc_qps",    "active_ud_qps",
-    "active_srqs",   "active_cqs",    "active_mrs",       "active_mws",       "watermark_pds",
-    "watermark_ahs", "watermark_qps", "watermark_rc_qps", "watermark_ud_qps", "watermark_srqs",
-    "watermark_cqs", "watermark_mrs", "watermark_mws"};
+// atomic object counters in bnxt_re_ib_get_hw_stats), and db_fifo_register, a doorbell FIFO
+// register read as it stands (readl), 6.5+.
+constexpr std::array<std::string_view, 19> kBnxtReGauges{
+    "active_pds",       "active_ahs",       "active_qps",     "active_rc_qps",
+    "active_ud_qps",    "active_srqs",      "active_cqs",     "active_mrs",
+    "active_mws",       "watermark_pds",    "watermark_ahs",  "watermark_qps",
+    "watermark_rc_qps", "watermark_ud_qps", "watermark_srqs", "watermark_cqs",
+    "watermark_mrs",    "watermark_mws",    "db_fifo_register"};
+
+// mana_ib's port statistics (hw/mana/counters.c, mana_ib_port_stats_desc) from the
+// firmware's query: current_rate is the congestion control's current sending rate and
+// num_qps_congested the QPs congested now, both current values; the other names count events.
+constexpr std::array<std::string_view, 2> kManaGauges{"current_rate", "num_qps_congested"};
 
 struct DriverGauges {
   std::string_view driver;
@@ -125,9 +132,11 @@ struct DriverGauges {
 
 // The RDMA device's parent driver: bnxt_re binds an auxiliary device since Linux 6.3
 // ("bnxt_re.rdma"); before, the ib_device hung off bnxt_en's PCI function.
-constexpr std::array<DriverGauges, 2> kDriverGauges{{
+// mana_ib is an auxiliary driver ("mana_ib.rdma") of the mana Ethernet device.
+constexpr std::array<DriverGauges, 3> kDriverGauges{{
     {"bnxt_re.rdma", kBnxtReGauges},
     {"bnxt_en", kBnxtReGauges},
+    {"mana_ib.rdma", kManaGauges},
 }};
 
 struct CounterWidth {

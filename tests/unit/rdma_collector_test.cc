@@ -227,6 +227,13 @@ TEST(RdmaKernelCases, BnxtReObjectCountsAreGauges) {
             2.0)
       << "pre-6.3 kernels: the RDMA device's parent is bnxt_en's PCI function";
   EXPECT_FALSE(IsHwCounterGauge("mlx5_ib.rdma", "active_qps")) << "knowledge is per driver";
+  // Issue 26 item 10: mana's current_rate is a rate, not a count; bnxt_re's doorbell FIFO
+  // register is read as it stands.
+  EXPECT_TRUE(IsHwCounterGauge("mana_ib.rdma", "current_rate"));
+  EXPECT_TRUE(IsHwCounterGauge("mana_ib.rdma", "num_qps_congested"));
+  EXPECT_FALSE(IsHwCounterGauge("mana_ib.rdma", "requester_timeout"));
+  EXPECT_TRUE(IsHwCounterGauge("bnxt_re.rdma", "db_fifo_register"));
+  EXPECT_FALSE(IsHwCounterGauge("bnxt_re.rdma", "resize_cq_cnt"));
   EXPECT_FALSE(IsHwCounterGauge("", "watermark_qps"));
 }
 
