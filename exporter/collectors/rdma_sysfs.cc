@@ -234,6 +234,11 @@ void MergeLegacyExtendedCounters(RdmaPort& port,
     const auto it =
         std::ranges::find(port.counters, name, &std::pair<std::string, uint64_t>::first);
     if (it != port.counters.end()) {
+      // Both count the same traffic since the port's last reset, so the 64-bit twin is never
+      // behind the 32-bit one unless it is stale (an old driver's counters_ext not refreshed):
+      // the larger of the two, so that a stale set never hides real traffic (issue 26 item 14).
+      // The max of two monotonic counts stays monotonic.
+      if (it->second > value) continue;  // the 32-bit counter, flagged when saturated
       it->second = value;
     } else {
       port.counters.emplace_back(name, value);

@@ -83,8 +83,9 @@ std::optional<unsigned> PortCounterWidth(std::string_view file);
 // Kernels before 4.5 (IB/core "Display extended counter set if available") and old vendor
 // stacks (MLNX_OFED) keep the 64-bit PortCountersExtended in ports/N/counters_ext/
 // (port_xmit_data_64, port_unicast_rcv_packets...) beside the saturating 32-bit counters/.
-// Replaces each counters/ value with its 64-bit twin, adds the extended-only ones under their
-// 4.5+ counters/ names, and lists them in counters_64bit (never flagged saturated).
+// Replaces each counters/ value with its 64-bit twin unless the twin is behind it (stale: the
+// 32-bit value is kept then), adds the extended-only ones under their 4.5+ counters/ names,
+// and lists those taken from counters_ext in counters_64bit (never flagged saturated).
 void MergeLegacyExtendedCounters(RdmaPort& port,
                                  const std::vector<std::pair<std::string, uint64_t>>& ext);
 

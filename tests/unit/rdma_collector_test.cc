@@ -318,6 +318,27 @@ TEST(RdmaOldStacks, CountersExtReplacesSaturatingCounters) {
   EXPECT_EQ(saturated("symbol_error"), 1.0) << "no 64-bit twin: still saturating";
 }
 
+// Issue 26 item 14: a counters_ext/ that an old driver stopped refreshing is behind the 32-bit
+// counters/ it duplicates: the larger of the two is served, never the stale one.
+TEST(RdmaOldStacks, StaleCountersExtNeverHidesTraffic) {
+  RdmaPort port;
+  port.counters = {{"port_rcv_data", 5000}, {"port_xmit_data", 4294967295ULL}};
+  MergeLegacyExtendedCounters(port, {{"port_rcv_data_64", 10}, {"port_xmit_data_64", 9000000000ULL},
+                                     {"port_unicast_rcv_packets", 7}});
+  const auto value = [&](const std::string& name) -> std::optional<uint64_t> {
+    for (const auto& [file, v] : port.counters) {
+      if (file == name) return v;
+    }
+    return std::nullopt;
+  };
+  EXPECT_EQ(value("port_rcv_data"), 5000U) << "stale 64-bit twin (10) behind the 32-bit count";
+  EXPECT_EQ(value("port_xmit_data"), 9000000000U) << "the 64-bit twin past a saturated one";
+  EXPECT_EQ(value("unicast_rcv_packets"), 7U);
+  EXPECT_EQ(port.counters_64bit,
+            (std::vector<std::string>{"port_xmit_data", "unicast_rcv_packets"}))
+      << "the kept 32-bit value is still checked for saturation";
+}
+
 TEST(RdmaOldStacks, ZeroGigabytesIsARateOfZero) {
   const Series s = CollectTree("sysfs/rdma_old_stacks.tree", nullptr);
   EXPECT_EQ(Value(s, "rdma_port_rate_bytes_per_second", {{"device", "qib0"}, {"port", "1"}}), 0.0);
