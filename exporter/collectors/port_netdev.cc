@@ -38,7 +38,8 @@ std::expected<PortNetdevs, int> SysfsPortNetdevSource::Read() const {
   PortNetdevs out;
   const fs::path class_dir = sysfs_ / "class" / "infiniband";
   for (const std::string& device : sysfs::ListDirectory(class_dir)) {
-    const std::vector<std::string> own = sysfs::ListDirectory(class_dir / device / "device" / "net");
+    const std::vector<std::string> own =
+        sysfs::ListDirectory(class_dir / device / "device" / "net");
     if (own.empty()) continue;
     for (const std::string& port : sysfs::ListDirectory(class_dir / device / "ports")) {
       const auto number = sysfs::ParseUnsigned(port);

@@ -226,9 +226,10 @@ void RdmaCollector::FillNetdevs(std::vector<RdmaDevice>& devices) const {
   auto netdevs = netdevs_->Read();
   if (!netdevs) {
     if (!netdev_failure_logged_.exchange(true)) {
-      log::Warn("RDMA netlink port dump failed: port netdevs from sysfs only (none for rxe, "
-                "siw or bonds)",
-                {{"error", std::strerror(netdevs.error())}});
+      log::Warn(
+          "RDMA netlink port dump failed: port netdevs from sysfs only (none for rxe, "
+          "siw or bonds)",
+          {{"error", std::strerror(netdevs.error())}});
     }
     netdevs = SysfsPortNetdevSource(sysfs_).Read();
   }

@@ -114,11 +114,10 @@ RdmaPort ReadPort(const fs::path& port_dir, uint32_t number) {
 // atomic object counters in bnxt_re_ib_get_hw_stats), and db_fifo_register, a doorbell FIFO
 // register read as it stands (readl), 6.5+.
 constexpr std::array<std::string_view, 19> kBnxtReGauges{
-    "active_pds",       "active_ahs",       "active_qps",     "active_rc_qps",
-    "active_ud_qps",    "active_srqs",      "active_cqs",     "active_mrs",
-    "active_mws",       "watermark_pds",    "watermark_ahs",  "watermark_qps",
-    "watermark_rc_qps", "watermark_ud_qps", "watermark_srqs", "watermark_cqs",
-    "watermark_mrs",    "watermark_mws",    "db_fifo_register"};
+    "active_pds",    "active_ahs",    "active_qps",       "active_rc_qps",    "active_ud_qps",
+    "active_srqs",   "active_cqs",    "active_mrs",       "active_mws",       "watermark_pds",
+    "watermark_ahs", "watermark_qps", "watermark_rc_qps", "watermark_ud_qps", "watermark_srqs",
+    "watermark_cqs", "watermark_mrs", "watermark_mws",    "db_fifo_register"};
 
 // mana_ib's port statistics (hw/mana/counters.c, mana_ib_port_stats_desc) from the
 // firmware's query: current_rate is the congestion control's current sending rate and

@@ -175,8 +175,8 @@ std::vector<Finding> CheckMemlock(const Snapshot& now, const Snapshot*, const Do
       // ib_umem_get checks the limit only for tasks without CAP_IPC_LOCK (core/umem.c).
       Finding finding =
           Make("host.memlock", kArea, Severity::kOk, ProcessScope(*limit), "host-tuning");
-      finding.observed = "RLIMIT_MEMLOCK " + Bytes(limit->value) +
-                         ", not applied: the process holds CAP_IPC_LOCK";
+      finding.observed =
+          "RLIMIT_MEMLOCK " + Bytes(limit->value) + ", not applied: the process holds CAP_IPC_LOCK";
       finding.expected = "unlimited, or raised above the kernel default " +
                          Bytes(kKernelDefaultMemlockBytes) + " for RDMA";
       findings.push_back(std::move(finding));

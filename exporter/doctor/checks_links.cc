@@ -162,13 +162,14 @@ std::optional<Finding> EthernetPortDown(const Sample& port, const std::string& o
   const std::string interface = netdev.empty() ? "its interface" : netdev;
   if (admin_up && *admin_up == 0) {
     return Skip(id, kArea, PortScope(port), "rdmaportdown",
-                interface + " is administratively down (ip link set down): down by "
-                            "configuration, not checked");
+                interface +
+                    " is administratively down (ip link set down): down by "
+                    "configuration, not checked");
   }
   if (!admin_up) return std::nullopt;  // no netdev known: judged from the port alone
   const bool link = carrier ? *carrier == 1 : phys_up;
-  Finding finding = Make(id, kArea, link ? Severity::kCrit : Severity::kWarn, PortScope(port),
-                         "rdmaportdown");
+  Finding finding =
+      Make(id, kArea, link ? Severity::kCrit : Severity::kWarn, PortScope(port), "rdmaportdown");
   finding.observed = observed + "; " + interface + " up, " +
                      (carrier ? (*carrier == 1 ? "carrier" : "no carrier") : "carrier unknown");
   finding.expected = "ACTIVE";
@@ -182,8 +183,8 @@ std::optional<Finding> EthernetPortDown(const Sample& port, const std::string& o
     finding.advice = interface +
                      " is up but has no carrier: the cable, transceiver, peer or switch port is "
                      "down (the RDMA driver then reports DOWN + Disabled, as for `ip link set "
-                     "down`); check `ip link show " + interface + "`, `ethtool " + interface +
-                     "` and the switch port";
+                     "down`); check `ip link show " +
+                     interface + "`, `ethtool " + interface + "` and the switch port";
   }
   return finding;
 }
@@ -211,9 +212,9 @@ std::vector<Finding> CheckPortState(const Snapshot& now, const Snapshot*, const 
     // Training, LinkUp or error recovery: a cable and a peer are there, yet the port is unusable.
     const bool cabled = phys && *phys >= 4 && *phys <= 6;
     if (ethernet) {
-      if (auto finding = EthernetPortDown(*port, observed, netdev,
-                                          now.Value("rdma_port_netdev_admin_up", key),
-                                          now.Value("rdma_port_netdev_carrier", key), cabled)) {
+      if (auto finding =
+              EthernetPortDown(*port, observed, netdev, now.Value("rdma_port_netdev_admin_up", key),
+                               now.Value("rdma_port_netdev_carrier", key), cabled)) {
         findings.push_back(std::move(*finding));
         continue;
       }

@@ -124,8 +124,7 @@ std::vector<Finding> CheckReceiveStarvation(const Snapshot& now, const Snapshot*
 // RNR NAKs received: mlx5 rnr_nak_retry_err, rxe rcvd_rnr_err, bnxt_re rnr_naks_rcvd.
 std::vector<Finding> CheckPeerReceiveStarvation(const Snapshot& now, const Snapshot* before,
                                                 const DoctorOptions&) {
-  static constexpr const char* kCounters[] = {"rnr_nak_retry_err", "rcvd_rnr_err",
-                                              "rnr_naks_rcvd"};
+  static constexpr const char* kCounters[] = {"rnr_nak_retry_err", "rcvd_rnr_err", "rnr_naks_rcvd"};
   return HwCounterRateCheck(
       now, before, kCounters,
       {.id = "queues.peer_receive_starvation",

@@ -106,8 +106,8 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
     // server listens.
     if (request.path == kHealthyPath || request.path == kReadyPath) {
       if (!get_or_head) return MethodNotAllowed("GET, HEAD");
-      return Text(200, request.path == kHealthyPath ? "rdmascope is Healthy.\n"
-                                                     : "rdmascope is Ready.\n");
+      return Text(
+          200, request.path == kHealthyPath ? "rdmascope is Healthy.\n" : "rdmascope is Ready.\n");
     }
     if (request.path == "/") {
       if (!get_or_head) return MethodNotAllowed("GET, HEAD");

@@ -1,6 +1,6 @@
 // What each request gets, independent of the HTTP library: the exposition at the telemetry
-// path, the landing page at "/", /-/healthy and /-/ready, the collectors' JSON debug routes, 405 with Allow for other
-// methods, 404 elsewhere. The server (server.cc) only moves bytes.
+// path, the landing page at "/", /-/healthy and /-/ready, the collectors' JSON debug routes, 405
+// with Allow for other methods, 404 elsewhere. The server (server.cc) only moves bytes.
 #pragma once
 
 #include <prometheus/counter.h>

@@ -189,8 +189,11 @@ TEST(DoctorChecks, RocePortDownIsJudgedByItsNetdev) {
     Families f;
     const std::vector<Label> port{{"device", "mlx5_0"}, {"port", "1"}};
     f.Gauge("rdma_port_info",
-            {{"device", "mlx5_0"}, {"port", "1"}, {"link_layer", "Ethernet"},
-             {"state", "DOWN"}, {"phys_state", "Disabled"},
+            {{"device", "mlx5_0"},
+             {"port", "1"},
+             {"link_layer", "Ethernet"},
+             {"state", "DOWN"},
+             {"phys_state", "Disabled"},
              {"netdev", c.admin_up ? "ens1f0np0" : ""}},
             1);
     f.Gauge("rdma_port_state", port, 1);
@@ -210,8 +213,7 @@ TEST(DoctorChecks, InfinibandDisabledIsDeliberatePollingIsNot) {
     Families f;
     const std::vector<Label> port{{"device", "mlx5_1"}, {"port", "1"}};
     f.Gauge("rdma_port_info",
-            {{"device", "mlx5_1"}, {"port", "1"}, {"link_layer", "InfiniBand"}, {"netdev", ""}},
-            1);
+            {{"device", "mlx5_1"}, {"port", "1"}, {"link_layer", "InfiniBand"}, {"netdev", ""}}, 1);
     f.Gauge("rdma_port_state", port, 1);
     f.Gauge("rdma_port_physical_state", port, phys);
     const auto findings = CheckPortState(f.Build(0), nullptr, {});
@@ -229,10 +231,10 @@ TEST(DoctorChecks, CrcErrorsOfANonRdmaInterfaceAreIgnored) {
 // Issue 26 item 5: RNR NAKs *received* (mlx5 rnr_nak_retry_err, rxe rcvd_rnr_err, bnxt_re
 // rnr_naks_rcvd) are the peer's starvation; only out_of_buffer and rxe send_rnr_err are local.
 TEST(DoctorChecks, ReceiveStarvationSeparatesLocalFromPeerEvidence) {
-  for (const char* counter : {"rnr_nak_retry_err", "rcvd_rnr_err", "rnr_naks_rcvd",
-                              "out_of_buffer", "send_rnr_err"}) {
-    const bool local = std::string_view(counter) == "out_of_buffer" ||
-                       std::string_view(counter) == "send_rnr_err";
+  for (const char* counter :
+       {"rnr_nak_retry_err", "rcvd_rnr_err", "rnr_naks_rcvd", "out_of_buffer", "send_rnr_err"}) {
+    const bool local =
+        std::string_view(counter) == "out_of_buffer" || std::string_view(counter) == "send_rnr_err";
     const std::vector<Label> key{{"device", "d"}, {"port", "1"}, {"counter", counter}};
     Families before;
     before.Counter("rdma_port_hw_counter_total", key, 100);

@@ -45,10 +45,10 @@ TEST(PinnedMemory, CapIpcLockInTheInitialUserNamespaceExemptsFromTheLimit) {
   EXPECT_FALSE(ParseEffectiveCapabilities("Name:\tx\nCapEff:\t00000000000040zz\n"));
 
   const std::string_view init = "user:[4026531837]";
-  EXPECT_TRUE(PinLimitExempt(0x1ffffffffffULL, init));            // root
-  EXPECT_TRUE(PinLimitExempt(uint64_t{1} << 14, init));           // CAP_IPC_LOCK alone
+  EXPECT_TRUE(PinLimitExempt(0x1ffffffffffULL, init));   // root
+  EXPECT_TRUE(PinLimitExempt(uint64_t{1} << 14, init));  // CAP_IPC_LOCK alone
   EXPECT_FALSE(PinLimitExempt(0x1ffffffffffULL & ~(uint64_t{1} << 14), init));
-  EXPECT_FALSE(PinLimitExempt(0, init));                          // an ordinary user
+  EXPECT_FALSE(PinLimitExempt(0, init));                                // an ordinary user
   EXPECT_FALSE(PinLimitExempt(0x1ffffffffffULL, "user:[4026532412]"));  // rootless container
 }
 

@@ -55,10 +55,10 @@ TEST(Log2Histogram, QuantileIsTheUpperBoundOfTheBucketHoldingIt) {
 TEST(Log2Histogram, InterpolatedQuantileLiesInsideTheBucket) {
   Log2Histogram histogram{.buckets = {1, 0, 0, 96, 0, 3}, .count = 100, .sum = 0};
   EXPECT_DOUBLE_EQ(*histogram.Interpolated(0.0), 0.0);
-  EXPECT_DOUBLE_EQ(*histogram.Interpolated(0.01), 1.0);             // rank 1: all of bucket 0
+  EXPECT_DOUBLE_EQ(*histogram.Interpolated(0.01), 1.0);               // rank 1: all of bucket 0
   EXPECT_DOUBLE_EQ(*histogram.Interpolated(0.5), 4 + 4 * 49.0 / 96);  // rank 50 in (4, 8]
   EXPECT_DOUBLE_EQ(*histogram.Interpolated(0.97), 8.0);
-  EXPECT_DOUBLE_EQ(*histogram.Interpolated(0.98), 16 + 16 / 3.0);   // rank 98 in (16, 32]
+  EXPECT_DOUBLE_EQ(*histogram.Interpolated(0.98), 16 + 16 / 3.0);  // rank 98 in (16, 32]
   EXPECT_DOUBLE_EQ(*histogram.Interpolated(1.0), 32.0);
   // Latencies spread evenly over (4096, 8192] ns: the median is about 6 us, not 8.
   Log2Histogram latency{.buckets = std::vector<uint64_t>(14, 0), .count = 1000, .sum = 0};

@@ -323,7 +323,8 @@ TEST(RdmaOldStacks, CountersExtReplacesSaturatingCounters) {
 TEST(RdmaOldStacks, StaleCountersExtNeverHidesTraffic) {
   RdmaPort port;
   port.counters = {{"port_rcv_data", 5000}, {"port_xmit_data", 4294967295ULL}};
-  MergeLegacyExtendedCounters(port, {{"port_rcv_data_64", 10}, {"port_xmit_data_64", 9000000000ULL},
+  MergeLegacyExtendedCounters(port, {{"port_rcv_data_64", 10},
+                                     {"port_xmit_data_64", 9000000000ULL},
                                      {"port_unicast_rcv_packets", 7}});
   const auto value = [&](const std::string& name) -> std::optional<uint64_t> {
     for (const auto& [file, v] : port.counters) {
@@ -422,16 +423,16 @@ TEST(PortLinkCases, NetdevAndItsStateFromSysfsAlone) {
     std::optional<double> carrier;
   };
   const Case cases[] = {
-      {"mlx5_pulled", "ens1f0np0", 1, 0},         // cable pulled: up, no carrier
-      {"mlx5_admin_down", "ens1f1np1", 0, {}},    // ip link set down: no carrier read
-      {"bnxt_re_up", "bnxt0", 1, 1},              // working
-      {"mlx5_pod", "", {}, {}},                   // GID names another namespace's eth0
-      {"rxe_up", "", {}, {}},                     // no device/net: netlink only
-      {"mlx5_ib_no_sm", "", {}, {}},              // InfiniBand: no netdev
+      {"mlx5_pulled", "ens1f0np0", 1, 0},       // cable pulled: up, no carrier
+      {"mlx5_admin_down", "ens1f1np1", 0, {}},  // ip link set down: no carrier read
+      {"bnxt_re_up", "bnxt0", 1, 1},            // working
+      {"mlx5_pod", "", {}, {}},                 // GID names another namespace's eth0
+      {"rxe_up", "", {}, {}},                   // no device/net: netlink only
+      {"mlx5_ib_no_sm", "", {}, {}},            // InfiniBand: no netdev
       {"mlx5_ib_disabled", "", {}, {}},
-      {"irdma_pulled", "ens801f0", 1, 0},         // as mlx5
+      {"irdma_pulled", "ens801f0", 1, 0},  // as mlx5
       {"rxe_no_carrier", "", {}, {}},
-      {"efa_up", "", {}, {}},                     // no netdev at all
+      {"efa_up", "", {}, {}},  // no netdev at all
   };
   for (const Case& c : cases) {
     EXPECT_EQ(netdev_of(c.device), c.netdev) << c.device;
@@ -441,11 +442,11 @@ TEST(PortLinkCases, NetdevAndItsStateFromSysfsAlone) {
 }
 
 TEST(PortLinkCases, NetlinkNamesAreReadInThisSysfs) {
-  const Series named = CollectTree(
-      "sysfs/port_link_cases.tree",
-      std::make_unique<FakeNetdevs>(PortNetdevs{{{"rxe_up", 1}, "bnxt0"},
-                                                {{"mlx5_pulled", 1}, "../../etc"},
-                                                {{"mlx5_pod", 1}, "gone0"}}));
+  const Series named =
+      CollectTree("sysfs/port_link_cases.tree",
+                  std::make_unique<FakeNetdevs>(PortNetdevs{{{"rxe_up", 1}, "bnxt0"},
+                                                            {{"mlx5_pulled", 1}, "../../etc"},
+                                                            {{"mlx5_pod", 1}, "gone0"}}));
   const std::map<std::string, std::string> rxe{{"device", "rxe_up"}, {"port", "1"}};
   EXPECT_EQ(Value(named, "rdma_port_netdev_admin_up", rxe), 1.0);
   EXPECT_EQ(Value(named, "rdma_port_netdev_carrier", rxe), 1.0);
