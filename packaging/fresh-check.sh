@@ -62,10 +62,17 @@ commit=$(git -C "$source_repo" rev-parse --verify "$ref^{commit}") || fail "no c
 # Every process whose root is the tree (a daemon a test left, a hung step) is killed, so that
 # the tree's mount namespace goes away with its mounts and the tree can be removed.
 kill_tree_processes() {
-  local pid proc_root killed=0
+  local pid proc_root killed=0 tree_id
+  # The tree is the root of its own namespace (pivot_root): readlink of /proc/PID/root says "/"
+  # there, so processes are matched by their root directory's device and inode; nested chroots
+  # below the tree (mmdebstrap's) by path.
+  tree_id=$(stat -c '%d:%i' "$root" 2>/dev/null) || return 0
   for pid in /proc/[0-9]*; do
-    proc_root=$(readlink "$pid/root" 2>/dev/null) || continue
-    [[ "$proc_root" == "$root" || "$proc_root" == "$root"/* ]] || continue
+    [[ "$pid" != "/proc/$$" ]] || continue
+    if [[ "$(stat -L -c '%d:%i' "$pid/root" 2>/dev/null)" != "$tree_id" ]]; then
+      proc_root=$(readlink "$pid/root" 2>/dev/null) || continue
+      [[ "$proc_root" == "$root"/* ]] || continue
+    fi
     kill -KILL "${pid#/proc/}" 2>/dev/null && killed=$((killed + 1))
   done
   [[ $killed -eq 0 ]] || echo "fresh-check: killed $killed process(es) left in the tree"
@@ -92,10 +99,13 @@ for name in NODE_EXTRA_CA_CERTS SSL_CERT_FILE SSL_CERT_DIR CURL_CA_BUNDLE REQUES
   [[ -n "${!name:-}" ]] && machine_env+=("$name=${!name}")
 done
 
-# Runs a shell command as root inside the tree, as on a machine of its own: its root a mount
-# point (a bind mount of itself), the host's kernel interfaces (/proc, /sys with bpf, tracefs
-# and cgroups, /dev), a fresh /run, and a login-like environment (none of this shell's
-# variables but the machine's above).
+# Runs a shell command as root inside the tree, as on a machine of its own: the tree the root
+# of its own mount namespace (a bind mount of itself made the root with pivot_root, the host's
+# tree detached, as a container runtime does: a plain chroot leaves the namespace's root at the
+# host's /, and then setns() into a nested container's service, as packaging_systemd does,
+# lands in the host's /), the host's kernel interfaces (/proc, /sys with bpf, tracefs and
+# cgroups, /dev), a fresh /run, and a login-like environment (none of this shell's variables
+# but the machine's above).
 in_tree() {
   unshare --mount --propagation private sh -eu -c '
     root=$1; shift
@@ -104,9 +114,13 @@ in_tree() {
     mount --rbind /sys "$root/sys" && mount --make-rslave "$root/sys"
     mount --rbind /dev "$root/dev" && mount --make-rslave "$root/dev"
     mount -t tmpfs -o mode=0755,nosuid,nodev tmpfs "$root/run"
-    mkdir -p "$root/run/lock"
+    mkdir -p "$root/run/lock" "$root/run/fresh-check-host"
+    cd "$root"
+    pivot_root . run/fresh-check-host
+    umount -l /run/fresh-check-host
+    rmdir /run/fresh-check-host
     command=$1; shift
-    exec chroot "$root" /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash \
+    exec /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash \
       TERM=dumb LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
       "$@" /bin/bash -c "$command"' fresh-check "$root" "$1" "${machine_env[@]}"
 }
