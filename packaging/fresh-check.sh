@@ -146,6 +146,9 @@ step() {  # step NAME COMMAND: runs COMMAND in the tree, records its time and st
 }
 
 mkdir -p "$work"
+# This run's lines start after what earlier runs (kept tree, --rerun) left in the log.
+local first_line=1
+[[ ! -f "$log" ]] || first_line=$(( $(wc -l <"$log") + 1 ))
 exec > >(tee -a "$log") 2>&1
 echo "fresh-check: $(date -u '+%F %T') UTC, commit $commit, tree $root"
 total_started=$SECONDS
@@ -200,7 +203,9 @@ else
   trust_machine_cas
   git -C "$root/mnt/source/rdmascope.git" fetch --quiet "$source_repo" "+$commit:refs/heads/fresh-check"
   step update "cd $clone && git fetch --quiet origin fresh-check && git reset --quiet --hard FETCH_HEAD"
-  step test "cd $clone && ./packaging/install-deps.sh && cmake --build --preset release && ctest --preset release ${ctest_args[*]}"
+  local quoted=""
+  [[ ${#ctest_args[@]} -eq 0 ]] || quoted=$(printf ' %q' "${ctest_args[@]}")
+  step test "cd $clone && ./packaging/install-deps.sh && cmake --build --preset release && ctest --preset release$quoted"
 fi
 kill_tree_processes
 
@@ -212,8 +217,9 @@ for name in tree clone update run test; do
 done
 testlog=$root$clone/build/release/Testing/Temporary/LastTest.log
 if [[ -f "$testlog" ]]; then
-  grep -E '^[0-9]+% tests passed' "$log" | tail -1 | sed 's/^/  ctest: /'
-  sed -n '/^The following tests FAILED:/,/^Errors while running/p' "$log" | tail -n +1 | sed 's/^/  /'
+  tail -n +"$first_line" "$log" | grep -E '^[0-9]+% tests passed' | tail -1 | sed 's/^/  ctest: /'
+  tail -n +"$first_line" "$log" | sed -n '/^The following tests FAILED:/,/^Errors while running/p' |
+    sed 's/^/  /'
 fi
 echo "  total: $((SECONDS - total_started)) s; log: $log"
 
