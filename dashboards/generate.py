@@ -4,16 +4,30 @@ every dashboard shares its variables, units and conventions. Run it after editin
 tier checks that the JSON files are what this script produces (tests/rules/check_dashboards.py)
 and that every query uses metrics the exporter serves.
 
-Usage: generate.py [OUTPUT_DIR]   (default: the directory of this script)"""
+Usage: generate.py [--selector MATCHERS] [--cluster-label NAME] [OUTPUT_DIR]
+(default: the directory of this script). As for rules/generate.py, a site can add label
+matchers to every query (--selector 'job="rdmascope"') and name its cluster label
+(--cluster-label); the Grafana variable keeps the name `cluster`."""
 
+import argparse
 import json
 import os
+import re
 import sys
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 # Every series selector filters by cluster and host, so that one data source can hold many
 # clusters. `cluster` is the target label docs/deployment.md sets and the fleet rules roll up by.
+# configure() changes them for a site (--selector, --cluster-label).
+CLUSTER_LABEL = "cluster"
+SITE_MATCHERS = ""
 SEL = 'cluster=~"$cluster",instance=~"$instance"'
+
+
+def configure(selector="", cluster_label="cluster"):
+    global CLUSTER_LABEL, SITE_MATCHERS, SEL
+    CLUSTER_LABEL, SITE_MATCHERS = cluster_label, selector
+    SEL = f'{cluster_label}=~"$cluster",instance=~"$instance"' + (f",{selector}" if selector else "")
 
 
 def variables(*extra):
@@ -22,14 +36,17 @@ def variables(*extra):
                 "query": {"query": query, "refId": name}, "definition": query,
                 "multi": True, "includeAll": True, "refresh": 2, "sort": 1, **extra}
 
+    site = "{" + SITE_MATCHERS + "}" if SITE_MATCHERS else ""
     base = [
         {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
         # All is ".*", not the list of clusters found: it also matches targets without a
         # cluster label (a single host), which a list of values would leave out.
-        query_variable("cluster", "Cluster", "label_values(rdmascope_build_info, cluster)",
+        query_variable("cluster", "Cluster",
+                       f"label_values(rdmascope_build_info{site}, {CLUSTER_LABEL})",
                        allValue=".*"),
         query_variable("instance", "Host",
-                       'label_values(rdmascope_build_info{cluster=~"$cluster"}, instance)'),
+                       f'label_values(rdmascope_build_info{{{CLUSTER_LABEL}=~"$cluster"'
+                       f'{"," + SITE_MATCHERS if SITE_MATCHERS else ""}}}, instance)'),
     ]
     base += [query_variable(name, label, query) for name, label, query in extra]
     return {"list": base}
@@ -314,12 +331,28 @@ def render():
             for name, build in DASHBOARDS.items()}
 
 
-def main(outdir=os.path.dirname(os.path.abspath(__file__))):
+def main(argv):
+    parser = argparse.ArgumentParser(description="Generate rdmascope's Grafana dashboards.")
+    parser.add_argument("--selector", default="", metavar="MATCHERS",
+                        help="label matchers added to every query, e.g. 'job=\"rdmascope\"'")
+    parser.add_argument("--cluster-label", default="cluster", metavar="NAME",
+                        help="the target label naming a cluster (default: %(default)s)")
+    parser.add_argument("output_dir", nargs="?", default=os.path.dirname(os.path.abspath(__file__)))
+    args = parser.parse_args(argv)
+    if not re.fullmatch(r"[A-Za-z_]\w*", args.cluster_label):
+        parser.error(f"--cluster-label: {args.cluster_label!r} is not a label name")
+    if args.selector and not re.fullmatch(r'\s*[A-Za-z_]\w*\s*(=|!=|=~|!~)\s*"[^"]*"\s*'
+                                          r'(,\s*[A-Za-z_]\w*\s*(=|!=|=~|!~)\s*"[^"]*"\s*)*',
+                                          args.selector):
+        parser.error(f"--selector: {args.selector!r} is not a comma-separated list of label "
+                     "matchers (no braces)")
+    configure(args.selector, args.cluster_label)
+    os.makedirs(args.output_dir, exist_ok=True)
     for name, text in render().items():
-        with open(os.path.join(outdir, name), "w") as f:
+        with open(os.path.join(args.output_dir, name), "w") as f:
             f.write(text)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:2]))
+    sys.exit(main(sys.argv[1:]))

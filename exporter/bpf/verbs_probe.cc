@@ -140,11 +140,12 @@ std::map<std::string, RcSendWrsRange> RcSendWrs(const std::vector<VerbsQpLinks>&
     const auto device = cq_devices.find(qp.send_cq);
     if (device == cq_devices.end()) continue;
     const auto [it, inserted] =
-        range.try_emplace(device->second, RcSendWrsRange{qp.max_send_wr, qp.max_send_wr});
+        range.try_emplace(device->second, RcSendWrsRange{qp.max_send_wr, qp.max_send_wr, 0});
     if (!inserted) {
       it->second.min = std::min(it->second.min, qp.max_send_wr);
       it->second.max = std::max(it->second.max, qp.max_send_wr);
     }
+    it->second.total += qp.max_send_wr;
   }
   return range;
 }

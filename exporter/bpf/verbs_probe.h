@@ -69,6 +69,7 @@ struct VerbsQp {
 struct RcSendWrsRange {
   uint32_t min = 0;
   uint32_t max = 0;
+  uint64_t total = 0;  // summed over the QPs: the most sends the process keeps in flight
   bool operator==(const RcSendWrsRange&) const = default;
 };
 
@@ -77,8 +78,8 @@ struct VerbsProcess {
   std::string comm;
   uint32_t qps = 0;
   std::array<uint64_t, kVerbsAsyncEventTypes> async_events{};
-  // Per device: the smallest and the largest send queue depth of the process's RC QPs
-  // (RcSendWrs). Two figures per (process, device), never one per QP, so the series count
+  // Per device: the smallest, the largest and the summed send queue depth of the process's RC
+  // QPs (RcSendWrs). Three figures per (process, device), never one per QP, so the series count
   // stays bounded.
   std::map<std::string, RcSendWrsRange> rc_send_wrs;
 };

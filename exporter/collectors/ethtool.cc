@@ -105,10 +105,19 @@ void MapNormalised(const NetdevSnapshot& dev, MetricSet& out) {
     uint64_t value;
   };
   std::map<std::tuple<names::Kind, std::string_view, std::string, std::string_view>, Chosen> best;
+  // PFC in use: the driver lists per-priority pause counters (mlx5 only for priorities with
+  // PFC on), and a global counter that may count PFC frames would report them as global pause.
+  bool pfc_counters = false;
   if (dev.stats) {
     for (const auto& [stat, value] : *dev.stats) {
       const auto n = names::Normalise(stat);
-      if (!n) continue;
+      pfc_counters |= n && n->kind == names::Kind::kPauseFrames && n->priority != "global";
+    }
+  }
+  if (dev.stats) {
+    for (const auto& [stat, value] : *dev.stats) {
+      const auto n = names::Normalise(stat);
+      if (!n || (n->may_count_pfc && pfc_counters)) continue;
       auto key = std::make_tuple(n->kind, n->direction, n->priority, n->level);
       const auto it = best.find(key);
       if (it == best.end() || n->preference < it->second.preference) {

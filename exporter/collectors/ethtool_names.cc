@@ -54,6 +54,7 @@ struct ExactName {
   std::string_view priority;
   std::string_view level;
   int preference;
+  bool may_count_pfc = false;  // see Normalised::may_count_pfc
 };
 
 // Documented driver names, from the drivers' string tables:
@@ -85,10 +86,17 @@ constexpr std::array<ExactName, 30> kExact{{
     {"tx_total_ring_discards", Kind::kRingDiscards, "tx", "", "", 0},
     {"rx_total_discard_pkts", Kind::kRingDiscards, "rx", "", "", 1},
     {"tx_total_discard_pkts", Kind::kRingDiscards, "tx", "", "", 1},
-    {"rx_pause_ctrl_phy", Kind::kPauseFrames, "rx", "global", "", 0},  // mlx5 (802.3 MAC ctrl)
-    {"tx_pause_ctrl_phy", Kind::kPauseFrames, "tx", "global", "", 0},
-    {"rx_global_pause", Kind::kPauseFrames, "rx", "global", "", 1},  // mlx5 per-prio group
-    {"tx_global_pause", Kind::kPauseFrames, "tx", "global", "", 1},
+    // mlx5 global pause: rx/tx_global_pause are the per-priority register's priority-0
+    // counters, which mlx5e lists only while global pause is on (en_stats.c, per_prio pause
+    // group; "global flow control counters are stored in priority 0 PFC counters", e989d5a5):
+    // no PFC frame can be in them. rx/tx_pause_ctrl_phy (the 802.3 group's
+    // aPAUSEMACCtrlFramesReceived) should count PAUSE opcodes only, but the same PPCNT field
+    // counted PFC frames on Spectrum (sonic-buildimage#5540) and nothing says ConnectX differs:
+    // the fallback for older drivers, never used beside per-priority pause counters.
+    {"rx_global_pause", Kind::kPauseFrames, "rx", "global", "", 0},
+    {"tx_global_pause", Kind::kPauseFrames, "tx", "global", "", 0},
+    {"rx_pause_ctrl_phy", Kind::kPauseFrames, "rx", "global", "", 1, true},
+    {"tx_pause_ctrl_phy", Kind::kPauseFrames, "tx", "global", "", 1, true},
     {"link_xoff_rx.nic", Kind::kPauseFrames, "rx", "global", "", 0},  // ice
     {"link_xoff_tx.nic", Kind::kPauseFrames, "tx", "global", "", 0},
     {"port.link_xoff_rx", Kind::kPauseFrames, "rx", "global", "", 0},  // i40e
@@ -170,8 +178,8 @@ std::optional<QueueStat> SplitQueueStat(std::string_view name) {
 std::optional<Normalised> Normalise(std::string_view name) {
   for (const ExactName& entry : kExact) {
     if (name == entry.name) {
-      return Normalised{entry.kind, entry.direction, std::string(entry.priority), entry.level,
-                        entry.preference};
+      return Normalised{entry.kind,  entry.direction,  std::string(entry.priority),
+                        entry.level, entry.preference, entry.may_count_pfc};
     }
   }
   for (const PriorityPattern& pattern : kPriorityPause) {

@@ -41,6 +41,9 @@ struct Normalised {
   std::string priority;        // "0".."7" or "global" for pause frames, else empty
   std::string_view level;      // "warning"/"error" for pause storms, else empty
   int preference;              // lower wins when a driver exposes several names for one series
+  // A global pause counter that may count PFC frames too (mlx5 rx_pause_ctrl_phy): not used
+  // when the device has per-priority pause counters (PFC on).
+  bool may_count_pfc = false;
 };
 std::optional<Normalised> Normalise(std::string_view name);
 

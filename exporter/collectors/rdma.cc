@@ -38,6 +38,11 @@ constexpr MetricDesc kNetdevCarrier{"rdma_port_netdev_carrier",
 constexpr MetricDesc kPortRate{"rdma_port_rate_bytes_per_second",
                                "Port signalling rate in bytes per second (ports up only).",
                                MetricType::Gauge};
+constexpr MetricDesc kPortDataRate{
+    "rdma_port_data_rate_bytes_per_second",
+    "Port data rate in bytes per second: the signalling rate less line coding (InfiniBand "
+    "SDR/DDR/QDR 8b/10b, FDR 64b/66b; ports up only).",
+    MetricType::Gauge};
 constexpr MetricDesc kHwCounter{"rdma_port_hw_counter_total",
                                 "A driver hw_counters file, raw name in `counter`.",
                                 MetricType::Counter};
@@ -142,6 +147,9 @@ void MapPort(const RdmaDevice& device, const RdmaPort& port, MetricSet& out) {
   // A down port still prints a rate (a driver preset), which would read as capacity.
   if (port.rate_bytes_per_second && PortIsUp(port)) {
     out.Add(kPortRate, key, *port.rate_bytes_per_second);
+  }
+  if (port.data_rate_bytes_per_second && PortIsUp(port)) {
+    out.Add(kPortDataRate, key, *port.data_rate_bytes_per_second);
   }
   if (port.mtu) {
     out.Add(kActiveMtu, key, port.mtu->active_bytes);

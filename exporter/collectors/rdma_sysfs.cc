@@ -98,10 +98,11 @@ RdmaPort ReadPort(const fs::path& port_dir, uint32_t number) {
       port.phys_state_name = parsed->second;
     }
   }
+  port.link_layer = AttributeOrEmpty(port_dir / "link_layer");
   if (const auto text = sysfs::ReadAttribute(port_dir / "rate")) {
     port.rate_bytes_per_second = ParseRateBytesPerSecond(*text);
+    port.data_rate_bytes_per_second = DataRateBytesPerSecond(*text, port.link_layer);
   }
-  port.link_layer = AttributeOrEmpty(port_dir / "link_layer");
   port.counters = ReadCounterDir(port_dir / "counters");
   MergeLegacyExtendedCounters(port, ReadCounterDir(port_dir / "counters_ext"));
   port.hw_counters = ReadCounterDir(port_dir / "hw_counters");
@@ -209,6 +210,20 @@ std::optional<double> ParseRateBytesPerSecond(std::string_view text) {
   if (unit.starts_with("GB/sec") && gbits == 0) return 0.0;
   if (!unit.starts_with("Gb/sec")) return std::nullopt;
   return gbits * 1e9 / 8;
+}
+
+std::optional<double> DataRateBytesPerSecond(std::string_view text, std::string_view link_layer) {
+  const auto signalling = ParseRateBytesPerSecond(text);
+  if (!signalling || link_layer != "InfiniBand") return signalling;
+  // "40 Gb/sec (4X QDR)": the speed is the last word inside the parentheses.
+  const auto open = text.find('(');
+  const auto close = text.find(')', open);
+  if (open == std::string_view::npos || close == std::string_view::npos) return signalling;
+  const std::string_view inside = text.substr(open + 1, close - open - 1);
+  const std::string_view speed = inside.substr(inside.rfind(' ') + 1);
+  if (speed == "SDR" || speed == "DDR" || speed == "QDR") return *signalling * 8 / 10;
+  if (speed == "FDR") return *signalling * (14.0625 * 64 / 66) / 14;
+  return signalling;
 }
 
 void MergeLegacyExtendedCounters(RdmaPort& port,

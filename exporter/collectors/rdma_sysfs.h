@@ -38,6 +38,8 @@ struct RdmaPort {
   std::optional<uint32_t> phys_state;  // 5 = LinkUp
   std::string phys_state_name;         // "LinkUp"
   std::optional<double> rate_bytes_per_second;
+  // What the link carries after line coding (DataRateBytesPerSecond).
+  std::optional<double> data_rate_bytes_per_second;
   std::string link_layer;  // "InfiniBand", "Ethernet"
   // The port's netdev from RDMA netlink (nldev NDEV_NAME), only when it is in this network
   // namespace; filled by the collector, empty on InfiniBand or when netlink cannot tell.
@@ -99,6 +101,14 @@ std::optional<std::pair<uint32_t, std::string>> ParseNumberedState(std::string_v
 // "100 Gb/sec (4X EDR)", "2.5 Gb/sec (1X SDR)" -> bytes per second; "0 GB/sec" (printed by
 // some out-of-tree drivers for an empty cage) -> 0. Any other "GB/sec" is ambiguous: nullopt.
 std::optional<double> ParseRateBytesPerSecond(std::string_view text);
+
+// The data rate of a port whose sysfs `rate` is `text`: what the link carries after line coding,
+// for bandwidth-delay products and PCIe comparisons. The kernel prints InfiniBand's signalling
+// rate (core/sysfs.c rate_show: lanes x the speed's nominal rate): SDR, DDR and QDR use 8b/10b
+// (QDR's "40 Gb/sec" carries 32), FDR 64b/66b at 14.0625 Gb/s a lane ("56 Gb/sec" carries
+// 54.5); FDR10 and EDR onwards print their data rate already. RoCE and iWARP drivers print the
+// Ethernet speed, a data rate, in IB terms (mlx5 prints 40GbE as "4X QDR"): taken as is.
+std::optional<double> DataRateBytesPerSecond(std::string_view text, std::string_view link_layer);
 
 std::vector<RdmaDevice> ReadRdmaDevices(const std::filesystem::path& sysfs,
                                         const NameFilter& devices);

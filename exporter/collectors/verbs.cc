@@ -39,6 +39,11 @@ constexpr MetricDesc kMaxSendWrs{
     "Largest send queue depth (max_send_wr as the provider granted it) of the process's RC QPs "
     "on the device: the QP holding the most work-queue memory.",
     MetricType::Gauge};
+constexpr MetricDesc kTotalSendWrs{
+    "rdma_process_qp_total_send_wrs",
+    "Summed send queue depth (max_send_wr as the provider granted it) of the process's RC QPs on "
+    "the device: the most sends it can keep in flight there across its QPs.",
+    MetricType::Gauge};
 constexpr MetricDesc kOmitted{
     "rdmascope_verbs_queues_omitted",
     "CQs and SRQs not exported this scrape (--collector.verbs.max-queue-series).",
@@ -159,6 +164,7 @@ void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, Me
       const std::vector<Label> labels{{"device", device}, {"pid", pid}, {"comm", proc.comm}};
       out.Add(kMinSendWrs, labels, wrs.min);
       out.Add(kMaxSendWrs, labels, wrs.max);
+      out.Add(kTotalSendWrs, labels, static_cast<double>(wrs.total));
     }
     for (size_t type = 0; type < proc.async_events.size(); ++type) {
       const std::string name = AsyncEventName(type);

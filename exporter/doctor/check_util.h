@@ -3,8 +3,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "doctor/finding.h"
@@ -92,6 +94,28 @@ struct RateCheck {
 std::vector<Finding> HwCounterRateCheck(const Snapshot& now, const Snapshot* before,
                                         std::span<const char* const> counters,
                                         const RateCheck& check);
+
+// The netdev knobs that tune the Ethernet stack, not RDMA (ethtool -C, rx_cqe_compress, XPS),
+// matter only where the interface carries IP traffic at a high packet rate. The rules' figure
+// (rdma:roce_netdev_ip_packets:rate5m > 100000).
+inline constexpr double kBusyIpPacketsPerSecond = 100000;
+
+// Packets per second through the netdev's own stack over the window, `direction` "rx" or "tx":
+// the ethtool stat rx_packets / tx_packets, which mlx5 counts on its Ethernet queues only (RoCE
+// packets go from the port to the QPs and are not in them). nullopt without a window, without
+// the stat, or across a counter reset. checks.cc.
+std::optional<double> IpPacketRate(const Snapshot& now, const Snapshot* before,
+                                   const std::string& netdev, std::string_view direction);
+
+// "N packets/s of IP traffic over the window" or why it is unknown, for a finding's observed.
+std::string IpPacketRateText(std::optional<double> rate, const Snapshot* before,
+                             std::string_view direction);
+
+// The data rate of the device's fastest active port (rdma_port_data_rate_bytes_per_second: the
+// signalling rate less line coding, so InfiniBand QDR's 40 Gb/s counts as the 32 it carries),
+// or its signalling rate from an exporter that has no data rate yet. nullopt when no port is
+// up. For bandwidth-delay products and PCIe comparisons. checks.cc.
+std::optional<double> FastestPortDataRate(const Snapshot& now, const std::string& device);
 
 // One skip finding for a check with nothing to look at (no CQ, no process): says which series
 // was absent and why that happens. checks.cc.

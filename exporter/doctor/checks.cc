@@ -1,5 +1,6 @@
 #include "doctor/checks.h"
 
+#include <algorithm>
 #include <map>
 
 #include "doctor/check_util.h"
@@ -113,6 +114,35 @@ std::vector<Finding> RunChecks(const Snapshot& now, const Snapshot* before,
     std::move(found.begin(), found.end(), std::back_inserter(findings));
   }
   return findings;
+}
+
+std::optional<double> FastestPortDataRate(const Snapshot& now, const std::string& device) {
+  for (const char* name :
+       {"rdma_port_data_rate_bytes_per_second", "rdma_port_rate_bytes_per_second"}) {
+    std::optional<double> fastest;
+    for (const Sample* rate : now.Find(name, {{"device", device}})) {
+      if (rate->value > 0) fastest = std::max(fastest.value_or(0), rate->value);
+    }
+    if (fastest) return fastest;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> IpPacketRate(const Snapshot& now, const Snapshot* before,
+                                   const std::string& netdev, std::string_view direction) {
+  if (before == nullptr) return std::nullopt;
+  const Sample* packets = now.Exact(
+      "rdma_ethtool_stat", {{"device", netdev}, {"stat", std::string(direction) + "_packets"}});
+  if (packets == nullptr) return std::nullopt;
+  return Rate(now, *before, "rdma_ethtool_stat", *packets);
+}
+
+std::string IpPacketRateText(std::optional<double> rate, const Snapshot* before,
+                             std::string_view direction) {
+  if (rate) return Num(std::round(*rate)) + " IP packets/s " + std::string(direction);
+  return before == nullptr
+             ? "IP packet rate unknown (no window)"
+             : "IP packet rate unknown (no " + std::string(direction) + "_packets ethtool stat)";
 }
 
 Finding NothingToCheck(std::string id, std::string area, std::string runbook, std::string reason) {

@@ -90,11 +90,8 @@ std::vector<Finding> CheckPcieLink(const Snapshot& now, const Snapshot*, const D
     Severity severity = downtrained    ? Severity::kWarn
                         : slot_limited ? Severity::kInfo
                                        : Severity::kOk;
-    // The port's line rate, when the device has one: a link below it caps the port.
-    double port_rate = 0;
-    for (const Sample* rate : now.Find("rdma_port_rate_bytes_per_second", {{"device", device}})) {
-      port_rate = std::max(port_rate, rate->value);
-    }
+    // The port's data rate, when the device has one: a PCIe link below it caps the port.
+    const double port_rate = FastestPortDataRate(now, device).value_or(0);
     Finding finding = Make(id, kArea, severity, scope, runbook);
     finding.observed = "x" + Num(*link.width) + " at " + Gts(*link.speed) + " (" + Gbs(have) + ")";
     finding.expected = "x" + Num(width) + " at " + Gts(speed) + " (" + Gbs(can) +
@@ -154,22 +151,32 @@ std::vector<Finding> CheckIrqAffinity(const Snapshot& now, const Snapshot*, cons
   return findings;
 }
 
-std::vector<Finding> CheckXps(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
+// XPS picks the transmit queue of the netdev's own (IP) packets by sending CPU. RoCE and
+// iWARP traffic is sent by the adapter from the QPs' send queues and never takes a netdev
+// transmit queue, so XPS only matters where the interface sends IP traffic at a high rate.
+std::vector<Finding> CheckXps(const Snapshot& now, const Snapshot* before, const DoctorOptions&) {
   std::vector<Finding> findings;
   for (const Sample* configured : now.Find("rdma_netdev_xps_configured_ratio")) {
     const std::string& netdev = configured->Label("device");
     const auto local = now.Value("rdma_netdev_xps_local_node_ratio", {{"device", netdev}});
+    const auto rate = IpPacketRate(now, before, netdev, "tx");
+    const bool busy = rate && *rate > kBusyIpPacketsPerSecond;
     Severity severity = Severity::kOk;
-    if (configured->value < 1 || (local && *local < 1)) severity = Severity::kInfo;
-    if (local && *local < 0.5) severity = Severity::kWarn;
+    if (busy && (configured->value < 1 || (local && *local < 1))) severity = Severity::kInfo;
+    if (busy && local && *local < 0.5) severity = Severity::kWarn;
     Finding finding = Make("nic.xps", kArea, severity, {{"netdev", netdev}}, "rdmaxpsoffnicnode");
     finding.observed = Percent(configured->value) + " of the transmit queues have XPS" +
-                       (local ? ", " + Percent(*local) + " of those on the NIC's node" : "");
-    finding.expected = "every transmit queue mapped to CPUs of the NIC's node";
+                       (local ? ", " + Percent(*local) + " of those on the NIC's node" : "") +
+                       "; " + IpPacketRateText(rate, before, "sent");
+    finding.expected =
+        "every transmit queue mapped to CPUs of the NIC's node, where the "
+        "interface sends more than " +
+        Num(kBusyIpPacketsPerSecond) + " IP packets/s (RDMA traffic does not use these queues)";
     if (severity != Severity::kOk) {
       finding.advice =
           "a queue without XPS is chosen by flow hash, one mapped to remote CPUs sends from "
-          "the other socket: map each tx queue (/sys/class/net/" +
+          "the other socket (IP traffic only: RDMA is sent from the QPs): map each tx queue "
+          "(/sys/class/net/" +
           netdev +
           "/queues/tx-N/xps_cpus) to the CPU whose channel it belongs to, on the NIC's node (the "
           "mlx5 driver does so at load; a script or a changed channel count "

@@ -86,10 +86,13 @@ std::vector<Finding> CheckSrqLimit(const Snapshot& now, const Snapshot*, const D
                        (posted ? ", " + Num(posted->value) + " receives posted" : "");
     finding.expected = "limit armed, posted receives above it";
     if (below) {
-      finding.advice = "only " + Num(posted->value) + " receives are posted, " +
-                       Num(limit->value - posted->value) +
-                       " below the limit: new messages meet RNR NAKs; replenish the SRQ faster "
-                       "(a thread reacting to SRQ_LIMIT_REACHED) or deepen it";
+      finding.advice =
+          "only " + Num(posted->value) + " receives are posted, " +
+          Num(limit->value - posted->value) +
+          " below the limit the application armed as its low-water mark: should the SRQ "
+          "empty, messages arriving on its RC QPs meet RNR NAKs and their senders "
+          "stall; replenish the SRQ faster (a thread reacting to SRQ_LIMIT_REACHED) "
+          "or deepen it";
     }
     findings.push_back(std::move(finding));
   }

@@ -192,7 +192,12 @@ std::vector<Finding> CheckPauseStorm(const Snapshot& now, const Snapshot* before
   return findings;
 }
 
-std::vector<Finding> CheckCoalescing(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
+// Interrupt coalescing (ethtool -C) moderates the interrupts of the netdev's Ethernet queues.
+// RDMA completions are not moderated by it: a verbs CQ's moderation is its own (ibv_modify_cq
+// with IBV_CQ_ATTR_MODERATE), and polling applications take no interrupts at all. So
+// coalescing off matters only where the interface receives IP traffic at a high packet rate.
+std::vector<Finding> CheckCoalescing(const Snapshot& now, const Snapshot* before,
+                                     const DoctorOptions&) {
   std::vector<Finding> findings;
   const std::string id = "roce.coalescing";
   const std::string runbook = "rdmainterruptcoalescingdisabled";
@@ -210,13 +215,23 @@ std::vector<Finding> CheckCoalescing(const Snapshot& now, const Snapshot*, const
       continue;
     }
     const bool off = *usecs == 0 && *adaptive == 0;
-    Finding finding = Make(id, kArea, off ? Severity::kInfo : Severity::kOk, roce.scope, runbook);
-    finding.observed = "rx-usecs " + Num(*usecs) + ", adaptive-rx " + (*adaptive ? "on" : "off");
-    finding.expected = "adaptive-rx on, or rx-usecs > 0 (ConnectX: rx-usecs 8, tx-usecs 16)";
-    if (off) {
+    const auto rate = IpPacketRate(now, before, roce.netdev, "rx");
+    const bool matters = off && rate && *rate > kBusyIpPacketsPerSecond;
+    Finding finding =
+        Make(id, kArea, matters ? Severity::kInfo : Severity::kOk, roce.scope, runbook);
+    finding.observed = "rx-usecs " + Num(*usecs) + ", adaptive-rx " + (*adaptive ? "on" : "off") +
+                       ", " + IpPacketRateText(rate, before, "received");
+    finding.expected =
+        "adaptive-rx on, or rx-usecs > 0 (ConnectX: rx-usecs 8, tx-usecs 16), "
+        "where the interface receives more than " +
+        Num(kBusyIpPacketsPerSecond) + " IP packets/s (RDMA is not affected)";
+    if (matters) {
       finding.advice =
-          "an interrupt per packet costs CPU under load: turn adaptive coalescing on, "
-          "or set rx-usecs 8 (and tx-usecs 16) as on ConnectX";
+          "at this IP packet rate an interrupt per packet costs CPU: turn adaptive coalescing "
+          "on, or set rx-usecs 8 (and tx-usecs 16) as on ConnectX. This moderates " +
+          roce.netdev +
+          "'s Ethernet queues only: RDMA completion events are moderated per CQ "
+          "(ibv_modify_cq), not by ethtool";
       finding.fix = "ethtool -C " + roce.netdev + " adaptive-rx on";
     }
     findings.push_back(std::move(finding));

@@ -20,15 +20,11 @@ double NextPowerOfTwo(double value) {
   return power;
 }
 
-// The fastest active port of the device: a QP runs on one port, and the check must hold for
-// the port it may use. nullopt when no port is up (the rdma collector exports the rate of
-// active ports only).
+// The fastest active port of the device (its data rate): a QP runs on one port, and the check
+// must hold for the port it may use. nullopt when no port is up (the rdma collector exports the
+// rate of active ports only).
 std::optional<double> DeviceRate(const Snapshot& now, const std::string& device) {
-  std::optional<double> fastest;
-  for (const Sample* rate : now.Find("rdma_port_rate_bytes_per_second", {{"device", device}})) {
-    if (rate->value > 0) fastest = std::max(fastest.value_or(0), rate->value);
-  }
-  return fastest;
+  return FastestPortDataRate(now, device);
 }
 
 struct MessageSize {
@@ -95,31 +91,46 @@ std::vector<Finding> CheckQpDepth(const Snapshot& now, const Snapshot*,
     const MessageSize message{need->message_bytes, need->message_source};
     const double needed = need->needed;
     const double recommended = need->recommended;
-    const bool shallow = depth->value < needed;
+    const Matchers who{
+        {"device", device}, {"pid", depth->Label("pid")}, {"comm", depth->Label("comm")}};
+    // Applications spread their traffic over many QPs: the process fills the link when all its
+    // RC send queues together hold the bandwidth-delay product. The sum (verbs collector);
+    // from an exporter without it, the shallowest queue as before.
+    const double total = now.Value("rdma_process_qp_total_send_wrs", who).value_or(depth->value);
+    const bool shallow = total < needed;
     // The deepest RC send queue of the same process and device (verbs collector).
-    const auto deepest = now.Value(
-        "rdma_process_qp_max_send_wrs",
-        {{"device", device}, {"pid", depth->Label("pid")}, {"comm", depth->Label("comm")}});
+    const auto deepest = now.Value("rdma_process_qp_max_send_wrs", who);
     const bool excessive = !shallow && deepest && *deepest > options.qp_depth_excess * recommended;
     Finding finding = Make(id, area,
                            shallow     ? Severity::kWarn
                            : excessive ? Severity::kInfo
                                        : Severity::kOk,
                            ProcessScope(*depth), runbook);
-    finding.observed = "smallest RC send queue " + Num(depth->value) + " WRs; " + RateText(*rate) +
-                       " port, " + Bytes(message.bytes) + " messages, " + message.source;
+    finding.observed = Num(total) + " send WRs across the RC QPs, smallest send queue " +
+                       Num(depth->value) + " WRs; " + RateText(*rate) + " port (data rate), " +
+                       Bytes(message.bytes) + " messages, " + message.source;
     if (deepest) finding.observed += "; deepest " + Num(*deepest) + " WRs";
-    finding.expected = "at least " + Num(needed) + " WRs (rate x " +
-                       Num(options.rtt_seconds * 1e6) + " us / message size), at most " +
-                       Num(options.qp_depth_excess) + " x " + Num(recommended);
+    if (!shallow && depth->value < needed) {
+      finding.observed += "; one QP alone keeps " + Percent(depth->value / needed) +
+                          " of the link busy: the traffic needs at least " +
+                          Num(std::ceil(needed / depth->value)) + " QPs in parallel";
+    }
+    finding.expected =
+        "at least " + Num(needed) + " WRs across the RC QPs (data rate x an assumed " +
+        Num(options.rtt_seconds * 1e6) + " us round trip, --doctor.rtt, / message size), at most " +
+        Num(options.qp_depth_excess) + " x " + Num(recommended) + " in one QP";
     if (shallow) {
-      finding.advice = "a send queue of " + Num(depth->value) + " WRs keeps at most " +
-                       Bytes(depth->value * message.bytes) + " in flight, " +
-                       Percent(depth->value / needed) + " of the " +
-                       Bytes(*rate * options.rtt_seconds) + " the " + RateText(*rate) +
-                       " link carries in " + Num(options.rtt_seconds * 1e6) +
-                       " us: create RC QPs with max_send_wr at least " + Num(needed) + ", " +
-                       Num(recommended) + " recommended (ibv_create_qp cap.max_send_wr)";
+      finding.advice = "the process's RC send queues on " + device + " hold " + Num(total) +
+                       " WRs together, at most " + Bytes(total * message.bytes) + " in flight, " +
+                       Percent(total / needed) + " of the " + Bytes(*rate * options.rtt_seconds) +
+                       " the " + RateText(*rate) + " link carries in " +
+                       Num(options.rtt_seconds * 1e6) +
+                       " us (an assumed round trip: measure yours and pass --doctor.rtt): it "
+                       "cannot fill the link whatever it posts; create RC QPs with max_send_wr "
+                       "at least " +
+                       Num(needed) + ", " + Num(recommended) +
+                       " recommended (ibv_create_qp cap.max_send_wr), or spread the traffic over "
+                       "more QPs";
     } else if (excessive) {
       finding.advice = "a send queue of " + Num(*deepest) + " WRs is " +
                        Num(std::round(*deepest / recommended)) + " x the " + Num(recommended) +
@@ -208,11 +219,13 @@ std::vector<Finding> CheckSrqSizing(const Snapshot& now, const Snapshot*,
     finding.expected = "limit and depth at least nodes x flows x " + Num(options.srq_margin) +
                        " = " + Num(needed) + " (depth above the limit)";
     if (shallow) {
-      finding.advice = "the SRQ holds " + Num(depth->value) + " receives for up to " +
-                       Num(options.nodes * options.flows) +
-                       " concurrent flows: senders meet RNR NAKs; create it with max_wr above " +
-                       Num(needed) + " (" + Num(NextPowerOfTwo(needed + 1)) +
-                       " recommended) and arm srq_limit at " + Num(needed);
+      finding.advice =
+          "the SRQ holds " + Num(depth->value) + " receives for up to " +
+          Num(options.nodes * options.flows) +
+          " concurrent flows: a burst from all of them can empty it, and senders then meet RNR "
+          "NAKs; create it with max_wr above " +
+          Num(needed) + " (" + Num(NextPowerOfTwo(needed + 1)) +
+          " recommended) and arm srq_limit at " + Num(needed);
     } else if (low_limit) {
       finding.advice = "SRQ_LIMIT_REACHED fires with " + Num(limit->value) +
                        " receives left, fewer than one per concurrent flow plus margin: arm "

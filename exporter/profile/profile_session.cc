@@ -580,6 +580,9 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
                                match, 1e9)) {
     data.messages.completion_latency_ns = *h;
   }
+  // How much of the post-to-poll latency is queueing (Little's law), next to the round trip
+  // queues.qp_depth takes from it (profile_advice.h).
+  if (auto note = QueueingNote(data)) data.notes.push_back(std::move(*note));
   // Active: its per-process series were found (an empty histogram would read as "0 messages").
   data.preload_active =
       !Find(preload, "rdma_process_message_size_bytes", {{"pid", pid_text_}}).empty();

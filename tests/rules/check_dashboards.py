@@ -3,7 +3,8 @@
 hand and loses it at the next generation), and each one has what users need: the cluster and
 instance variables (cluster first, so that one data source can hold many clusters), and on every
 panel a title, a description, a unit and a query whose every series selector filters by
-both cluster and instance.
+both cluster and instance; rendered for a site (a job selector, another cluster label name),
+every selector carries those too.
 
 Usage: check_dashboards.py DASHBOARDS_DIR"""
 
@@ -20,11 +21,11 @@ KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "boo
             "unless", "offset"}
 
 
-def unfiltered_selectors(expr):
+def unfiltered_selectors(expr, selectors=SELECTORS):
     """The series selectors of a PromQL expression that lack one of SELECTORS: every {...}
     matcher list, and every bare metric name (which would select all clusters and hosts)."""
     missing = [m.group(0) for m in re.finditer(r"[A-Za-z_:][\w:]*\{[^}]*\}", expr)
-               if not all(s in m.group(0) for s in SELECTORS)]
+               if not all(s in m.group(0) for s in selectors)]
     rest = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)  # string literals
     rest = re.sub(r"\{[^}]*\}", "{}", rest)  # matcher lists (checked above)
     rest = re.sub(r"\[[^]]*\]", "", rest)  # range durations
@@ -34,6 +35,33 @@ def unfiltered_selectors(expr):
         if m.group(0) not in KEYWORDS and not after.startswith(("(", "{")):
             missing.append(m.group(0))
     return missing
+
+
+def site_failures(generate):
+    """A site's rendering (generate.py --selector 'job="rdmascope"' --cluster-label site): every
+    query, panels and variables, carries the site's matchers and cluster label."""
+    site = ('site=~"$cluster"', 'instance=~"$instance"', 'job="rdmascope"')
+    failures = []
+    generate.configure('job="rdmascope"', "site")
+    try:
+        for name, text in generate.render().items():
+            board = json.loads(text)
+            cluster = board["templating"]["list"][1]["definition"]
+            if cluster != 'label_values(rdmascope_build_info{job="rdmascope"}, site)':
+                failures.append(f"{name}: site rendering's cluster variable: {cluster}")
+            exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
+            exprs += [re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1", v["definition"])
+                      for v in board["templating"]["list"][3:]]
+            instance = board["templating"]["list"][2]["definition"]
+            if not all(matcher in instance for matcher in (site[0], site[2])):
+                failures.append(f"{name}: site rendering's instance variable: {instance}")
+            for expr in exprs:
+                if bad := unfiltered_selectors(expr, site):
+                    failures.append(f"{name}: site rendering: selectors without "
+                                    f"{' and '.join(site)}: {bad}")
+    finally:
+        generate.configure()
+    return failures
 
 
 def main(directory):
@@ -78,6 +106,7 @@ def main(directory):
                     failures.append(f"{where}: selectors without {' and '.join(SELECTORS)}: "
                                     f"{bad}")
         print(f"ok: {name}: {len(board['panels'])} panels")
+    failures += site_failures(generate)
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0

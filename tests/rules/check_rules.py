@@ -15,7 +15,11 @@
    cluster and job, every expected alert and sample once per cluster with them);
 6. `promtool test rules` on every rules/tests/*.yml as users run it (the real rules, rendered
    annotations compared with exp_annotations, which each expected alert must give, so a
-   template that renders a wrong value fails).
+   template that renders a wrong value fails);
+7. the rules files are what rules/generate.py renders with its defaults, and a site's
+   rendering works: with a job selector, the two-cluster cases pass on series of that job and
+   fail on another job's; with other cluster and rack label names, the fleet cases pass on
+   series that carry those; runbook_url is the site's base with the same anchors.
 
 Usage: check_rules.py RULES_DIR RUNBOOK [--write-target-labels]"""
 
@@ -25,6 +29,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -36,10 +41,69 @@ TARGET_DROPPING = re.compile(r"\b(by|on)\s*\(")
 
 
 def anchors(runbook):
-    # GitHub-style anchors of "## Heading" lines.
+    # GitHub-style anchors of "## Heading" lines (the exporter's /runbook uses the same).
     with open(runbook) as f:
-        return {re.sub(r"[^a-z0-9 -]", "", line[3:].strip().lower()).replace(" ", "-")
+        return {re.sub(r"[^a-z0-9 _-]", "", line[3:].strip().lower()).replace(" ", "-")
                 for line in f if line.startswith("## ")}
+
+
+def promtool_test(directory, name):
+    run = subprocess.run(["promtool", "test", "rules", name], cwd=directory,
+                         capture_output=True, text=True)
+    return run.returncode, (run.stdout + run.stderr).strip()
+
+
+def render_site(rules_dir, out_dir, *args):
+    generate = os.path.join(rules_dir, "generate.py")
+    os.makedirs(os.path.join(out_dir, "tests"), exist_ok=True)
+    subprocess.run([sys.executable, generate, *args, out_dir], check=True,
+                   capture_output=True)
+
+
+def site_rendering_failures(rules_dir):
+    """Check 7: rules/generate.py's defaults are the files, and its parameters work."""
+    failures = []
+    check = subprocess.run([sys.executable, os.path.join(rules_dir, "generate.py"), "--check"],
+                           capture_output=True, text=True)
+    if check.returncode != 0:
+        failures.append(check.stdout.strip() or check.stderr.strip())
+    with open(os.path.join(rules_dir, "tests", TARGET_LABELS_FILE)) as f:
+        two_clusters = f.read()
+    site_url = "https://wiki.example.com/rdma/runbook"
+    two_clusters = re.sub(r"http://[^/\s]+/runbook#", site_url + "#", two_clusters)
+    with open(os.path.join(rules_dir, "tests", "fleet.rules.test.yml")) as f:
+        fleet = f.read()
+    # The fleet cases with the labels renamed (not the recorded series' names).
+    fleet = re.sub(r'\bcluster(?==")|\bcluster(?=: )', "site", fleet)
+    fleet = re.sub(r'\brack(?==")|\brack(?=: )', "row", fleet)
+    firing_alerts = {test["alertname"] for case in yaml.safe_load(two_clusters)["tests"]
+                     for test in case.get("alert_rule_test", []) if test.get("exp_alerts")}
+    with tempfile.TemporaryDirectory() as tmp:
+        for job, should_pass in ((JOB, True), ("elsewhere", False)):
+            out = os.path.join(tmp, job)
+            render_site(rules_dir, out, f'--selector=job="{job}"', "--cluster-label=site",
+                        "--rack-label=row", "--runbook-url=" + site_url)
+            with open(os.path.join(out, "tests", TARGET_LABELS_FILE), "w") as f:
+                f.write(two_clusters)
+            code, output = promtool_test(os.path.join(out, "tests"), TARGET_LABELS_FILE)
+            if should_pass and code != 0:
+                failures.append(f"rules rendered with --selector job=\"{job}\": the two-cluster "
+                                f"cases (every series of job \"{JOB}\") fail:\n" + output[-2000:])
+            # Another job's series are not rdmascope's: every alert that fires in the cases
+            # must now miss (promtool names each failing alert test).
+            missed = set(re.findall(r"alertname: (\w+)", output))
+            if not should_pass and (unfiltered := sorted(firing_alerts - missed)):
+                failures.append(f"rules rendered with --selector job=\"{job}\" still fire on "
+                                f"job \"{JOB}\"'s series: " + ", ".join(unfiltered))
+        out = os.path.join(tmp, "labels")
+        render_site(rules_dir, out, "--cluster-label=site", "--rack-label=row")
+        with open(os.path.join(out, "tests", "fleet.rules.test.yml"), "w") as f:
+            f.write(fleet)
+        code, output = promtool_test(os.path.join(out, "tests"), "fleet.rules.test.yml")
+        if code != 0:
+            failures.append("fleet rules rendered with --cluster-label site --rack-label row "
+                            "fail their cases with those labels:\n" + output[-2000:])
+    return failures
 
 
 def with_target(series, cluster):
@@ -143,7 +207,9 @@ def main(rules_dir, runbook, write_target_labels=False):
                 if not SUMMARY_VALUE.fullmatch(action):
                     failures.append(f"{name}: summary uses {action}: only $labels.instance, "
                                     "$labels.device and $labels.port (details in description)")
-            anchor = annotations.get("runbook_url", "").partition("#")[2]
+            url, _, anchor = annotations.get("runbook_url", "").partition("#")
+            if not re.match(r"https?://", url):
+                failures.append(f"{name}: runbook_url {url!r} is not an absolute http(s) URL")
             if anchor not in known_anchors:
                 failures.append(f"{name}: runbook anchor #{anchor} not in {runbook}")
 
@@ -205,6 +271,8 @@ def main(rules_dir, runbook, write_target_labels=False):
           f"{len(records)} recording rules, {len(recorded_tested & set(records))} tested; "
           f"{len(clustered_firing)} alerts and {len(clustered_records & set(records))} recording "
           "rules shown keeping cluster and job")
+
+    failures += site_rendering_failures(rules_dir)
 
     for failure in failures:
         print("FAIL:", failure)

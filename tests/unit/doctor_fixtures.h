@@ -216,6 +216,11 @@ inline Snapshot Host(bool bad, bool later) {
             counter(0, bad ? 40 : 0));
   f.Counter("rdma_netdev_pause_storm_events_total", {{"device", "eth2"}, {"level", "error"}},
             counter(0, bad ? 1 : 0));
+  // eth2 also carries IP traffic, 200k packets/s each way (ethtool rx_packets / tx_packets):
+  // where its Ethernet knobs (coalescing, CQE compression, XPS) matter.
+  for (const char* stat : {"rx_packets", "tx_packets"}) {
+    f.Gauge("rdma_ethtool_stat", {{"device", "eth2"}, {"stat", stat}}, counter(1e9, 2e6));
+  }
   f.Gauge("rdma_netdev_coalesce_usecs", {{"device", "eth2"}, {"direction", "rx"}}, bad ? 0 : 8);
   f.Gauge("rdma_netdev_coalesce_adaptive", {{"device", "eth2"}, {"direction", "rx"}}, 0);
   // Queues of one process: CQ 31 entries fed by 128 WRs (bad) or 256 by 128 (healthy).
@@ -233,6 +238,9 @@ inline Snapshot Host(bool bad, bool later) {
   f.Gauge("rdma_port_rate_bytes_per_second", {{"device", "mlx5_0"}, {"port", "1"}}, 12.5e9);
   f.Gauge("rdma_process_qp_min_send_wrs",
           {{"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}}, bad ? 64 : 256);
+  // Two such QPs (bad: 128 in flight) or four (healthy: 1024).
+  f.Gauge("rdma_process_qp_total_send_wrs",
+          {{"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}}, bad ? 128 : 1024);
   f.Gauge("rdma_host_online_cpus", {}, bad ? 64 : 2);
   // Registrations and pinned memory.
   const std::vector<Label> proc{{"pid", "4242"}, {"comm", "trainer"}};

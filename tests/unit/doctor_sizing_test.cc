@@ -35,6 +35,46 @@ TEST(DoctorSizing, DefaultsReproduceThePractitioners256For100GbAnd4KiB) {
   EXPECT_EQ(CheckQpDepth(QpHost(245).Build(0), nullptr, defaults)[0].severity, Severity::kOk);
 }
 
+// Applications spread traffic over many QPs: the process fills the link when its RC send
+// queues together hold the bandwidth-delay product, whatever the shallowest one holds.
+TEST(DoctorSizing, QpDepthJudgesTheProcesssSummedSendQueues) {
+  Families many = QpHost(64);  // eight QPs of 64: 512 in flight against 245 needed
+  many.Gauge("rdma_process_qp_total_send_wrs", kTrainer, 512);
+  const auto spread = CheckQpDepth(many.Build(0), nullptr, {});
+  ASSERT_EQ(spread.size(), 1U);
+  EXPECT_EQ(spread[0].severity, Severity::kOk);
+  EXPECT_NE(spread[0].observed.find("512 send WRs across the RC QPs, smallest send queue 64 WRs"),
+            std::string::npos)
+      << spread[0].observed;
+  EXPECT_NE(spread[0].observed.find("the traffic needs at least 4 QPs in parallel"),
+            std::string::npos)
+      << spread[0].observed;
+  Families few = QpHost(64);  // two QPs of 64
+  few.Gauge("rdma_process_qp_total_send_wrs", kTrainer, 128);
+  const auto shallow = CheckQpDepth(few.Build(0), nullptr, {});
+  EXPECT_EQ(shallow[0].severity, Severity::kWarn);
+  EXPECT_NE(shallow[0].advice.find("hold 128 WRs together"), std::string::npos)
+      << shallow[0].advice;
+  EXPECT_NE(shallow[0].advice.find("an assumed round trip"), std::string::npos)
+      << "the RTT is an assumption and says so";
+  EXPECT_NE(shallow[0].expected.find("an assumed 80 us round trip, --doctor.rtt"),
+            std::string::npos)
+      << shallow[0].expected;
+}
+
+// InfiniBand QDR signals at 40 Gb/s and carries 32: the bandwidth-delay product uses the data
+// rate (rdma_port_data_rate_bytes_per_second) where the exporter serves it.
+TEST(DoctorSizing, QpDepthUsesThePortsDataRate) {
+  Families f;
+  f.Gauge("rdma_port_rate_bytes_per_second", {{"device", "mlx5_0"}, {"port", "1"}}, 5e9);
+  f.Gauge("rdma_port_data_rate_bytes_per_second", {{"device", "mlx5_0"}, {"port", "1"}}, 4e9);
+  f.Gauge("rdma_process_qp_min_send_wrs", kTrainer, 64);
+  // 4e9 x 80 us / 4096 = 78.1 -> 79 needed (the signalling rate would say 98).
+  const auto findings = CheckQpDepth(f.Build(0), nullptr, {});
+  EXPECT_NE(findings[0].expected.find("at least 79 WRs"), std::string::npos)
+      << findings[0].expected;
+}
+
 TEST(DoctorSizing, QpDepthUsesTheMessageSizeThePreloadLibraryMeasured) {
   // 64 KiB sends: 1,000,000 / 65536 = 15.3 -> 16 WRs suffice, so 64 is plenty.
   Families f = QpHost(64);
@@ -48,7 +88,9 @@ TEST(DoctorSizing, QpDepthUsesTheMessageSizeThePreloadLibraryMeasured) {
       findings[0].observed.find("64 KiB messages, measured by the preload library over 1000 sends"),
       std::string::npos)
       << findings[0].observed;
-  EXPECT_EQ(findings[0].expected, "at least 16 WRs (rate x 80 us / message size), at most 16 x 16");
+  EXPECT_EQ(findings[0].expected,
+            "at least 16 WRs across the RC QPs (data rate x an assumed 80 us round trip, "
+            "--doctor.rtt, / message size), at most 16 x 16 in one QP");
   // Without the preload figure, --doctor.message-size decides.
   DoctorOptions small;
   small.message_size_bytes = 1024;

@@ -97,6 +97,24 @@ double Value(const std::vector<prometheus::MetricFamily>& families, const std::s
   return -1;
 }
 
+// mlx5's rx_pause_ctrl_phy is a fallback for drivers without rx_global_pause, and never beside
+// per-priority pause counters (PFC on), whose frames it may count as global pause.
+TEST(EthtoolCollector, PauseCtrlPhyOnlyWithoutPfcCounters) {
+  const auto global_rx = [](sys::EthtoolStats stats) {
+    NetdevSnapshot dev;
+    dev.name = "eth0";
+    dev.stats = std::move(stats);
+    MetricSet out;
+    MapNetdevs({dev}, NameFilter(), QueueStatsMode::kRaw, out);
+    return Value(out.Take(), "rdma_netdev_pause_frames_total",
+                 {{"device", "eth0"}, {"direction", "rx"}, {"priority", "global"}});
+  };
+  EXPECT_EQ(global_rx({{"rx_pause_ctrl_phy", 40}}), 40) << "no PFC: the 802.3 counter is all";
+  EXPECT_EQ(global_rx({{"rx_pause_ctrl_phy", 40}, {"rx_prio3_pause", 40}}), -1)
+      << "PFC on priority 3: its frames would read as global pause";
+  EXPECT_EQ(global_rx({{"rx_pause_ctrl_phy", 40}, {"rx_global_pause", 0}}), 0);
+}
+
 TEST(EthtoolCollector, NormalisedCountersPickTheDocumentedNames) {
   MetricSet out;
   MapNetdevs(FixtureNetdevs(), NameFilter(), QueueStatsMode::kRaw, out);
@@ -105,10 +123,11 @@ TEST(EthtoolCollector, NormalisedCountersPickTheDocumentedNames) {
   EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens801f0"}}), 5);
   EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "enp65s0f0np0"}}), 11);
   EXPECT_EQ(Value(families, "rdma_netdev_crc_errors_total", {{"device", "ens785f0"}}), 13);
-  // mlx5: the 802.3 MAC-control counter is preferred over rx_global_pause.
+  // mlx5: rx_global_pause (listed only while global pause is on) wins over the 802.3
+  // MAC-control counter, which may count PFC frames too.
   EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
                   {{"device", "ens1f0np0"}, {"direction", "rx"}, {"priority", "global"}}),
-            40);
+            41);
   EXPECT_EQ(Value(families, "rdma_netdev_pause_frames_total",
                   {{"device", "ens1f0np0"}, {"direction", "rx"}, {"priority", "3"}}),
             9001);

@@ -315,9 +315,9 @@ TEST(HostTuning, NothingToReadIsNoDataNotZero) {
 }
 
 Snapshot SnapshotOf(std::vector<prometheus::MetricFamily> families,
-                    std::vector<prometheus::MetricFamily> more = {}) {
+                    std::vector<prometheus::MetricFamily> more = {}, double seconds = 100) {
   std::move(more.begin(), more.end(), std::back_inserter(families));
-  return Snapshot(families, 100);
+  return Snapshot(families, seconds);
 }
 
 TEST(DoctorPcie, DowntrainedSlotLimitedAndHealthy) {
@@ -370,10 +370,29 @@ TEST(DoctorQueues, IrqAffinityAndXps) {
   EXPECT_EQ(irqs.at("ens1f0np0").fix,
             "systemctl stop irqbalance && set_irq_affinity_bynode.sh 1 ens1f0np0");
   EXPECT_EQ(irqs.at("eno1").severity, Severity::kOk);
-  const auto xps = ById(doctor::CheckXps(now, nullptr, {}), "netdev");
+  // XPS steers the interface's own IP packets, never RoCE: it matters only where the interface
+  // sends IP traffic (here 200k packets/s over 10 s).
+  const auto sent = [&host](double packets) {
+    MetricSet stats;
+    stats.Add({"rdma_ethtool_stat", "", prometheus::MetricType::Untyped},
+              {{"device", "ens1f0np0"}, {"stat", "tx_packets"}}, packets);
+    return stats.Take();
+  };
+  const Snapshot before(sent(1e6), 100);
+  const Snapshot busy_now = SnapshotOf(host.Collect(), sent(3e6), 110);
+  const Snapshot idle_now = SnapshotOf(host.Collect(), sent(1e6 + 1e4), 110);
+  const auto xps = ById(doctor::CheckXps(busy_now, &before, {}), "netdev");
   EXPECT_EQ(xps.at("ens1f0np0").severity, Severity::kInfo);
   EXPECT_TRUE(Contains(xps.at("ens1f0np0").advice, "33.3% unmapped, 50% mapped off-node"))
       << xps.at("ens1f0np0").advice;
+  EXPECT_TRUE(Contains(xps.at("ens1f0np0").observed, "200000 IP packets/s sent"))
+      << xps.at("ens1f0np0").observed;
+  EXPECT_EQ(ById(doctor::CheckXps(idle_now, &before, {}), "netdev").at("ens1f0np0").severity,
+            Severity::kOk)
+      << "1k packets/s: the interface carries RDMA, which XPS does not steer";
+  EXPECT_EQ(ById(doctor::CheckXps(now, nullptr, {}), "netdev").at("ens1f0np0").severity,
+            Severity::kOk)
+      << "no window: the IP packet rate is unknown";
   // Most interrupts remote: warn.
   host.Write("proc/irq/121/smp_affinity_list", "0-3");
   const auto worse =

@@ -98,29 +98,52 @@ TEST(PrivateFlags, Series) {
   EXPECT_TRUE(testing::MatchesGolden(text, "private_flags.prom"));
 }
 
-TEST(DoctorCqeCompression, OffOnAndNotMlx5) {
-  doctor::testing::Families f;
-  for (const auto& [device, netdev] :
-       {std::pair{"mlx5_0", "eth2"}, std::pair{"mlx5_1", "eth3"}, std::pair{"irdma0", "eth4"}}) {
-    f.Gauge("rdma_port_info",
-            {{"device", device},
-             {"port", "1"},
-             {"link_layer", "Ethernet"},
-             {"state", "ACTIVE"},
-             {"phys_state", "LinkUp"},
-             {"netdev", netdev}},
-            1);
-  }
-  f.Gauge("rdma_netdev_private_flag", {{"device", "eth2"}, {"flag", "rx_cqe_compress"}}, 0);
-  f.Gauge("rdma_netdev_private_flag", {{"device", "eth3"}, {"flag", "rx_cqe_compress"}}, 1);
+// The flag compresses the Ethernet receive queues' completions only (not RDMA's): it is worth
+// a finding only where the interface receives IP traffic at a high packet rate.
+TEST(DoctorCqeCompression, OffOnIdleAndNotMlx5) {
+  const auto host = [](double seconds, double received) {
+    doctor::testing::Families f;
+    for (const auto& [device, netdev] :
+         {std::pair{"mlx5_0", "eth2"}, std::pair{"mlx5_1", "eth3"}, std::pair{"mlx5_2", "eth5"},
+          std::pair{"irdma0", "eth4"}}) {
+      f.Gauge("rdma_port_info",
+              {{"device", device},
+               {"port", "1"},
+               {"link_layer", "Ethernet"},
+               {"state", "ACTIVE"},
+               {"phys_state", "LinkUp"},
+               {"netdev", netdev}},
+              1);
+    }
+    f.Gauge("rdma_netdev_private_flag", {{"device", "eth2"}, {"flag", "rx_cqe_compress"}}, 0);
+    f.Gauge("rdma_netdev_private_flag", {{"device", "eth3"}, {"flag", "rx_cqe_compress"}}, 1);
+    f.Gauge("rdma_netdev_private_flag", {{"device", "eth5"}, {"flag", "rx_cqe_compress"}}, 0);
+    // 200k IP packets/s on eth2 and eth3 over the 10 s window; eth5 carries RDMA only (1k/s).
+    for (const char* netdev : {"eth2", "eth3"}) {
+      f.Gauge("rdma_ethtool_stat", {{"device", netdev}, {"stat", "rx_packets"}}, received);
+    }
+    f.Gauge("rdma_ethtool_stat", {{"device", "eth5"}, {"stat", "rx_packets"}}, received / 200);
+    return f.Build(seconds);
+  };
+  const doctor::Snapshot before = host(100, 1e6), now = host(110, 3e6);
   std::map<std::string, doctor::Finding> by;
-  for (const auto& finding : doctor::CheckCqeCompression(f.Build(1), nullptr, {})) {
+  for (const auto& finding : doctor::CheckCqeCompression(now, &before, {})) {
     by[finding.scope.back().second] = finding;
   }
   EXPECT_EQ(by.at("eth2").severity, doctor::Severity::kInfo);
+  EXPECT_EQ(by.at("eth2").observed, "rx_cqe_compress off, 200000 IP packets/s received");
   EXPECT_EQ(by.at("eth2").fix, "ethtool --set-priv-flags eth2 rx_cqe_compress on");
+  EXPECT_NE(by.at("eth2").advice.find("RDMA completions are not affected"), std::string::npos);
   EXPECT_EQ(by.at("eth3").severity, doctor::Severity::kOk);
+  EXPECT_EQ(by.at("eth5").severity, doctor::Severity::kOk) << "off, but no IP traffic to speak of";
+  EXPECT_EQ(by.at("eth5").observed, "rx_cqe_compress off, 1000 IP packets/s received");
   EXPECT_EQ(by.at("eth4").severity, doctor::Severity::kSkip) << "irdma has no such flag";
+  // One collection: the IP packet rate is unknown, and "off" alone is the mlx5 default.
+  for (const auto& finding : doctor::CheckCqeCompression(now, nullptr, {})) {
+    if (finding.scope.back().second != "eth2") continue;
+    EXPECT_EQ(finding.severity, doctor::Severity::kOk);
+    EXPECT_EQ(finding.observed, "rx_cqe_compress off, IP packet rate unknown (no window)");
+  }
 }
 
 }  // namespace

@@ -96,14 +96,42 @@ ProfileData WithLatency() {
 }
 
 TEST(ProfileAdvice, MeasuredCompletionLatencyIsTheRoundTrip) {
-  // Interpolated inside the bucket, not its upper bound (16384 ns, up to 2x too long).
-  EXPECT_DOUBLE_EQ(MeasuredOptions(WithLatency()).rtt_seconds, 12288e-9);
+  // Interpolated inside the bucket (its p10: 8192 + 0.1 x 8192 ns), not its upper bound
+  // (16384 ns, up to 2x too long).
+  EXPECT_DOUBLE_EQ(MeasuredOptions(WithLatency()).rtt_seconds, 9011.2e-9);
   // Not measured (no preload library): doctor's assumption stays.
   EXPECT_DOUBLE_EQ(MeasuredOptions(ProfileData{}).rtt_seconds, doctor::DoctorOptions{}.rtt_seconds);
 }
 
+// Post to poll includes the wait behind other sends in a full send queue (Little's law): the
+// p50 follows the queue's depth, so the round trip is the latency of the requests that waited
+// least. 100 sends took ~10 us (the round trip), 900 waited ~80 us behind a full queue.
+TEST(ProfileAdvice, QueueingInTheSendQueueIsNotTheRoundTrip) {
+  ProfileData data;
+  data.duration_seconds = 10;
+  data.messages.completion_latency_ns.buckets.assign(18, 0);
+  data.messages.completion_latency_ns.buckets[14] = 100;  // (8192, 16384] ns
+  data.messages.completion_latency_ns.buckets[17] = 900;  // (65536, 131072] ns
+  data.messages.completion_latency_ns.count = 1000;
+  data.messages.completion_latency_ns.sum = 100 * 10e3 + 900 * 80e3;  // ns
+  data.messages.send_bytes.buckets.assign(13, 0);
+  data.messages.send_bytes.buckets[12] = 100000;  // 10,000 sends/s over the 10 s window
+  data.messages.send_bytes.count = 100000;
+  EXPECT_LE(MeasuredOptions(data).rtt_seconds, 16384e-9) << "the p10, in the round trip's bucket";
+  const auto note = QueueingNote(data);
+  ASSERT_TRUE(note);
+  // 10,000 sends/s x 73 us mean = 0.73 sends in flight on average.
+  EXPECT_NE(note->find("10000 sends/s x 73 us mean post-to-poll = 0.73 sends in flight"),
+            std::string::npos)
+      << *note;
+  EXPECT_NE(note->find("most of the latency is waiting behind other sends"), std::string::npos)
+      << *note;
+  EXPECT_FALSE(QueueingNote(ProfileData{})) << "no sends, no latency: nothing to say";
+}
+
 // Doctor's own queues.qp_depth with the measured latency: a 100 Gb/s port (12.5 GB/s) x
-// 16.384 us / 4096-byte messages (the preload counters) = 50 WRs, more than the 16 created.
+// the p10 round trip (9.01 us) / 4096-byte messages (the preload counters) = 28 WRs, more than
+// the 16 created.
 TEST(ProfileAdvice, DoctorQpDepthUsesTheMeasuredLatency) {
   MetricSet set;
   const MetricDesc depth{"rdma_process_qp_min_send_wrs", "h", prometheus::MetricType::Gauge};
@@ -120,7 +148,7 @@ TEST(ProfileAdvice, DoctorQpDepthUsesTheMeasuredLatency) {
   ASSERT_EQ(findings.size(), 1U);
   EXPECT_EQ(findings[0].id, "queues.qp_depth");
   EXPECT_EQ(findings[0].severity, doctor::Severity::kWarn);
-  EXPECT_NE(findings[0].expected.find("at least 38 WRs"), std::string::npos)  // 12.3 us
+  EXPECT_NE(findings[0].expected.find("at least 28 WRs"), std::string::npos)  // 9.01 us
       << findings[0].expected;
   // With doctor's assumed 80 us the same host needs 245: the measurement changes the advice.
   const auto assumed = doctor::CheckQpDepth(now, nullptr, doctor::DoctorOptions{});

@@ -98,6 +98,23 @@ TEST(RdmaParse, RateInBytesPerSecond) {
   EXPECT_FALSE(ParseRateBytesPerSecond("100 GB/sec")) << "bytes or bits? ambiguous";
 }
 
+// core/sysfs.c rate_show prints InfiniBand's signalling rate; the data rate takes the line
+// coding off. Ethernet ports print the Ethernet speed (mlx5 names 40GbE "4X QDR"): as is.
+TEST(RdmaParse, DataRateTakesInfiniBandLineCodingOff) {
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("40 Gb/sec (4X QDR)", "InfiniBand"), 4e9);
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("10 Gb/sec (4X SDR)", "InfiniBand"), 1e9);
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("20 Gb/sec (4X DDR)", "InfiniBand"), 2e9);
+  EXPECT_NEAR(*DataRateBytesPerSecond("56 Gb/sec (4X FDR)", "InfiniBand") * 8, 54.545e9, 0.01e9);
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("40 Gb/sec (4X FDR10)", "InfiniBand"), 5e9);
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("100 Gb/sec (4X EDR)", "InfiniBand"), 12.5e9);
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("400 Gb/sec (4X NDR)", "InfiniBand"), 50e9);
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("40 Gb/sec (4X QDR)", "Ethernet"), 5e9)
+      << "40GbE carries 40 Gb/s";
+  EXPECT_DOUBLE_EQ(*DataRateBytesPerSecond("40 Gb/sec", "InfiniBand"), 5e9)
+      << "no speed name: nothing to take off";
+  EXPECT_FALSE(DataRateBytesPerSecond("fast (4X QDR)", "InfiniBand"));
+}
+
 TEST(RdmaSysfs, ReadsEveryDeviceOfTheFixture) {
   TempDir root;
   MaterialiseTree(FixturePath("sysfs/rdma_hosts.tree"), root.path());

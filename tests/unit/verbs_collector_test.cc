@@ -45,7 +45,7 @@ VerbsSnapshot Snapshot() {
                            .limit = 512,
                            .limit_events = 2});
   VerbsProcess nccl{.pid = 7, .comm = "nccl", .qps = 3};
-  nccl.rc_send_wrs = {{"mlx5_0", {128, 4096}}, {"mlx5_1", {1024, 1024}}};
+  nccl.rc_send_wrs = {{"mlx5_0", {128, 4096, 8320}}, {"mlx5_1", {1024, 1024, 1024}}};
   nccl.async_events[15] = 2;  // SRQ_LIMIT_REACHED
   nccl.async_events[4] = 9;   // COMM_EST: not an error, exported because non-zero
   snapshot.processes.push_back(nccl);
@@ -107,7 +107,7 @@ TEST(VerbsCollector, FeedingCountsAnSrqOncePerReceiveCq) {
 }
 
 // enum ibv_qp_type: IBV_QPT_RC 2, IBV_QPT_UC 3, IBV_QPT_UD 4.
-TEST(VerbsCollector, RcSendWrsAreTheShallowestAndDeepestRcQueuePerDevice) {
+TEST(VerbsCollector, RcSendWrsAreTheShallowestDeepestAndSummedRcQueuePerDevice) {
   const uint64_t a = 0xa0, b = 0xb0, c = 0xc0, unknown = 0xd0;
   const std::map<uint64_t, std::string> devices = {{a, "mlx5_0"}, {b, "mlx5_0"}, {c, "mlx5_1"}};
   const std::vector<VerbsQpLinks> qps = {
@@ -119,8 +119,8 @@ TEST(VerbsCollector, RcSendWrsAreTheShallowestAndDeepestRcQueuePerDevice) {
       {.send_cq = unknown, .max_send_wr = 1, .type = 2},  // CQ created before the probes
   };
   const auto range = RcSendWrs(qps, devices);
-  EXPECT_EQ(range, (std::map<std::string, RcSendWrsRange>{{"mlx5_0", {64, 512}},
-                                                          {"mlx5_1", {2048, 2048}}}));
+  EXPECT_EQ(range, (std::map<std::string, RcSendWrsRange>{{"mlx5_0", {64, 512, 576}},
+                                                          {"mlx5_1", {2048, 2048, 2048}}}));
   EXPECT_TRUE(RcSendWrs({qps[2]}, devices).empty()) << "no RC QP: no series";
 }
 
