@@ -130,13 +130,16 @@ struct DriverGauges {
   std::span<const std::string_view> names;
 };
 
-// The RDMA device's parent driver: bnxt_re binds an auxiliary device since Linux 6.3
-// ("bnxt_re.rdma"); before, the ib_device hung off bnxt_en's PCI function.
-// mana_ib is an auxiliary driver ("mana_ib.rdma") of the mana Ethernet device.
+// The driver of the RDMA device's parent (`device/driver`), which is not always the RDMA
+// driver: bnxt_re binds an auxiliary device since Linux 6.3 ("bnxt_re.rdma") but its ib_device
+// hangs off bnxt_en's PCI function (bnxt_re_register_ib: dev.parent = &en_dev->pdev->dev);
+// mana_ib binds the auxiliary "mana.rdma" yet parents its ib_device on the PCI function too
+// (mana_ib_probe: dev.parent = gc->dev, the mana PCI driver's device), so its link names "mana"
+// (vendor matrix, docs/vendor-matrix.md: the mana_ib.rdma key never matched).
 constexpr std::array<DriverGauges, 3> kDriverGauges{{
     {"bnxt_re.rdma", kBnxtReGauges},
     {"bnxt_en", kBnxtReGauges},
-    {"mana_ib.rdma", kManaGauges},
+    {"mana", kManaGauges},
 }};
 
 struct CounterWidth {

@@ -149,11 +149,18 @@ def value(samples, name, **labels):
 
 
 def materialise_tree(tree_file, root):
-    """Creates the files a tests/fixtures/sysfs/*.tree describes (see its header)."""
+    """Creates the files a tests/fixtures/sysfs/*.tree describes (see its header); `path ->
+    target` is a symbolic link, as tests/unit/fixture_tree.cc reads it."""
     with open(tree_file, encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
             if not line or line.startswith("#"):
+                continue
+            if " -> " in line and " = " not in line:
+                rel, target = line.split(" -> ", 1)
+                path = os.path.join(root, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                os.symlink(target, path)
                 continue
             if " = " not in line and line.endswith("/"):
                 os.makedirs(os.path.join(root, line), exist_ok=True)
