@@ -106,12 +106,13 @@ std::vector<Finding> CheckSrqLimit(const Snapshot& now, const Snapshot*, const D
 }
 
 // The counters of the rdma:port_receive_starvation:rate5m recording rule.
-// Local evidence only: mlx5 out_of_buffer (packets dropped for want of a receive WQE) and rxe
-// send_rnr_err (RNR NAKs this port sent). RNR NAKs *received* mean the peer starves
+// Local evidence only: mlx5 out_of_buffer (packets dropped for want of a receive WQE), rxe
+// send_rnr_err and mana responder_rnr_nak (RNR NAKs this port sent; hw/mana/counters.c).
+// RNR NAKs *received* mean the peer starves
 // (CheckPeerReceiveStarvation), as in the rules rdma:port_{,peer_}receive_starvation:rate5m.
 std::vector<Finding> CheckReceiveStarvation(const Snapshot& now, const Snapshot* before,
                                             const DoctorOptions&) {
-  static constexpr const char* kCounters[] = {"out_of_buffer", "send_rnr_err"};
+  static constexpr const char* kCounters[] = {"out_of_buffer", "send_rnr_err", "responder_rnr_nak"};
   return HwCounterRateCheck(
       now, before, kCounters,
       {.id = "queues.receive_starvation",
@@ -124,10 +125,12 @@ std::vector<Finding> CheckReceiveStarvation(const Snapshot& now, const Snapshot*
                  "QPs advertise (min_rnr_timer)"});
 }
 
-// RNR NAKs received: mlx5 rnr_nak_retry_err, rxe rcvd_rnr_err, bnxt_re rnr_naks_rcvd.
+// RNR NAKs received: mlx5 rnr_nak_retry_err, rxe rcvd_rnr_err, bnxt_re rnr_naks_rcvd, mana
+// requester_rnr_nak.
 std::vector<Finding> CheckPeerReceiveStarvation(const Snapshot& now, const Snapshot* before,
                                                 const DoctorOptions&) {
-  static constexpr const char* kCounters[] = {"rnr_nak_retry_err", "rcvd_rnr_err", "rnr_naks_rcvd"};
+  static constexpr const char* kCounters[] = {"rnr_nak_retry_err", "rcvd_rnr_err", "rnr_naks_rcvd",
+                                              "requester_rnr_nak"};
   return HwCounterRateCheck(
       now, before, kCounters,
       {.id = "queues.peer_receive_starvation",
