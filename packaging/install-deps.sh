@@ -23,6 +23,7 @@ build_pkgs=(
   libcurl4-openssl-dev                   # doctor --exporter: TLS, client certificates, basic auth
   protobuf-compiler libprotobuf-dev      # profile: pprof's profile.proto, compiled and written
   golang-github-google-pprof-dev         # ... the profile.proto itself (pprof's sources)
+  libcmark-dev                           # docs/runbook.md -> /runbook's HTML, at build time
 )
 test_pkgs=(
   libgtest-dev libgmock-dev              # unit tests

@@ -7,6 +7,7 @@
 #include "core/html.h"
 #include "core/log.h"
 #include "http/gzip.h"
+#include "http/runbook_page.h"
 #include "http/text_format.h"
 
 namespace rdmascope {
@@ -26,14 +27,13 @@ HttpReply MethodNotAllowed(std::string allow) {
 
 std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path) {
   std::string html =
-      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>rdmascope</title>"
-      "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-      "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
-      ".failed{color:#b00}.no-data{color:#777}</style></head><body>\n"
-      "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
+      HtmlPageHead("rdmascope") + "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
       HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
       ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) +
       "\">Metrics</a></p>\n<p><a href=\"/doctor\">Doctor report</a> (JSON)</p>\n"
+      "<p><a href=\"" +
+      std::string(kRunbookPath) +
+      "\">Runbook</a>: what each alert means, how to confirm it, what to do</p>\n"
       "<p><a href=\"/-/healthy\">Health</a> and <a href=\"/-/ready\">readiness</a> for "
       "probes (no authentication)</p>\n"
       "<h2>Collectors</h2>\n<table><tr><th>collector</th><th>last status</th><th>detail</th>"
@@ -51,7 +51,8 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
   }
   html +=
       "</table>\n<p>Status is that of the last scrape. Disabled collectors are not listed; "
-      "see <code>rdmascope serve --help</code>.</p>\n</body></html>\n";
+      "see <code>rdmascope serve --help</code>.</p>\n";
+  html += kHtmlPageTail;
   return html;
 }
 
@@ -60,6 +61,7 @@ HttpHandler::HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string te
     : runner_(std::move(runner)),
       telemetry_path_(std::move(telemetry_path)),
       routes_(std::move(routes)),
+      runbook_page_(RenderRunbookPage(runner_->build(), RunbookBodyHtml())),
       serving_metrics_(std::make_shared<prometheus::Registry>()),
       bytes_transferred_(prometheus::BuildCounter()
                              .Name("exposer_transferred_bytes_total")
@@ -114,6 +116,18 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
       return {200,
               {{"Content-Type", "text/html; charset=utf-8"}},
               RenderLandingPage(*runner_, telemetry_path_)};
+    }
+    if (request.path == kRunbookPath) {
+      if (!get_or_head) return MethodNotAllowed("GET, HEAD");
+      return {200, {{"Content-Type", "text/html; charset=utf-8"}}, runbook_page_};
+    }
+    if (request.path == std::string(kRunbookPath) + "/") {
+      if (!get_or_head) return MethodNotAllowed("GET, HEAD");
+      // Relative, so that it also lands behind a reverse proxy that serves us under a prefix;
+      // the browser keeps the URL's #fragment across the redirect (RFC 9110 10.2.2).
+      HttpReply reply = Text(308, "moved to ../runbook\n");
+      reply.headers.emplace_back("Location", "../runbook");
+      return reply;
     }
     if (const auto route = routes_.find(std::string(request.path)); route != routes_.end()) {
       // GET only: a debug route can be costly, HEAD would pay it for nothing.

@@ -1,6 +1,7 @@
 // What each request gets, independent of the HTTP library: the exposition at the telemetry
-// path, the landing page at "/", /-/healthy and /-/ready, the collectors' JSON debug routes, 405
-// with Allow for other methods, 404 elsewhere. The server (server.cc) only moves bytes.
+// path, the landing page at "/", the runbook at /runbook, /-/healthy and /-/ready, the
+// collectors' JSON debug routes, 405 with Allow for other methods, 404 elsewhere. The server
+// (server.cc) only moves bytes.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -29,6 +30,11 @@ inline constexpr std::string_view kReadyPath = "/-/ready";
 inline bool IsHealthPath(std::string_view path) {
   return path == kHealthyPath || path == kReadyPath;
 }
+
+// docs/runbook.md, rendered when the binary was built: the rules' runbook_url points here
+// (<base URL>/runbook#<alert anchor>). Behind basic auth like every page but the health paths.
+// "/runbook/" redirects here, so a base URL written with a trailing slash still lands.
+inline constexpr std::string_view kRunbookPath = "/runbook";
 
 struct HttpRequest {
   std::string_view method;
@@ -63,6 +69,8 @@ class HttpHandler {
   std::shared_ptr<CollectorRunner> runner_;
   std::string telemetry_path_;
   DebugRoutes routes_;
+  // Built once: the runbook and the version do not change while serving.
+  std::string runbook_page_;
   // prometheus-cpp's Exposer exported these three about its own serving; kept under the same
   // names and meanings so that dashboards built on them keep working.
   std::shared_ptr<prometheus::Registry> serving_metrics_;

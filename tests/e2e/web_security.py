@@ -24,7 +24,7 @@ HEADERS = {"X-Frame-Options": "deny", "Strict-Transport-Security": "max-age=3153
 # (whatever they answer when authorised, it must be 401 without), an unknown path, and a
 # method that gets 405.
 PATHS = [("GET", "/"), ("GET", "/metrics"), ("HEAD", "/metrics"), ("GET", "/debug/mr/stacks"),
-         ("GET", "/doctor"),
+         ("GET", "/doctor"), ("GET", "/runbook"),
          ("GET", "/no/such/path"), ("POST", "/metrics")]
 
 
