@@ -101,7 +101,8 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
   doctor
       .add_option("--exporter", options.exporter,
                   "URL of a running `rdmascope serve` whose /doctor report (with history: MR "
-                  "leaks, pinned-memory growth, counter rates since it started) is shown; "
+                  "leaks, pinned-memory growth, counter rates over its recent collections) is "
+                  "shown; "
                   "default: " +
                       std::string(kDefaultExporterUrl) +
                       " if it answers; none: always collect here (history checks skipped)")
@@ -265,12 +266,12 @@ std::map<std::string, std::string> ProbeErrors(const std::vector<NamedCollector>
 
 DoctorService::DoctorService(std::shared_ptr<const CollectorRunner> runner,
                              std::map<std::string, std::string> probe_errors,
-                             double interval_seconds)
+                             double interval_seconds, double lookback_seconds)
     : runner_(std::move(runner)),
       probe_errors_(std::move(probe_errors)),
       interval_seconds_(interval_seconds),
-      history_(60, interval_seconds) {
-  // The first snapshot is taken before /doctor is served: "since start" always has a start.
+      history_(60, interval_seconds, 2048, lookback_seconds) {
+  // The first snapshot is taken before /doctor is served: counter rates always have a start.
   history_.Offer(Collect(*runner_, probe_errors_));
   thread_ = std::thread([this] { Tick(); });
 }
@@ -307,7 +308,7 @@ void DoctorService::AddRoute(DebugRoutes& routes) {
 
 std::string DoctorService::Report(std::string_view query) {
   // ?window=D: counters observed live over D (at most a minute: the request waits for it);
-  // absent: rates since the first collection after start.
+  // absent: rates over the kept counters of the last lookback (since start when younger).
   // Other parameters: thresholds, named as the --doctor.* flags without the prefix.
   std::optional<uint64_t> window_ns;
   doctor::DoctorOptions options;
@@ -340,17 +341,21 @@ std::string DoctorService::Report(std::string_view query) {
   }
   Snapshot now = Collect(*runner_, probe_errors_);
   history_.Offer(now);
-  const Snapshot* before = live_before   ? &*live_before
-                           : window_ns   ? nullptr
-                           : view->first ? view->first.get()
-                                         : nullptr;
+  const Snapshot* before = live_before ? &*live_before
+                           : window_ns ? nullptr
+                                       : view->CounterBase(now.seconds());
+  const char* kind = live_before              ? doctor::kWindowLive
+                     : before == nullptr      ? doctor::kWindowNone
+                     : view->IsStart(*before) ? doctor::kWindowSinceStart
+                                              : doctor::kWindowLookback;
   now.set_history(view);
   std::vector<doctor::Finding> findings = doctor::RunChecks(now, before, options);
   doctor::SortFindings(findings);
   return doctor::RenderJson(
       findings, {.host = HostName(),
                  .generated = NowRfc3339(),
-                 .window_seconds = before == nullptr ? 0 : now.seconds() - before->seconds()});
+                 .window_seconds = before == nullptr ? 0 : now.seconds() - before->seconds(),
+                 .window_kind = kind});
 }
 
 namespace {
@@ -480,7 +485,8 @@ int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
     const doctor::ReportContext context{
         .host = HostName(),
         .generated = NowRfc3339(),
-        .window_seconds = static_cast<double>(options.window_ns) / 1e9};
+        .window_seconds = static_cast<double>(options.window_ns) / 1e9,
+        .window_kind = before ? doctor::kWindowLive : doctor::kWindowNone};
     const std::string report = Render(findings, context, options, config);
     std::fwrite(report.data(), 1, report.size(), stdout);
     std::fflush(stdout);

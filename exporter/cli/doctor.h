@@ -34,12 +34,14 @@ std::map<std::string, std::string> ProbeErrors(const std::vector<NamedCollector>
 
 // doctor inside `serve`: keeps the history (doctor/history.h) from a light internal tick, a
 // collection at start and one a minute, and answers /doctor with the report over it: counter
-// rates since start (or, with ?window=D, over D observed live, at most 60s), trends over the
-// kept hour. Thresholds are the defaults (serve has no --doctor.* flags).
+// rates over the last `lookback_seconds` (since start when younger; with ?window=D, over D
+// observed live, at most 60s), trends over the kept hour. Thresholds are the defaults unless
+// the query names them.
 class DoctorService {
  public:
   DoctorService(std::shared_ptr<const CollectorRunner> runner,
-                std::map<std::string, std::string> probe_errors, double interval_seconds = 60);
+                std::map<std::string, std::string> probe_errors, double interval_seconds = 60,
+                double lookback_seconds = doctor::kDefaultLookbackSeconds);
   ~DoctorService();  // stops the tick
   DoctorService(const DoctorService&) = delete;
   DoctorService& operator=(const DoctorService&) = delete;

@@ -193,7 +193,7 @@ int RunServe(const ServeConfig& config) {
   LogWebSecurity(config.web);
   DebugRoutes routes = runner->CollectDebugRoutes();
   // Declared before the server, so destroyed after it: no /doctor request outlives it.
-  DoctorService doctor(runner, std::move(probe_errors));
+  DoctorService doctor(runner, std::move(probe_errors), 60, config.doctor_lookback_seconds);
   doctor.AddRoute(routes);
   HttpServer server(config.web, listen_fd, runner, std::move(routes));
   log::Info("listening", {{"address", config.web.listen_address},

@@ -17,6 +17,7 @@
 #include "collectors/verbs.h"
 #include "core/capabilities.h"
 #include "core/log.h"
+#include "doctor/options.h"
 #include "web/web_config.h"
 
 namespace rdmascope {
@@ -58,6 +59,8 @@ struct ServeConfig {
   HostTuningOptions host;
   PerfOptions perf;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
+  // --doctor.lookback: what /doctor judges counter rates over (docs/doctor.md, "History mode").
+  double doctor_lookback_seconds = doctor::kDefaultLookbackSeconds;
   // --capabilities.keep: what `serve` keeps once the collectors are built. Unset: what the
   // enabled collectors need while serving (caps::ServingNeeds).
   std::optional<caps::CapabilitySet> capabilities_keep;

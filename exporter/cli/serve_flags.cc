@@ -103,12 +103,35 @@ void AddPrivilegeFlags(CLI::App& serve, ServeConfig& config) {
       ->group("Privileges");
 }
 
+// What serve's /doctor keeps (docs/doctor.md, "History mode"). Not doctor's: doctor observes
+// its own --window, or shows the exporter's report.
+void AddDoctorHistoryFlags(CLI::App& serve, ServeConfig& config) {
+  serve
+      .add_option_function<std::string>(
+          "--doctor.lookback",
+          [&config](const std::string& text) {
+            config.doctor_lookback_seconds = static_cast<double>(*ParseDurationNs(text)) / 1e9;
+          },
+          "What /doctor judges counter rates over (CRC and symbol errors, link downs, pause "
+          "storms, retransmissions...): the last this long of the exporter's collections, so an "
+          "old error burst stops firing (Prometheus duration, 5m to 24h)")
+      ->check([](const std::string& text) {
+        const auto ns = ParseDurationNs(text);
+        return ns && *ns >= 300'000'000'000ULL && *ns <= 86'400'000'000'000ULL
+                   ? std::string()
+                   : "not a duration from 5m to 24h: " + text;
+      })
+      ->default_str("15m")
+      ->group("Doctor");
+}
+
 }  // namespace
 
 void AddServeFlags(CLI::App& serve, ServeConfig& config) {
   AddWebFlags(serve, config);
   AddCollectorFlags(serve, config);
   AddPrivilegeFlags(serve, config);
+  AddDoctorHistoryFlags(serve, config);
 }
 
 void AddWebFlags(CLI::App& serve, ServeConfig& config) {

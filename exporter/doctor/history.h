@@ -1,7 +1,10 @@
-// What `serve` keeps for doctor's history checks: the first collection after start (whole, for
-// counter rates since start) and a ring of trend snapshots, one per interval (a minute) for up
-// to an hour, holding only the series the trend checks read (MR outstanding and leak-suspect
-// gauges, pinned memory per process). docs/doctor.md "History" gives the memory bound.
+// What `serve` keeps for /doctor: a ring of *counter* snapshots over the last lookback (15
+// minutes by default), holding only the series the window checks read, so that counter rates
+// are judged over recent collections rather than since start (an error burst weeks ago would
+// otherwise fire until restart); and a ring of *trend* snapshots, one per interval (a minute)
+// for up to an hour, holding only the series the trend checks read (MR outstanding and
+// leak-suspect gauges, pinned memory per process). docs/doctor.md "History mode" gives the
+// memory bound.
 #pragma once
 
 #include <cstddef>
@@ -10,38 +13,64 @@
 #include <mutex>
 #include <string_view>
 
+#include "doctor/options.h"
 #include "doctor/samples.h"
 
 namespace rdmascope::doctor {
 
-// The series a kept snapshot holds (checks_memory.cc reads them over time).
+// The series a trend snapshot holds (checks_memory.cc reads them over time).
 inline constexpr std::string_view kTrendSeries[] = {
     "rdma_mr_outstanding_bytes", "rdma_mr_outstanding_regions", "rdma_mr_leak_suspect_bytes",
     "rdma_mr_leak_suspect_regions", "rdma_process_pinned_bytes"};
 
+// The counters the window checks compare between two collections (the `before` of checks.h):
+// links.crc_errors, symbol_errors, link_downed, retransmissions; roce.global_pause,
+// pause_storm; queues.receive_starvation, peer_receive_starvation; memory.registration_churn.
+// DoctorLookback.CounterSnapshotsHoldWhatTheWindowChecksRead fails when a check reads another.
+inline constexpr std::string_view kWindowSeries[] = {
+    "rdma_netdev_crc_errors_total",         "rdma_netdev_symbol_errors_total",
+    "rdma_port_symbol_errors_total",        "rdma_port_link_downed_total",
+    "rdma_port_hw_counter_total",           "rdma_netdev_pause_frames_total",
+    "rdma_netdev_pause_storm_events_total", "rdma_mr_registrations_total",
+    "rdma_mr_deregistrations_total"};
+
+// The counter ring holds at most this many spans of the lookback (plus the snapshot that
+// starts the first one): a minute apart with the default 15 minutes, lookback / 15 apart with
+// a longer one, so its memory does not grow with the lookback.
+inline constexpr double kCounterSlots = 15;
+
 class History {
  public:
-  // At most `max_kept` trend snapshots, at least `interval_seconds` apart, each of at most
-  // `max_series` series (the rest is dropped and said in the log once per snapshot).
-  explicit History(size_t max_kept = 60, double interval_seconds = 60, size_t max_series = 2048);
+  // At most `max_kept` trend snapshots, at least `interval_seconds` apart; counter snapshots
+  // at least max(interval, lookback / kCounterSlots) apart, dropped once older than
+  // `lookback_seconds`. Each snapshot holds at most `max_series` series (one over it is not
+  // kept, and the log says so).
+  explicit History(size_t max_kept = 60, double interval_seconds = 60, size_t max_series = 2048,
+                   double lookback_seconds = kDefaultLookbackSeconds);
 
-  // Offers one full collection. The first one ever is kept whole; a trend copy is kept when
-  // `interval_seconds` passed since the last one kept (the oldest is dropped past max_kept).
-  // Returns whether a trend copy was kept. Thread-safe.
+  // Offers one full collection; copies of its trend and window series are kept when their
+  // spacing has passed since the last kept ones. Returns whether a trend copy was kept.
+  // Thread-safe.
   bool Offer(const Snapshot& snapshot);
 
-  // The first snapshot and the kept ones; null `first` before any Offer. Thread-safe: the view
-  // shares the snapshots, later offers do not change it.
+  // The kept snapshots; empty before any Offer. Thread-safe: the view shares the snapshots,
+  // later offers do not change it.
   std::shared_ptr<const HistoryView> View() const;
 
   size_t kept() const;
 
  private:
+  bool Fits(const Snapshot& copy, std::string_view what) const;
+
   const size_t max_kept_;
   const double interval_seconds_;
   const size_t max_series_;
+  const double lookback_seconds_;
+  const double counter_spacing_seconds_;
   mutable std::mutex mutex_;
-  std::shared_ptr<const Snapshot> first_;
+  bool started_ = false;
+  double started_seconds_ = 0;
+  std::deque<std::shared_ptr<const Snapshot>> counters_;
   std::deque<std::shared_ptr<const Snapshot>> kept_;
 };
 

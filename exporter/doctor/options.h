@@ -10,6 +10,13 @@ namespace rdmascope::doctor {
 
 enum class Format { kText, kJson };
 
+// serve's --doctor.lookback: what /doctor judges counter rates over. 15 minutes is the span the
+// alert rules on the same counters decide over: RdmaCrcErrors, RdmaSymbolErrors and
+// RdmaRetransmissions take rate[5m] for 10m (an alert firing now rests on the last 15 minutes),
+// RdmaLinkFlapping 15m. So a person answering one of those alerts still finds the burst in
+// doctor's report, and one older than any alert would consider is no longer reported.
+inline constexpr double kDefaultLookbackSeconds = 15 * 60;
+
 // infiniband-diags' suggested error thresholds, the figures its error_thresholds file ships
 // (rdma-core infiniband-diags/etc/error_thresholds, read by ibqueryerrors/ibcheckerrors): a
 // counter whose value since it was last cleared exceeds its threshold is reported.

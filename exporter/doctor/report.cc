@@ -75,8 +75,8 @@ const char* Colour(Severity severity) {
   return "";
 }
 
-// For a person: "10 s", "3.9 s" (a window read from an exporter is the time since it started,
-// never round), "12 min", "2.5 h". JSON keeps the exact figure.
+// For a person: "10 s", "3.9 s" (a window read from an exporter is the time between two of its
+// collections, never round), "12 min", "2.5 h". JSON keeps the exact figure.
 std::string Window(double seconds) {
   char buffer[32];
   if (seconds < 60) {
@@ -90,6 +90,13 @@ std::string Window(double seconds) {
   std::string text = buffer;
   if (text.ends_with(".0")) text.resize(text.size() - 2);
   return text + (seconds < 60 ? " s" : " h");
+}
+
+// Where an exporter's window came from; a live window (or none) needs no words.
+std::string WindowKindText(const std::string& kind) {
+  if (kind == kWindowLookback) return " of the exporter's history";
+  if (kind == kWindowSinceStart) return ", since the exporter started: younger than its lookback";
+  return "";
 }
 
 }  // namespace
@@ -109,6 +116,8 @@ std::string RenderJson(const std::vector<Finding>& findings, const ReportContext
   out["host"] = context.host;
   out["generated"] = context.generated;
   out["window_seconds"] = context.window_seconds;
+  // Absent only when re-rendering the report of an exporter older than the field.
+  if (!context.window_kind.empty()) out["window_kind"] = context.window_kind;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Finding& finding : findings) {
     nlohmann::ordered_json item;
@@ -148,6 +157,8 @@ std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
     report.context.host = json.at("host").get<std::string>();
     report.context.generated = json.at("generated").get<std::string>();
     report.context.window_seconds = json.at("window_seconds").get<double>();
+    // Added within schema_version 1: an older exporter's report has none.
+    report.context.window_kind = json.value("window_kind", std::string());
     for (const auto& item : json.at("findings")) {
       Finding finding;
       finding.id = item.at("id").get<std::string>();
@@ -180,8 +191,8 @@ std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
 std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
                        bool colour, bool show_skipped) {
   const auto count = Count(findings);
-  std::string text =
-      "rdmascope doctor on " + context.host + " (window " + Window(context.window_seconds) + "): ";
+  std::string text = "rdmascope doctor on " + context.host + " (window " +
+                     Window(context.window_seconds) + WindowKindText(context.window_kind) + "): ";
   for (Severity severity : kSeverities) {
     text += std::to_string(count.at(severity)) + " " + std::string(SeverityName(severity)) +
             (severity == Severity::kSkip ? "\n" : ", ");

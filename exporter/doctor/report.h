@@ -12,10 +12,20 @@
 
 namespace rdmascope::doctor {
 
+// What counter rates were judged over (JSON window_kind): a window observed live (doctor's
+// --window, /doctor?window=D), the exporter's last --doctor.lookback, everything since the
+// exporter started (younger than its lookback), or nothing (a window of 0).
+inline constexpr const char* kWindowLive = "live";
+inline constexpr const char* kWindowLookback = "lookback";
+inline constexpr const char* kWindowSinceStart = "since_start";
+inline constexpr const char* kWindowNone = "none";
+
 struct ReportContext {
   std::string host;
   std::string generated;  // RFC 3339 UTC
   double window_seconds = 0;
+  // One of the kWindow* above; empty in a report of an exporter older than the field.
+  std::string window_kind;
 };
 
 inline constexpr int kExitCannotRun = 3;  // Nagios UNKNOWN: doctor itself could not run

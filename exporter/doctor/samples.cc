@@ -97,6 +97,18 @@ const Snapshot* HistoryView::Earliest(std::string_view name,
   return nullptr;
 }
 
+const Snapshot* HistoryView::CounterBase(double now_seconds) const {
+  const Snapshot* newest = nullptr;
+  for (const auto& snapshot : counters) {
+    if (snapshot->seconds() >= now_seconds) break;
+    if (now_seconds - snapshot->seconds() <= lookback_seconds) return snapshot.get();
+    newest = snapshot.get();
+  }
+  return newest;
+}
+
+bool HistoryView::IsStart(const Snapshot& base) const { return base.seconds() == started_seconds; }
+
 std::optional<std::string> Snapshot::Unavailable(std::string_view collector) const {
   if (collectors_.empty()) return std::nullopt;
   const auto it = collectors_.find(std::string(collector));

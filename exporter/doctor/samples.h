@@ -39,8 +39,21 @@ class Snapshot;
 // What a running exporter kept over time (doctor/history.h), attached to the snapshot of a
 // /doctor request. Snapshots doctor collected itself have none: their history checks skip.
 struct HistoryView {
-  std::shared_ptr<const Snapshot> first;              // the first collection after start, whole
+  double started_seconds = 0;   // when the first collection offered ran
+  double lookback_seconds = 0;  // what counter rates are judged over (serve --doctor.lookback)
+  // Window series only (history.h kWindowSeries), oldest first, none older than the lookback
+  // when the last one was offered.
+  std::vector<std::shared_ptr<const Snapshot>> counters;
   std::vector<std::shared_ptr<const Snapshot>> kept;  // trend series only, oldest first
+
+  // The collection counter rates at `now_seconds` are judged against: the oldest counter
+  // snapshot no older than the lookback, so that nothing older is counted (the window is then
+  // at most one spacing shorter than the lookback); the start when the exporter is younger.
+  // When every one is older (the tick stalled), the newest: its window_seconds says how long.
+  // nullptr when none was taken before `now_seconds`.
+  const Snapshot* CounterBase(double now_seconds) const;
+  // Whether `base` is the exporter's first collection: rates "since start".
+  bool IsStart(const Snapshot& base) const;
 
   // The oldest kept snapshot holding the series `name` with exactly these labels, nullptr when
   // none does (the subject appeared after the last kept snapshot).

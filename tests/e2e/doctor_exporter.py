@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`rdmascope doctor --exporter URL` against a tiny local HTTP server standing in for `serve`:
-a good /doctor answer is rendered (JSON and text) with the exit code of its worst finding and
-?window= passed on; a 500, garbage, a refused connection, a server that never answers (past
+a good /doctor answer is rendered (JSON and text) with the exit code of its worst finding, the
+window its counters were judged over (the exporter's lookback, since it started) and ?window=
+passed on; a 500, garbage, a refused connection, a server that never answers (past
 --exporter.timeout) and a bad URL each give one clear log line and a report collected locally
 (the fixture tree), never a crash or a hang. --help shows no --web.* flag. TLS and basic auth
 against a real `serve`: doctor_exporter_tls.py."""
@@ -33,6 +34,11 @@ REMOTE = {
     "summary": {"crit": 1, "warn": 0, "info": 0, "ok": 0, "skip": 0},
 }
 
+# The same report from an exporter that says where its counters were judged (window_kind):
+# over its recent collections (its --doctor.lookback), or since it started.
+RECENT = dict(REMOTE, window_seconds=840.0, window_kind="lookback")
+YOUNG = dict(REMOTE, window_seconds=200.0, window_kind="since_start")
+
 requests = []  # paths the server saw
 
 
@@ -45,6 +51,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         status, body = {
             "good": (200, json.dumps(REMOTE)),
+            "recent": (200, json.dumps(RECENT)),
+            "young": (200, json.dumps(YOUNG)),
             "error": (500, "error: collector exploded\n"),
             "garbage": (200, "<html>not json</html>"),
             "auth": (401, "Unauthorized\n"),
@@ -102,6 +110,21 @@ def main(binary, fixtures):
                run.stdout)
         expect(requests[-1] == "/good/doctor?window=5000ms", requests)
         expect(run.returncode == 2, run.returncode)
+        # Which window the exporter judged counters over, said in the text and kept in JSON;
+        # an exporter older than window_kind (the "good" one) is rendered as before.
+        run = doctor(f"--exporter={base}/good")
+        expect("(window 10 min):" in run.stdout.splitlines()[0], run.stdout)
+        run = doctor(f"--exporter={base}/recent")
+        expect("(window 14 min of the exporter's history):" in run.stdout.splitlines()[0],
+               run.stdout)
+        expect(requests[-1] == "/recent/doctor", requests)
+        run = doctor(f"--exporter={base}/young")
+        expect("(window 3 min, since the exporter started: younger than its lookback):"
+               in run.stdout.splitlines()[0], run.stdout)
+        report = json.loads(doctor(f"--exporter={base}/recent", "--format", "json").stdout)
+        expect(report["window_kind"] == "lookback" and report["window_seconds"] == 840, report)
+        report = json.loads(doctor(f"--exporter={base}/good", "--format", "json").stdout)
+        expect("window_kind" not in report, report)
         # Thresholds given here travel with the request (the exporter's report uses them).
         run = doctor(f"--exporter={base}/good", "--doctor.nodes=64", "--doctor.flows=8",
                      "--doctor.rtt=150us")
@@ -130,7 +153,8 @@ def main(binary, fixtures):
             except json.JSONDecodeError:
                 failures.append(f"{url}: no local report:\n{run.stdout}\n{run.stderr}")
                 continue
-            expect(local["host"] != "exporter-host" and local["window_seconds"] == 0, url)
+            expect(local["host"] != "exporter-host" and local["window_seconds"] == 0
+                   and local["window_kind"] == "none", url)
             expect(run.returncode == 1, f"{url}: local report exit 1, got {run.returncode}")
 
         # --exporter=none never asks.
@@ -147,6 +171,13 @@ def main(binary, fixtures):
     expect("--web.listen-address" in serve_help.stdout and "--path.sysfs" in serve_help.stdout,
            "serve --help lost its flags")
     expect("--exporter" not in serve_help.stdout, "serve --help shows doctor flags")
+    # What serve's /doctor judges counters over is serve's to keep, not doctor's.
+    def flags(help_text):
+        return {line.split()[0].split("=")[0] for line in help_text.splitlines()
+                if line.startswith("  -")}
+    expect("--doctor.lookback" in flags(serve_help.stdout), "serve --help lacks --doctor.lookback")
+    expect("--doctor.lookback" not in flags(doctor_help.stdout),
+           "doctor --help shows --doctor.lookback")
 
     server.shutdown()
     for failure in failures:

@@ -3,13 +3,16 @@
 // links a runbook section that exists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli/doctor.h"
 #include "cli/http_get.h"
@@ -96,9 +99,10 @@ TEST(DoctorReport, EveryFindingThatAsksForActionHasAdviceAndAnExistingRunbookAnc
 }
 
 TEST(DoctorReport, JsonMatchesTheGoldenFile) {
-  const std::string json = RenderJson(
-      BadHost(),
-      {.host = "golden-host", .generated = "2026-01-01T00:00:00Z", .window_seconds = 10});
+  const std::string json = RenderJson(BadHost(), {.host = "golden-host",
+                                                  .generated = "2026-01-01T00:00:00Z",
+                                                  .window_seconds = 10,
+                                                  .window_kind = kWindowLive});
   const std::string golden = kFixtures + "/golden/doctor.json";
   if (const char* update = std::getenv("RDMASCOPE_UPDATE_GOLDEN"); update && *update == '1') {
     std::ofstream(golden) << json;
@@ -173,14 +177,24 @@ TEST(DoctorReport, ExitCodesFollowNagiosAndFailOn) {
 
 TEST(DoctorReport, JsonReadsBackAsItWasWritten) {
   const auto findings = BadHost();
-  const ReportContext context{
-      .host = "h", .generated = "2026-01-01T00:00:00Z", .window_seconds = 10};
+  const ReportContext context{.host = "h",
+                              .generated = "2026-01-01T00:00:00Z",
+                              .window_seconds = 10,
+                              .window_kind = kWindowLookback};
   const std::string json = RenderJson(findings, context);
   const auto parsed = ParseJson(json);
   ASSERT_TRUE(parsed.has_value()) << parsed.error();
+  EXPECT_EQ(parsed->context.window_kind, "lookback");
   EXPECT_EQ(RenderJson(parsed->findings, parsed->context), json);
   EXPECT_EQ(RenderText(parsed->findings, parsed->context, false),
             RenderText(findings, context, false));
+  // An exporter older than window_kind: read, and passed on without one.
+  auto older = nlohmann::ordered_json::parse(json);
+  older.erase("window_kind");
+  const auto old_report = ParseJson(older.dump());
+  ASSERT_TRUE(old_report.has_value()) << old_report.error();
+  EXPECT_EQ(old_report->context.window_kind, "");
+  EXPECT_FALSE(nlohmann::json::parse(RenderJson({}, old_report->context)).contains("window_kind"));
 }
 
 TEST(DoctorReport, JsonThatIsNotAReportIsRefusedWithTheReason) {
@@ -238,7 +252,9 @@ TEST(DoctorRoute, ServesTheReportWithHistoryAtSlashDoctor) {
   ASSERT_TRUE(routes.contains("/doctor"));
   const auto report = ParseJson(routes.at("/doctor")(""));
   ASSERT_TRUE(report.has_value()) << report.error();
-  EXPECT_GT(report->context.window_seconds, 0);  // counter rates since start
+  // Counter rates since start: the exporter is younger than its 15 minutes' lookback.
+  EXPECT_GT(report->context.window_seconds, 0);
+  EXPECT_EQ(report->context.window_kind, "since_start");
   const Finding* leak = nullptr;
   const Finding* retrans = nullptr;
   for (const Finding& f : report->findings) {
@@ -262,6 +278,7 @@ TEST(DoctorRoute, WindowZeroSkipsTheCounterChecksAndABadWindowIsRefused) {
   const auto report = ParseJson(service->Report("window=0s"));
   ASSERT_TRUE(report.has_value()) << report.error();
   EXPECT_EQ(report->context.window_seconds, 0);
+  EXPECT_EQ(report->context.window_kind, "none");
   for (const Finding& f : report->findings) {
     if (f.id == "links.retransmissions") {
       EXPECT_EQ(f.severity, Severity::kSkip);
@@ -272,6 +289,59 @@ TEST(DoctorRoute, WindowZeroSkipsTheCounterChecksAndABadWindowIsRefused) {
   }
   EXPECT_THROW(service->Report("window=soon"), std::invalid_argument);
   EXPECT_THROW(service->Report("x=1&window=2h"), std::invalid_argument);
+  // ?window=D: observed live, as before.
+  const auto live = ParseJson(service->Report("window=20ms"));
+  ASSERT_TRUE(live.has_value()) << live.error();
+  EXPECT_EQ(live->context.window_kind, "live");
+  EXPECT_GE(live->context.window_seconds, 0.02);
+  EXPECT_LT(live->context.window_seconds, 10);
+}
+
+// The rdma collector of a port with a burst of retransmissions in its first two collections
+// and none after: serve's first collection and its tick's first.
+class BurstHost : public Collector {
+ public:
+  CollectResult Collect(MetricSet& out) const override {
+    const int n = std::min(++calls, 2);
+    out.Add({"rdma_port_hw_counter_total", "t", prometheus::MetricType::Counter},
+            {{"device", "rxe0"}, {"port", "1"}, {"counter", "local_ack_timeout_err"}}, n * 1e6);
+    return {.detail = "test"};
+  }
+  mutable std::atomic<int> calls{0};
+};
+
+// /doctor without ?window= in a running serve: a tick every 50 ms and a lookback of 200 ms
+// stand for the minute and the 15 minutes. Once the burst is older than the lookback, it no
+// longer fires (since start, it fired until restart).
+TEST(DoctorRoute, AnOldBurstStopsFiringOnceOlderThanTheLookback) {
+  auto host = std::make_unique<BurstHost>();
+  const BurstHost* burst = host.get();
+  std::vector<NamedCollector> collectors;
+  collectors.push_back({"rdma", std::move(host)});
+  auto runner =
+      std::make_shared<CollectorRunner>(std::move(collectors), BuildInfo{"t", "t"}, "/proc");
+  const auto started = std::chrono::steady_clock::now();
+  DoctorService service(runner, {}, /*interval_seconds=*/0.05, /*lookback_seconds=*/0.2);
+  // Six collections, the burst in the first two; at least 0.3 s, so the start is out of the
+  // lookback.
+  const auto deadline = started + std::chrono::seconds(10);
+  while ((burst->calls < 6 ||
+          std::chrono::steady_clock::now() - started < std::chrono::milliseconds(300)) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GE(burst->calls, 6);
+  const auto report = ParseJson(service.Report(""));
+  ASSERT_TRUE(report.has_value()) << report.error();
+  EXPECT_EQ(report->context.window_kind, "lookback");
+  EXPECT_GT(report->context.window_seconds, 0);
+  EXPECT_LT(report->context.window_seconds, 5);
+  const Finding* retrans = nullptr;
+  for (const Finding& f : report->findings) {
+    if (f.id == "links.retransmissions") retrans = &f;
+  }
+  ASSERT_NE(retrans, nullptr);
+  EXPECT_EQ(retrans->severity, Severity::kOk) << retrans->observed;
 }
 
 // A bad query is the client's mistake: 400 with the reason, not the 500 of a server error.
@@ -340,6 +410,20 @@ TEST(DoctorReport, WindowIsPrintedForAPerson) {
   EXPECT_EQ(text(0), "rdmascope doctor on h (window 0 s)");
   EXPECT_EQ(text(754), "rdmascope doctor on h (window 13 min)");
   EXPECT_EQ(text(9000), "rdmascope doctor on h (window 2.5 h)");
+  // Where an exporter's counters were judged: its recent collections, or since it started.
+  const auto kind = [](double seconds, const char* window_kind) {
+    const std::string out =
+        RenderText({}, {.host = "h", .window_seconds = seconds, .window_kind = window_kind}, false);
+    return out.substr(0, out.find(')') + 1);
+  };
+  EXPECT_EQ(kind(870, kWindowLookback),
+            "rdmascope doctor on h (window 14 min of the exporter's "
+            "history)");
+  EXPECT_EQ(kind(200, kWindowSinceStart),
+            "rdmascope doctor on h (window 3 min, since the exporter started: younger than its "
+            "lookback)");
+  EXPECT_EQ(kind(10, kWindowLive), "rdmascope doctor on h (window 10 s)");
+  EXPECT_EQ(kind(0, kWindowNone), "rdmascope doctor on h (window 0 s)");
 }
 
 // A host without RDMA skips nearly everything: one line names the skipped checks.

@@ -1,5 +1,6 @@
 // The snapshot index the doctor checks read: lookups by name and labels, histograms, rates
-// and counter resets, collector outcomes; the exporter's history ring and the checks over it.
+// and counter resets, collector outcomes; the exporter's trend ring and the checks over it
+// (its counter ring: doctor_lookback_test.cc).
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -96,13 +97,12 @@ std::vector<double> KeptTimes(const History& history) {
   return times;
 }
 
-TEST(DoctorHistory, KeepsTheFirstCollectionWholeAndOnlyTrendSeriesInTheRing) {
+TEST(DoctorHistory, KeepsOnlyTheTrendSeriesInTheTrendRing) {
   History history;
-  EXPECT_EQ(history.View()->first, nullptr);
+  EXPECT_TRUE(history.View()->counters.empty());
   history.Offer(Collection(100, 1));
   const auto view = history.View();
-  ASSERT_NE(view->first, nullptr);
-  EXPECT_TRUE(view->first->Value("c_total").has_value());  // counter rates since start
+  EXPECT_EQ(view->started_seconds, 100);
   ASSERT_EQ(view->kept.size(), 1U);
   EXPECT_FALSE(view->kept[0]->Value("c_total").has_value());
   EXPECT_EQ(view->kept[0]->Find("rdma_mr_outstanding_bytes").size(), 2U);
@@ -114,14 +114,13 @@ TEST(DoctorHistory, OnePerIntervalAndBoundedDroppingTheOldest) {
   for (double t : {0, 30, 60, 119, 120, 180, 240}) history.Offer(Collection(t, 1));
   // 30 and 119 came less than a minute after the last kept; 0 and 60 fell off the ring.
   EXPECT_EQ(KeptTimes(history), (std::vector<double>{120, 180, 240}));
-  EXPECT_EQ(history.View()->first->seconds(), 0);  // the start is never dropped
 }
 
 TEST(DoctorHistory, ASnapshotOverTheSeriesBoundIsNotKept) {
   History history(60, 60, /*max_series=*/5);
   EXPECT_FALSE(history.Offer(Collection(0, 1)));  // 6 trend series
   EXPECT_EQ(history.kept(), 0U);
-  EXPECT_NE(history.View()->first, nullptr);
+  EXPECT_EQ(history.View()->counters.size(), 1U);  // no window series: within the bound
 }
 
 TEST(DoctorHistory, EarliestIsTheOldestKeptSnapshotHoldingTheSeries) {
@@ -162,7 +161,7 @@ std::vector<Finding> OverAnHour(double to_mib, double suspect_mib = 1,
   }
   Snapshot now = Collection(3630, to_mib, suspect_mib);
   now.set_history(history.View());
-  return RunChecks(now, history.View()->first.get(), options);
+  return RunChecks(now, history.View()->CounterBase(now.seconds()), options);
 }
 
 TEST(DoctorHistory, MrLeakNamesTheGrowingProcessWithOldRegions) {
@@ -224,28 +223,6 @@ TEST(DoctorHistory, WithoutAnExporterTheHistoryChecksSaySo) {
     EXPECT_EQ(mine[0].observed,
               "no exporter running: history needs rdmascope serve (use --exporter)");
   }
-}
-
-TEST(DoctorHistory, CounterRatesSinceStart) {
-  // What /doctor does without ?window=: the first collection is `before`.
-  History history;
-  Families start;
-  start.Counter("rdma_port_hw_counter_total",
-                {{"device", "rxe0"}, {"port", "1"}, {"counter", "local_ack_timeout_err"}}, 0);
-  history.Offer(start.Build(0, testing::AllRan()));
-  for (int minute = 1; minute <= 90; ++minute) history.Offer(Collection(minute * 60, 1));
-  Families later;
-  later.Counter("rdma_port_hw_counter_total",
-                {{"device", "rxe0"}, {"port", "1"}, {"counter", "local_ack_timeout_err"}},
-                20 * 5400);
-  Snapshot now = later.Build(5400, testing::AllRan());
-  now.set_history(history.View());
-  const auto retrans =
-      WithId(RunChecks(now, history.View()->first.get(), {}), "links.retransmissions");
-  ASSERT_EQ(retrans.size(), 1U);
-  EXPECT_EQ(retrans[0].severity, Severity::kWarn);
-  EXPECT_EQ(retrans[0].observed.find("20 retransmission events/s over 5400 s"), 0U)
-      << retrans[0].observed;
 }
 
 }  // namespace
