@@ -195,10 +195,14 @@ void MapRdmaDevices(const std::vector<RdmaDevice>& devices, MetricSet& out) {
     out.Add(kDeviceInfo,
             {{"device", device.name},
              {"node_type", device.node_type},
-             {"fw_ver", device.fw_ver},
+             {"firmware_version", device.fw_ver},
              {"board_id", device.board_id},
              {"hca_type", device.hca_type},
-             {"node_guid", device.node_guid}},
+             {"node_guid", device.node_guid},
+             // Deprecated, removed in 0.2.0: the first name of firmware_version (the sysfs
+             // file's), served with the same value until then so that existing queries keep
+             // working (docs/metrics.md).
+             {"fw_ver", device.fw_ver}},
             1);
     if (device.numa_node) {
       out.Add(kDeviceNuma, {{"device", device.name}}, static_cast<double>(*device.numa_node));

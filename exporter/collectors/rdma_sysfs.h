@@ -58,7 +58,7 @@ struct RdmaPort {
 struct RdmaDevice {
   std::string name;
   std::string node_type;  // "CA", "RNIC"...
-  std::string fw_ver;
+  std::string fw_ver;     // the sysfs file; served as label firmware_version
   std::string board_id;
   std::string hca_type;
   std::string node_guid;

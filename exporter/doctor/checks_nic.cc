@@ -199,7 +199,7 @@ std::vector<Finding> CheckFirmwareUniform(const Snapshot& now, const Snapshot*,
   };
   std::map<std::string, std::vector<Nic>> models;  // "board_id X" / "hca_type Y" -> NICs
   for (const Sample* info : now.Find("rdma_device_info")) {
-    const std::string& version = info->Label("fw_ver");
+    const std::string& version = info->Label("firmware_version");
     if (version.empty()) continue;
     std::string model;
     if (!info->Label("board_id").empty()) {

@@ -47,6 +47,7 @@ def main(deb):
         f"/usr/lib/{arch}/rdmascope/librdmascope_preload.so",
         "/usr/share/rdmascope/rules/rdmascope.rules.yml",
         "/usr/share/rdmascope/rules/rdmascope.fleet.rules.yml",
+        "/usr/share/rdmascope/rules/rdmascope.node-exporter-compat.rules.yml",
         "/usr/share/rdmascope/dashboards/host-overview.json",
         "/usr/share/man/man1/rdmascope.1.gz",
         "/etc/default/rdmascope",

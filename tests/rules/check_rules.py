@@ -19,7 +19,10 @@
 7. the rules files are what rules/generate.py renders with its defaults, and a site's
    rendering works: with a job selector, the two-cluster cases pass on series of that job and
    fail on another job's; with other cluster and rack label names, the fleet cases pass on
-   series that carry those; runbook_url is the site's base with the same anchors.
+   series that carry those; runbook_url is the site's base with the same anchors;
+8. the opt-in rdmascope.node-exporter-compat.rules.yml: no `by (...)`/`on (...)` either, every
+   rule a recording rule with a promql_expr_test, and each name in docs/node-exporter.md (the
+   map that says where its values differ from node_exporter's).
 
 Usage: check_rules.py RULES_DIR RUNBOOK [--write-target-labels]"""
 
@@ -34,6 +37,8 @@ import tempfile
 import yaml
 
 TARGET_LABELS_FILE = "target_labels.rules.test.yml"
+COMPAT_FILE = "rdmascope.node-exporter-compat.rules.yml"
+COMPAT_DOC = "node-exporter.md"  # beside the runbook, in docs/
 CLUSTERS = ("a", "b")
 JOB = "rdmascope"
 SUMMARY_VALUE = re.compile(r"\{\{-?\s*\$labels\.(instance|device|port)\s*-?\}\}")
@@ -213,6 +218,25 @@ def main(rules_dir, runbook, write_target_labels=False):
             if anchor not in known_anchors:
                 failures.append(f"{name}: runbook anchor #{anchor} not in {runbook}")
 
+    # node_exporter's names from rdmascope's series: renames that keep every target label.
+    compat_records = []
+    with open(os.path.join(rules_dir, COMPAT_FILE)) as f:
+        compat = yaml.safe_load(f)
+    with open(os.path.join(os.path.dirname(runbook), COMPAT_DOC)) as f:
+        compat_doc = f.read()
+    for group in compat["groups"]:
+        for rule in group["rules"]:
+            name = rule.get("record") or rule.get("alert")
+            if "record" not in rule:
+                failures.append(f"{COMPAT_FILE}: {name} is not a recording rule")
+                continue
+            compat_records.append(name)
+            if bad := TARGET_DROPPING.findall(rule["expr"]):
+                failures.append(f"{COMPAT_FILE}: {name}: {', '.join(sorted(set(bad)))} (...) "
+                                "drops the target labels: use without (...)")
+            if f"`{name}`" not in compat_doc:
+                failures.append(f"{COMPAT_FILE}: {name} is not in docs/{COMPAT_DOC}")
+
     # The two-cluster run is generated from the other files and must be up to date.
     try:
         with open(target_labels_path) as f:
@@ -267,6 +291,11 @@ def main(rules_dir, runbook, write_target_labels=False):
             failures.append(f"{name}: no promql_expr_test")
         if name not in clustered_records:
             failures.append(f"{name}: not shown with cluster and job in {TARGET_LABELS_FILE}")
+    for name in compat_records:
+        if name not in recorded_tested:
+            failures.append(f"{COMPAT_FILE}: {name}: no promql_expr_test")
+    print(f"{COMPAT_FILE}: {len(compat_records)} recording rules, "
+          f"{len(recorded_tested & set(compat_records))} tested")
     print(f"{len(alerts)} alerts, {len(firing)} with firing cases, {len(quiet)} with quiet cases; "
           f"{len(records)} recording rules, {len(recorded_tested & set(records))} tested; "
           f"{len(clustered_firing)} alerts and {len(clustered_records & set(records))} recording "

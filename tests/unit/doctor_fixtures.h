@@ -72,10 +72,11 @@ inline void AddHostTuning(Families& f, bool bad) {
     f.Gauge("rdma_device_info",
             {{"device", device},
              {"node_type", "CA"},
-             {"fw_ver", fw},
+             {"firmware_version", fw},
              {"board_id", "MT_0000000359"},
              {"hca_type", "MT4125"},
-             {"node_guid", ""}},
+             {"node_guid", ""},
+             {"fw_ver", fw}},
             1);
   }
   f.Gauge("rdma_port_gid_info",

@@ -436,7 +436,7 @@ TEST(DoctorFirmware, MismatchWithinOneBoard) {
     f.Gauge("rdma_device_info",
             {{"device", device},
              {"node_type", "CA"},
-             {"fw_ver", fw},
+             {"firmware_version", fw},
              {"board_id", board},
              {"hca_type", ""},
              {"node_guid", ""}},

@@ -188,6 +188,21 @@ TEST(RdmaCollector, DataCountersAreWordsTimesFour) {
   EXPECT_TRUE(found);
 }
 
+// node_exporter's node_infiniband_info and our rdma_netdev_info name it firmware_version; the
+// first name, fw_ver, stays with the same value until 0.2.0 so that queries keep working.
+TEST(RdmaCollector, FirmwareVersionUnderItsNameAndTheDeprecatedOne) {
+  const Series series = CollectTree("sysfs/rdma_hosts.tree", HostNetdevs());
+  EXPECT_EQ(Value(series, "rdma_device_info",
+                  {{"device", "mlx5_0"},
+                   {"node_type", "CA"},
+                   {"firmware_version", "22.36.1010"},
+                   {"fw_ver", "22.36.1010"},
+                   {"board_id", "MT_0000000359"},
+                   {"hca_type", "MT4125"},
+                   {"node_guid", "b8ce:f603:00e4:1a2c"}}),
+            1);
+}
+
 TEST(RdmaCollector, NoDeviceIsNoDataNotFailure) {
   TempDir empty;
   RdmaCollector collector(RdmaOptions{}, empty.path(), std::make_unique<FakeMtu>(),
