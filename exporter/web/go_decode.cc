@@ -108,9 +108,9 @@ Resolved Resolve(std::string_view in) {
   Resolved out;
   static const std::map<std::string_view, Resolved::Kind> kWords = [] {
     std::map<std::string_view, Resolved::Kind> words;
-    for (const char* word : {"y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On",
-                             "ON", "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off",
-                             "Off", "OFF"}) {
+    for (const char* word :
+         {"y", "Y", "yes", "Yes", "YES", "true",  "True",  "TRUE",  "on",  "On",  "ON",
+          "n", "N", "no",  "No",  "NO",  "false", "False", "FALSE", "off", "Off", "OFF"}) {
       words.emplace(word, Resolved::kBool);
     }
     for (const char* word : {"", "~", "null", "Null", "NULL"}) words.emplace(word, Resolved::kNull);
@@ -174,8 +174,8 @@ Resolved Resolve(std::string_view in) {
 }
 
 std::string CannotUnmarshal(Resolved::Kind kind, std::string_view text, std::string_view into) {
-  return "cannot unmarshal " + std::string(TagName(kind)) + " `" + std::string(text) +
-         "` into " + std::string(into);
+  return "cannot unmarshal " + std::string(TagName(kind)) + " `" + std::string(text) + "` into " +
+         std::string(into);
 }
 
 // yaml.v2's decoder into an int64-kind field (decode.go, case reflect.Int...).

@@ -367,7 +367,9 @@ std::expected<void, std::string> ParseHttp(const YAML::Node& node, WebConfig& co
 std::expected<YamlScalar, std::string> Scalar(const YAML::Node& node, std::string_view key,
                                               std::string_view what) {
   if (node.IsNull()) return YamlScalar{"", true};
-  if (!node.IsScalar()) return Error(Where(node) + std::string(key) + " must be " + std::string(what));
+  if (!node.IsScalar()) {
+    return Error(Where(node) + std::string(key) + " must be " + std::string(what));
+  }
   const std::string& tag = node.Tag();
   return YamlScalar{node.Scalar(), tag == "?" || tag == "tag:yaml.org,2002:int" ||
                                        tag == "tag:yaml.org,2002:float"};

@@ -432,14 +432,17 @@ std::shared_ptr<const web::WebConfig> RateLimited(int64_t interval_ns, int64_t b
 }
 
 unsigned StatusOf(const std::string& response) {
-  return response.rfind("HTTP/1.1 ", 0) == 0 ? static_cast<unsigned>(std::stoi(response.substr(9, 3))) : 0;
+  return response.rfind("HTTP/1.1 ", 0) == 0
+             ? static_cast<unsigned>(std::stoi(response.substr(9, 3)))
+             : 0;
 }
 
 // exporter-toolkit's webHandler: one bucket for every request, health paths included (it
 // wraps the whole handler, Prometheus's /-/healthy too), answered as Go's http.Error does.
 TEST(HttpServer, RateLimitAnswers429ToEveryPathPastTheBurst) {
-  HttpServer server({.listen_address = "127.0.0.1:0", .threads = 2, .security = RateLimited(kHourNs, 2)},
-                    EmptyRunner());
+  HttpServer server(
+      {.listen_address = "127.0.0.1:0", .threads = 2, .security = RateLimited(kHourNs, 2)},
+      EmptyRunner());
   EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/metrics")), 200u);
   EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/healthy")), 200u);
   for (const char* path : {"/metrics", "/-/healthy", "/-/ready", "/", "/no/such/path"}) {
@@ -454,8 +457,9 @@ TEST(HttpServer, RateLimitAnswers429ToEveryPathPastTheBurst) {
 }
 
 TEST(HttpServer, ReloadKeepsAnUnchangedBucketAndReplacesAChangedOne) {
-  HttpServer server({.listen_address = "127.0.0.1:0", .threads = 1, .security = RateLimited(kHourNs, 1)},
-                    EmptyRunner());
+  HttpServer server(
+      {.listen_address = "127.0.0.1:0", .threads = 1, .security = RateLimited(kHourNs, 1)},
+      EmptyRunner());
   EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 200u);
   EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 429u);
   // A reload for another reason (the same rate_limit): still empty, no fresh burst.

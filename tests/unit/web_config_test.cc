@@ -171,8 +171,7 @@ TEST(WebConfig, AFileWinsOverInlineTextAndTheNoteSaysSo) {
   EXPECT_EQ(config->notes[0],
             "tls_server_config.cert is ignored: cert_file is set and wins (as in "
             "exporter-toolkit)");
-  EXPECT_NE(config->notes[1].find("tls_server_config.key is ignored: key_file"),
-            std::string::npos);
+  EXPECT_NE(config->notes[1].find("tls_server_config.key is ignored: key_file"), std::string::npos);
 }
 
 TEST(WebConfig, BadInlineMaterialIsAnErrorThatNeverShowsTheKey) {
@@ -180,9 +179,9 @@ TEST(WebConfig, BadInlineMaterialIsAnErrorThatNeverShowsTheKey) {
   const std::string other_key = ReadText(kCerts / "other.key");
   const std::string error =
       ErrorOf("tls_server_config:\n" + Inline("cert", cert) + Inline("key", other_key));
-  EXPECT_EQ(error.rfind("tls_server_config: failed to load the key pair (inline cert, inline key)",
-                        0),
-            0u)
+  EXPECT_EQ(
+      error.rfind("tls_server_config: failed to load the key pair (inline cert, inline key)", 0),
+      0u)
       << error;
   EXPECT_EQ(error.find("PRIVATE KEY"), std::string::npos);
   EXPECT_EQ(error.find(other_key.substr(40, 20)), std::string::npos);
@@ -203,8 +202,8 @@ TEST(WebConfig, BadInlineMaterialIsAnErrorThatNeverShowsTheKey) {
 
 TEST(WebConfig, InlineClientCa) {
   const std::string ca = ReadText(kCerts / "server.crt");  // any certificate will do as a CA
-  const auto config = Parse(Tls("  client_auth_type: RequireAndVerifyClientCert\n" +
-                                Inline("client_ca", ca)));
+  const auto config =
+      Parse(Tls("  client_auth_type: RequireAndVerifyClientCert\n" + Inline("client_ca", ca)));
   ASSERT_TRUE(config) << config.error();
   EXPECT_EQ(config->tls.client_ca_pem, ca);  // what server.cc trusts for client certificates
   EXPECT_EQ(ErrorOf(Tls(Inline("client_ca", ca))),
@@ -214,8 +213,9 @@ TEST(WebConfig, InlineClientCa) {
                 .rfind("client_ca: no PEM certificate in inline client_ca", 0),
             0u);
   // client_ca_file wins over client_ca, as for cert and key.
-  const auto both = Parse(Tls("  client_auth_type: RequireAndVerifyClientCert\n"
-                              "  client_ca_file: server.crt\n  client_ca: junk\n"));
+  const auto both =
+      Parse(Tls("  client_auth_type: RequireAndVerifyClientCert\n"
+                "  client_ca_file: server.crt\n  client_ca: junk\n"));
   ASSERT_TRUE(both) << both.error();
   EXPECT_EQ(both->tls.client_ca_pem, ca);
   ASSERT_EQ(both->notes.size(), 1u);
@@ -254,10 +254,18 @@ TEST(WebConfig, RateLimitAsExporterToolkitDecodesIt) {
   // yaml.v2 into time.Duration: text through time.ParseDuration, quoted or not; a plain
   // number is nanoseconds, a float truncated.
   const std::pair<const char*, int64_t> intervals[] = {
-      {"1m30s", 90000000000},   {"'250ms'", 250000000}, {"\"1.5h\"", 5400000000000},
-      {"1", 1},                 {"1.9", 1},             {"0", 0},
-      {"~", 0},                 {"1_000", 1000},        {"0x10", 16},
-      {"-1s", -1000000000},     {"2us", 2000},          {"1e3", 1000},
+      {"1m30s", 90000000000},
+      {"'250ms'", 250000000},
+      {"\"1.5h\"", 5400000000000},
+      {"1", 1},
+      {"1.9", 1},
+      {"0", 0},
+      {"~", 0},
+      {"1_000", 1000},
+      {"0x10", 16},
+      {"-1s", -1000000000},
+      {"2us", 2000},
+      {"1e3", 1000},
   };
   for (const auto& [text, ns] : intervals) {
     const auto parsed = Parse("rate_limit:\n  interval: " + std::string(text) + "\n");
@@ -282,13 +290,12 @@ TEST(WebConfig, RateLimitErrorsNameTheKeyAndGosReason) {
   EXPECT_EQ(error("  interval: '10'\n"),
             "line 2: rate_limit.interval: cannot unmarshal !!str `10` into time.Duration "
             "(time: missing unit in duration \"10\")");
-  EXPECT_NE(error("  interval: soon\n").find("time: invalid duration \"soon\""),
-            std::string::npos);
-  EXPECT_NE(error("  interval: .inf\n").find("cannot unmarshal !!float `.inf`"),
-            std::string::npos);
+  EXPECT_NE(error("  interval: soon\n").find("time: invalid duration \"soon\""), std::string::npos);
+  EXPECT_NE(error("  interval: .inf\n").find("cannot unmarshal !!float `.inf`"), std::string::npos);
   EXPECT_NE(error("  interval: [1s]\n").find("rate_limit.interval must be a duration"),
             std::string::npos);
-  EXPECT_EQ(error("  burst: '5'\n"), "line 2: rate_limit.burst: cannot unmarshal !!str `5` into int");
+  EXPECT_EQ(error("  burst: '5'\n"),
+            "line 2: rate_limit.burst: cannot unmarshal !!str `5` into int");
   EXPECT_NE(error("  burst: true\n").find("cannot unmarshal !!bool `true` into int"),
             std::string::npos);
   EXPECT_NE(error("  burst: 18446744073709551615\n").find("cannot unmarshal !!int"),
