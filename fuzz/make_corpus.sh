@@ -93,12 +93,32 @@ printf -- '--no-collector.rdma\n--log.level=debug\n--web.max-requests=4\n' >"$co
 printf -- '--collector.ethtool.metrics-include=^rx\n--perf.event={cycles,instructions}\n' \
   >"$corpus/serve_flags/seed-3"
 
-# Web config files: ours and exporter-toolkit's test data (Debian's golang package).
+# Web config files: ours, exporter-toolkit's test data (Debian's golang package, 0.8.2) and
+# the fixtures of its current keys (inline cert/key, client_allowed_sans, rate_limit).
 cp "$fixtures/web/web.yml" "$corpus/web_config/seed-web.yml"
 toolkit=/usr/share/gocode/src/github.com/prometheus/exporter-toolkit/web/testdata
 if [[ -d $toolkit ]]; then
   for f in "$toolkit"/*.yml; do cp "$f" "$corpus/web_config/seed-$(basename "$f")"; done
 fi
+for f in "$fixtures"/web/exporter-toolkit-master/*.y*ml; do
+  cp "$f" "$corpus/web_config/seed-current-$(basename "$f")"
+done
+# Inline PEM from our fixtures (they match the fuzzer's certificate directory), and rate_limit
+# values in each form yaml.v2 decodes: a Go duration, plain nanoseconds, a float, hex.
+{
+  echo "tls_server_config:"
+  for k in cert:server.crt key:server.key client_ca:server.crt; do
+    echo "  ${k%%:*}: |"
+    sed 's/^/    /' "$fixtures/web/${k#*:}"
+  done
+  echo "  client_auth_type: RequireAndVerifyClientCert"
+  printf 'rate_limit:\n  interval: 1m30s\n  burst: 20\n'
+} >"$corpus/web_config/seed-inline.yml"
+i=0
+for r in 'interval: 500ms\n  burst: 0x10' 'interval: 1000000\n  burst: 2.9' \
+         'interval: "1.5h"\n  burst: 1_000' 'interval: -1s\n  burst: -3' 'interval: 1e9'; do
+  i=$((i + 1)); printf "rate_limit:\n  $r\n" >"$corpus/web_config/seed-rate-limit-$i.yml"
+done
 for t in "${targets[@]}"; do
   echo "$t: $(find "$corpus/$t" -type f | wc -l) inputs, $(du -sk "$corpus/$t" | cut -f1) KiB"
 done

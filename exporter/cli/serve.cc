@@ -105,6 +105,14 @@ void LogWebSecurity(const WebOptions& web) {
             {{"basic_auth_users", std::to_string(security.basic_auth_users.size())},
              {"headers", std::to_string(security.headers.size())},
              {"config_file", web.config_file}});
+  if (security.rate_limit.limits()) {
+    // exporter-toolkit's "Rate Limiter is enabled." line.
+    char interval[32];
+    std::snprintf(interval, sizeof interval, "%g",
+                  static_cast<double>(security.rate_limit.interval_ns) / 1e9);
+    log::Info("rate limiter is enabled", {{"burst", std::to_string(security.rate_limit.burst)},
+                                          {"interval_seconds", interval}});
+  }
   for (const std::string& note : security.notes) log::Info(note);
 }
 

@@ -182,7 +182,7 @@ void AddWebFlags(CLI::App& serve, ServeConfig& config) {
   serve
       .add_option("--web.config.file", config.web.config_file,
                   "exporter-toolkit web configuration file: TLS, client certificates, basic "
-                  "auth, response headers (docs/security.md)")
+                  "auth, response headers, rate limit (docs/security.md)")
       ->group("Web");
   serve
       .add_flag("--web.config.check", config.web.config_check,

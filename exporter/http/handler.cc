@@ -79,12 +79,14 @@ HttpHandler::HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string te
               .Help("Latencies of serving scrape requests, in microseconds")
               .Register(*serving_metrics_)
               .Add({}, prometheus::Summary::Quantiles{{0.5, 0.05}, {0.9, 0.01}, {0.99, 0.001}})),
-      rejected_max_requests_(prometheus::BuildCounter()
-                                 .Name("rdmascope_http_requests_rejected_total")
-                                 .Help("HTTP requests refused without being served, by reason "
-                                       "(max_requests: past --web.max-requests scrapes in flight)")
-                                 .Register(*serving_metrics_)
-                                 .Add({{"reason", "max_requests"}})),
+      rejected_(prometheus::BuildCounter()
+                    .Name("rdmascope_http_requests_rejected_total")
+                    .Help("HTTP requests refused without being served, by reason (max_requests: "
+                          "past --web.max-requests scrapes in flight; rate_limit: past the web "
+                          "config's rate_limit)")
+                    .Register(*serving_metrics_)),
+      rejected_max_requests_(rejected_.Add({{"reason", "max_requests"}})),
+      rejected_rate_limit_(rejected_.Add({{"reason", "rate_limit"}})),
       max_requests_(max_requests) {}
 
 HttpReply HttpHandler::Handle(const HttpRequest& request) const {
@@ -142,6 +144,14 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
   } catch (...) {
     return Text(500, "error: unknown exception\n");
   }
+}
+
+HttpReply HttpHandler::RejectRateLimited() const {
+  rejected_rate_limit_.Increment();
+  // Not logged: a client past the limit would flood the log; the counter says it.
+  HttpReply reply = Text(429, "Too Many Requests\n");
+  reply.headers.emplace_back("X-Content-Type-Options", "nosniff");  // as Go's http.Error
+  return reply;
 }
 
 HttpReply HttpHandler::RejectScrape() const {

@@ -61,6 +61,10 @@ class HttpHandler {
   // Never throws: a failure is a 500 with its reason.
   HttpReply Handle(const HttpRequest& request) const;
 
+  // The answer to a request past the web config's rate_limit, counted: Go's
+  // http.Error(w, "Too Many Requests", 429), no Retry-After (exporter-toolkit sends none).
+  HttpReply RejectRateLimited() const;
+
  private:
   HttpReply Metrics(const HttpRequest& request) const;
   // The 503 of a scrape past max_requests_, counted and logged (once a minute at most).
@@ -77,8 +81,10 @@ class HttpHandler {
   prometheus::Counter& bytes_transferred_;
   prometheus::Counter& scrapes_;
   prometheus::Summary& latencies_;
-  // rdmascope_http_requests_rejected_total{reason="max_requests"}
+  // rdmascope_http_requests_rejected_total{reason="max_requests"} and {reason="rate_limit"}
+  prometheus::Family<prometheus::Counter>& rejected_;
   prometheus::Counter& rejected_max_requests_;
+  prometheus::Counter& rejected_rate_limit_;
   const int max_requests_;
   mutable std::atomic<int> scrapes_in_flight_{0};
   mutable std::atomic<int64_t> last_reject_log_minute_{-1};

@@ -69,11 +69,14 @@ HttpReply Refuse(unsigned status, std::string body) {
 }
 
 // The web config's gate, before any route (exporter-toolkit's webHandler, and Go's TLS
-// stack for the client certificate): every path, the landing page and /debug/* included,
-// but for basic auth on /-/healthy and /-/ready (probes carry no credentials; a required
-// client certificate still applies, as Go's handshake would refuse them too).
+// stack for the client certificate), in Go's order: client certificate (the handshake), rate
+// limit, basic auth. Every path, the landing page and /debug/* included, but for basic auth on
+// /-/healthy and /-/ready (probes carry no credentials; a required client certificate still
+// applies, as Go's handshake would refuse them too; and the rate limit, which exporter-toolkit
+// applies to every request its handler sees, Prometheus's own /-/healthy included).
+// `configured_headers` is cleared for the 429: Go writes it before setting them.
 std::optional<HttpReply> Guard(HttpServer::Context& context, MHD_Connection* connection,
-                               std::string_view path) {
+                               std::string_view path, bool& configured_headers) {
   if (!context.security) return std::nullopt;
   const web::TlsServerConfig& tls = context.security->tls;
   if (tls.enabled) {
@@ -89,6 +92,10 @@ std::optional<HttpReply> Guard(HttpServer::Context& context, MHD_Connection* con
       reply.headers.emplace_back("Connection", "close");
       return reply;
     }
+  }
+  if (context.limiter && !context.limiter->Allow()) {
+    configured_headers = false;
+    return context.handler->RejectRateLimited();
   }
   if (context.auth && !IsHealthPath(path)) {
     const char* authorization =
@@ -123,8 +130,9 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
     return MHD_YES;
   }
   HttpReply reply;
+  bool configured_headers = true;
   try {
-    if (auto refused = Guard(context, connection, url)) {
+    if (auto refused = Guard(context, connection, url, configured_headers)) {
       reply = std::move(*refused);
     } else {
       HttpRequest request{.method = method, .path = url};
@@ -135,8 +143,8 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
       }
       reply = context.handler->Handle(request);
     }
-    // http_server_config.headers: on every answer, refusals included.
-    if (context.security) {
+    // http_server_config.headers: on every answer, refusals included, but the 429 (Guard).
+    if (context.security && configured_headers) {
       for (const auto& header : context.security->headers) reply.headers.push_back(header);
     }
   } catch (...) {  // only allocation can throw here; no exception may cross into C
@@ -199,11 +207,20 @@ HttpServer::HttpServer(const WebOptions& options, int listen_fd,
 }
 
 std::unique_ptr<HttpServer::Context> HttpServer::MakeContext(
-    std::shared_ptr<const web::WebConfig> security) const {
+    std::shared_ptr<const web::WebConfig> security, const Context* previous) const {
   auto context = std::make_unique<Context>();
   context->handler = handler_.get();
   context->security = std::move(security);
   if (!context->security) return context;
+  if (const web::RateLimit& limit = context->security->rate_limit; limit.limits()) {
+    // exporter-toolkit builds its limiter once, at start; rdmascope applies a changed
+    // rate_limit on reload (a new, full bucket) and keeps the bucket of an unchanged one.
+    const bool same = previous != nullptr && previous->limiter && previous->security &&
+                      previous->security->rate_limit == limit;
+    context->limiter = same ? previous->limiter
+                            : std::make_shared<RateLimiter>(
+                                  std::chrono::nanoseconds(limit.interval_ns), limit.burst);
+  }
   if (!context->security->basic_auth_users.empty()) {
     context->auth = std::make_unique<web::BasicAuth>(context->security->basic_auth_users);
   }
@@ -271,7 +288,7 @@ MHD_Daemon* HttpServer::Start(Context& context) const {
 }
 
 void HttpServer::Reload(std::shared_ptr<const web::WebConfig> security) {
-  std::unique_ptr<Context> context = MakeContext(std::move(security));
+  std::unique_ptr<Context> context = MakeContext(std::move(security), context_.get());
   MHD_Daemon* daemon = Start(*context);  // both accept on the socket for a moment
   const int old_fd = MHD_quiesce_daemon(daemon_);
   MHD_stop_daemon(daemon_);

@@ -15,6 +15,7 @@
 #include "core/collector_runner.h"
 #include "http/handler.h"
 #include "http/listen_address.h"
+#include "http/rate_limiter.h"
 #include "web/basic_auth.h"
 
 struct MHD_Daemon;
@@ -56,12 +57,17 @@ class HttpServer {
     const HttpHandler* handler = nullptr;
     std::shared_ptr<const web::WebConfig> security;  // null: plain HTTP, no auth
     std::unique_ptr<web::BasicAuth> auth;            // null: no basic_auth_users
+    // null: no rate_limit. Shared with the next context when a reload keeps rate_limit as it
+    // was, so that a reload (a rotated certificate, say) does not refill the bucket.
+    std::shared_ptr<RateLimiter> limiter;
     std::string priorities;                          // GnuTLS's, for libmicrohttpd
     std::string trust_pem;                           // the client CAs handed to libmicrohttpd
   };
 
  private:
-  std::unique_ptr<Context> MakeContext(std::shared_ptr<const web::WebConfig> security) const;
+  // `previous`: the context being replaced, whose limiter is kept if rate_limit is unchanged.
+  std::unique_ptr<Context> MakeContext(std::shared_ptr<const web::WebConfig> security,
+                                       const Context* previous = nullptr) const;
   // A daemon serving `context` on a duplicate of the listening socket, or an exception.
   MHD_Daemon* Start(Context& context) const;
 

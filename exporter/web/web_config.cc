@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include "web/go_decode.h"
+
 namespace rdmascope::web {
 namespace {
 
@@ -163,7 +165,13 @@ gnutls_datum_t Datum(const std::string& text) {
           static_cast<unsigned>(text.size())};
 }
 
-// The checks tls.LoadX509KeyPair makes: both files parse and the key is the certificate's.
+// Where a PEM came from, for messages: the file, or the inline key (never its text: `key` is
+// a secret, config_util.Secret).
+std::string Source(const std::filesystem::path& file, std::string_view inline_key) {
+  return file.empty() ? "inline " + std::string(inline_key) : file.string();
+}
+
+// The checks tls.X509KeyPair makes: both parse and the key is the certificate's.
 std::expected<void, std::string> CheckKeyPair(const TlsServerConfig& tls) {
   gnutls_certificate_credentials_t credentials = nullptr;
   if (gnutls_certificate_allocate_credentials(&credentials) < 0) {
@@ -174,8 +182,9 @@ std::expected<void, std::string> CheckKeyPair(const TlsServerConfig& tls) {
       gnutls_certificate_set_x509_key_mem(credentials, &cert, &key, GNUTLS_X509_FMT_PEM);
   gnutls_certificate_free_credentials(credentials);
   if (status < 0) {
-    return Error("cert_file/key_file: failed to load the key pair (" + tls.cert_file.string() +
-                 ", " + tls.key_file.string() + "): " + gnutls_strerror(status));
+    return Error("tls_server_config: failed to load the key pair (" +
+                 Source(tls.cert_file, "cert") + ", " + Source(tls.key_file, "key") +
+                 "): " + gnutls_strerror(status));
   }
   return {};
 }
@@ -190,18 +199,35 @@ std::expected<void, std::string> CheckClientCa(const TlsServerConfig& tls) {
   // Stricter than Go's AppendCertsFromPEM, which ignores a file without certificates and so
   // trusts nobody without saying why.
   if (status < 0 || count == 0) {
-    return Error("client_ca_file: no PEM certificate in " + tls.client_ca_file.string() +
+    return Error(std::string(tls.client_ca_file.empty() ? "client_ca" : "client_ca_file") +
+                 ": no PEM certificate in " + Source(tls.client_ca_file, "client_ca") +
                  (status < 0 ? std::string(": ") + gnutls_strerror(status) : std::string()));
   }
   return {};
 }
 
+// What TLS uses of a file/inline pair: the file if named (exporter-toolkit reads it and
+// ignores the inline text, said in a note), else the inline text.
+std::expected<std::string, std::string> Material(const std::filesystem::path& file,
+                                                 const std::string& inline_text,
+                                                 std::string_view file_key,
+                                                 std::string_view inline_key,
+                                                 std::vector<std::string>& notes) {
+  if (file.empty()) return inline_text;
+  if (!inline_text.empty()) {
+    notes.push_back("tls_server_config." + std::string(inline_key) + " is ignored: " +
+                    std::string(file_key) + " is set and wins (as in exporter-toolkit)");
+  }
+  return ReadFile(file, file_key);
+}
+
 std::expected<void, std::string> ParseTls(const YAML::Node& node, const std::filesystem::path& dir,
-                                          TlsServerConfig& tls) {
-  const auto fields = Fields(node, "tls_server_config",
-                             {"cert_file", "key_file", "client_auth_type", "client_ca_file",
-                              "client_allowed_sans", "cipher_suites", "curve_preferences",
-                              "min_version", "max_version", "prefer_server_cipher_suites"});
+                                          TlsServerConfig& tls, std::vector<std::string>& notes) {
+  const auto fields =
+      Fields(node, "tls_server_config",
+             {"cert", "key", "client_ca", "cert_file", "key_file", "client_auth_type",
+              "client_ca_file", "client_allowed_sans", "cipher_suites", "curve_preferences",
+              "min_version", "max_version", "prefer_server_cipher_suites"});
   if (!fields) return Error(fields.error());
   std::string client_auth;
   for (const auto& [key, value] : *fields) {
@@ -213,7 +239,13 @@ std::expected<void, std::string> ParseTls(const YAML::Node& node, const std::fil
       return {};
     };
     std::string path;
-    if (key == "cert_file") {
+    if (key == "cert") {
+      ok = text(tls.cert);
+    } else if (key == "key") {
+      ok = text(tls.key);
+    } else if (key == "client_ca") {
+      ok = text(tls.client_ca);
+    } else if (key == "cert_file") {
       ok = text(path);
       tls.cert_file = Resolve(dir, path);
     } else if (key == "key_file") {
@@ -259,20 +291,26 @@ std::expected<void, std::string> ParseTls(const YAML::Node& node, const std::fil
     if (!ok) return ok;
   }
   // ConfigToTLSConfig's checks, in its order.
-  tls.enabled = !tls.cert_file.empty() || !tls.key_file.empty() || !client_auth.empty() ||
-                !tls.client_ca_file.empty();
+  tls.enabled = !tls.cert_file.empty() || !tls.cert.empty() || !tls.key_file.empty() ||
+                !tls.key.empty() || !tls.client_ca_file.empty() || !tls.client_ca.empty() ||
+                !client_auth.empty();
   if (!tls.enabled) return {};  // Validate: errNoTLSConfig is no error (plain HTTP)
-  if (tls.cert_file.empty()) return Error("tls_server_config: missing cert_file");
-  if (tls.key_file.empty()) return Error("tls_server_config: missing key_file");
-  auto cert = ReadFile(tls.cert_file, "cert_file");
+  if (tls.cert_file.empty() && tls.cert.empty()) {
+    return Error("tls_server_config: missing one of cert or cert_file");
+  }
+  if (tls.key_file.empty() && tls.key.empty()) {
+    return Error("tls_server_config: missing one of key or key_file");
+  }
+  auto cert = Material(tls.cert_file, tls.cert, "cert_file", "cert", notes);
   if (!cert) return Error(cert.error());
-  auto key = ReadFile(tls.key_file, "key_file");
+  auto key = Material(tls.key_file, tls.key, "key_file", "key", notes);
   if (!key) return Error(key.error());
   tls.cert_pem = std::move(*cert);
   tls.key_pem = std::move(*key);
   if (auto pair = CheckKeyPair(tls); !pair) return pair;
-  if (!tls.client_ca_file.empty()) {
-    auto ca = ReadFile(tls.client_ca_file, "client_ca_file");
+  const bool has_ca = !tls.client_ca_file.empty() || !tls.client_ca.empty();
+  if (has_ca) {
+    auto ca = Material(tls.client_ca_file, tls.client_ca, "client_ca_file", "client_ca", notes);
     if (!ca) return Error(ca.error());
     tls.client_ca_pem = std::move(*ca);
     if (auto checked = CheckClientCa(tls); !checked) return checked;
@@ -280,12 +318,11 @@ std::expected<void, std::string> ParseTls(const YAML::Node& node, const std::fil
   auto auth = ParseClientAuth(client_auth);
   if (!auth) return Error(auth.error());
   tls.client_auth = *auth;
-  if (!tls.client_ca_file.empty()) {
-    if (tls.client_auth == ClientAuth::kNoClientCert) {
-      return Error(
-          "tls_server_config: client_ca_file is set without a client_auth_type (Client CA's "
-          "have been configured without a Client Auth Policy)");
-    }
+  if (has_ca && tls.client_auth == ClientAuth::kNoClientCert) {
+    return Error("tls_server_config: " +
+                 std::string(tls.client_ca_file.empty() ? "client_ca" : "client_ca_file") +
+                 " is set without a client_auth_type (Client CA's have been configured "
+                 "without a Client Auth Policy)");
   }
   return {};
 }
@@ -322,6 +359,55 @@ std::expected<void, std::string> ParseHttp(const YAML::Node& node, WebConfig& co
       }
       config.headers.emplace_back(name, std::move(*text));
     }
+  }
+  return {};
+}
+
+// A scalar as yaml.v2 resolves it: plain (untagged, unquoted) or a string.
+std::expected<YamlScalar, std::string> Scalar(const YAML::Node& node, std::string_view key,
+                                              std::string_view what) {
+  if (node.IsNull()) return YamlScalar{"", true};
+  if (!node.IsScalar()) {
+    return Error(Where(node) + std::string(key) + " must be " + std::string(what));
+  }
+  const std::string& tag = node.Tag();
+  return YamlScalar{node.Scalar(), tag == "?" || tag == "tag:yaml.org,2002:int" ||
+                                       tag == "tag:yaml.org,2002:float"};
+}
+
+std::expected<void, std::string> ParseRateLimit(const YAML::Node& node, WebConfig& config) {
+  const auto fields = Fields(node, "rate_limit", {"interval", "burst"});
+  if (!fields) return Error(fields.error());
+  bool burst_set = false;
+  for (const auto& [key, value] : *fields) {
+    const std::string name = "rate_limit." + key;
+    if (key == "interval") {
+      auto scalar = Scalar(value, name, "a duration (e.g. 1s, 500ms)");
+      if (!scalar) return Error(scalar.error());
+      auto interval = DecodeGoDuration(*scalar);
+      if (!interval) return Error(Where(value) + name + ": " + interval.error());
+      config.rate_limit.interval_ns = *interval;
+    } else {
+      auto scalar = Scalar(value, name, "an integer");
+      if (!scalar) return Error(scalar.error());
+      auto burst = DecodeGoInt(*scalar);
+      if (!burst) return Error(Where(value) + name + ": " + burst.error());
+      config.rate_limit.burst = *burst;
+      burst_set = !value.IsNull();
+    }
+  }
+  // Accepted as exporter-toolkit accepts them, and said, since each surprises a reader.
+  const RateLimit& limit = config.rate_limit;
+  if (limit.interval_ns == 0 && burst_set) {
+    config.notes.push_back("rate_limit.burst has no effect: rate_limit.interval is 0 (no limit)");
+  } else if (limit.interval_ns < 0) {
+    config.notes.push_back(
+        "rate_limit has no effect: a negative interval is an infinite rate in exporter-toolkit "
+        "(golang.org/x/time/rate.Every), every request passes");
+  } else if (limit.interval_ns > 0 && limit.burst < 1) {
+    config.notes.push_back("rate_limit.burst is " + std::to_string(limit.burst) +
+                           ": every request is refused with 429 (a request needs a whole token, "
+                           "as in exporter-toolkit)");
   }
   return {};
 }
@@ -369,20 +455,24 @@ std::expected<WebConfig, std::string> ParseWebConfig(std::string_view yaml,
   }
   WebConfig config;
   if (!root.IsDefined() || root.IsNull()) return config;  // an empty file: plain HTTP, no auth
-  const auto fields = Fields(root, "the web config",
-                             {"tls_server_config", "http_server_config", "basic_auth_users"});
+  const auto fields =
+      Fields(root, "the web config",
+             {"tls_server_config", "http_server_config", "rate_limit", "basic_auth_users"});
   if (!fields) return Error(fields.error());
-  // http_server_config and basic_auth_users first: exporter-toolkit reports a bad header or
-  // user before it looks at the TLS files.
+  // http_server_config, rate_limit and basic_auth_users first: exporter-toolkit reports a bad
+  // header, duration or user before it looks at the TLS files.
   for (const auto& [key, value] : *fields) {
     std::expected<void, std::string> ok;
     if (key == "http_server_config") ok = ParseHttp(value, config);
+    if (key == "rate_limit") ok = ParseRateLimit(value, config);
     if (key == "basic_auth_users") ok = ParseUsers(value, config);
     if (!ok) return Error(ok.error());
   }
   for (const auto& [key, value] : *fields) {
     if (key != "tls_server_config") continue;
-    if (auto ok = ParseTls(value, directory, config.tls); !ok) return Error(ok.error());
+    if (auto ok = ParseTls(value, directory, config.tls, config.notes); !ok) {
+      return Error(ok.error());
+    }
   }
   if (config.tls.enabled) {
     auto priorities = GnutlsPriorities(config.tls);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """--web.config.file is re-read on SIGHUP and when it changes (docs/security.md): a new
 password takes effect, a bad file is logged and the previous one keeps serving, a change made
-without a signal is picked up, and TLS can be switched on by a reload. Waits are for the
+without a signal is picked up, TLS can be switched on by a reload, and a reload to an inline
+certificate and key with a rate_limit serves them and limits. Waits are for the
 exporter's own log lines (bounded by a deadline only so that a broken build cannot hang).
 
 Usage: web_reload.py RDMASCOPE. Exit 77 (skip) without curl or openssl."""
@@ -104,6 +105,20 @@ def main(binary):
                   status(https, "alice:secret", os.path.join(d, "server.crt")) == 200)
             check(failures, "TLS switched on by a reload: plain http no longer answers 200",
                   status(http, "alice:secret") != 200)
+
+            # The keys exporter-toolkit added since 0.8, picked up by a reload: the same
+            # certificate and key given inline, and a rate_limit of 2 per hour.
+            def block(key, name):
+                with open(os.path.join(d, name)) as f:
+                    return f"  {key}: |\n" + "".join("    " + line for line in f)
+            write("tls_server_config:\n" + block("cert", "server.crt") +
+                  block("key", "server.key") + "rate_limit:\n  interval: 1h\n  burst: 2\n"
+                  f"basic_auth_users:\n  alice: '{SECRET}'\n")
+            exporter.proc.send_signal(signal.SIGHUP)
+            wait_for_log(exporter, "web config reloaded", 4)
+            got = [status(https, "alice:secret", os.path.join(d, "server.crt")) for _ in range(3)]
+            check(failures, "inline cert/key and rate_limit by a reload: 200, 200, then 429",
+                  got == [200, 200, 429], str(got))
             check(failures, "the exporter is still running", exporter.proc.poll() is None)
 
     if failures:

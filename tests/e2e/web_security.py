@@ -2,7 +2,8 @@
 """--web.config.file end to end, with curl (OpenSSL) against rdmascope (libmicrohttpd/GnuTLS):
 TLS 1.0/1.1 refused and 1.2/1.3 served by default; no/wrong/right password 401/401/200 on
 every path (landing page, metrics, debug routes, unknown paths, other methods); the configured
-headers on every response; client certificates per client_auth_type and client_allowed_sans.
+headers on every response; client certificates per client_auth_type and client_allowed_sans;
+the certificate and key given inline (`cert`, `key`); rate_limit's 429 on every path.
 Certificates are made with the openssl CLI in a temporary directory.
 
 Usage: web_security.py RDMASCOPE. Exit 77 (skip) without curl or openssl."""
@@ -220,10 +221,65 @@ def main(binary):
                     check(failures, f"{name}: client certificate {cert}: {allowed}",
                           status in allowed, f"status={status} curl={rc}")
 
+        check_inline_and_rate_limit(binary, d, sysfs, failures)
+
     if failures:
         print(f"{len(failures)} failures")
         return 1
     return 0
+
+
+def block(key, text):
+    """`key: |` and the text, indented under tls_server_config."""
+    return [f"  {key}: |"] + ["    " + line for line in text.splitlines()]
+
+
+def check_inline_and_rate_limit(binary, d, sysfs, failures):
+    """exporter-toolkit's inline `cert` and `key` (no file named: curl verifying the server
+    against ca.crt proves they are what TLS serves), and rate_limit: a bucket of 3 shared by
+    every request and path, then 429 "Too Many Requests" (Go's http.Error), before basic auth
+    and without the configured headers, as in exporter-toolkit's webHandler."""
+    texts = {}
+    for name in ("server.crt", "server.key"):
+        with open(os.path.join(d, name)) as f:
+            texts[name] = f.read()
+    lines = ["tls_server_config:", *block("cert", texts["server.crt"]),
+             *block("key", texts["server.key"]),
+             "rate_limit:", "  interval: 1h", "  burst: 3",
+             "basic_auth_users:", f"  alice: '{SECRET_HASH}'",
+             "http_server_config:", "  headers:", "    X-Frame-Options: deny"]
+    config = os.path.join(d, "inline.yml")
+    with open(config, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with serve(binary, sysfs, config) as exporter:
+        curl = Curl(d, exporter.port)
+        status, headers, rc = curl(user="alice:secret")
+        check(failures, "inline cert and key: https verified against the CA, 200",
+              status == 200 and headers.get("X-Frame-Options") == "deny",
+              f"status={status} curl={rc}")
+        status, _, _ = curl("/-/healthy")
+        check(failures, "rate_limit: 2nd request (a health path) within the burst", status == 200,
+              f"status={status}")
+        status, _, _ = curl(user="alice:wrong")
+        check(failures, "rate_limit: 3rd request within the burst (401: wrong password)",
+              status == 401, f"status={status}")
+        for method, path, user in (("GET", "/metrics", "alice:secret"), ("GET", "/-/healthy", None),
+                                   ("GET", "/-/ready", None), ("GET", "/metrics", "alice:wrong"),
+                                   ("HEAD", "/metrics", "alice:secret")):
+            status, headers, _ = curl(path, method, user=user)
+            what = f"rate_limit: {method} {path} as {user or 'nobody'} past the burst"
+            check(failures, what + " is 429 without the configured headers",
+                  status == 429 and "X-Frame-Options" not in headers
+                  and "Retry-After" not in headers, f"status={status} headers={headers}")
+        body = subprocess.run(
+            ["curl", "-s", "-m", "20", "--cacert", os.path.join(d, "ca.crt"), "-u",
+             "alice:secret", f"https://127.0.0.1:{exporter.port}/metrics"],
+            capture_output=True, text=True).stdout
+        check(failures, "rate_limit: the 429 body is Go's", body == "Too Many Requests\n",
+              repr(body))
+        logged = 'msg="rate limiter is enabled" burst=3 interval_seconds=3600' in exporter.read_log()
+        check(failures, "rate_limit: the log says the limiter is on", logged,
+              "" if logged else exporter.read_log()[-400:])
 
 
 if __name__ == "__main__":

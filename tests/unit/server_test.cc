@@ -15,6 +15,8 @@
 #include "http/gzip.h"
 #include "http/handler.h"
 #include "http/listen_address.h"
+#include "http/rate_limiter.h"
+#include "web/web_config.h"
 
 namespace rdmascope {
 namespace {
@@ -378,6 +380,112 @@ TEST(HttpServer, MaxRequestsAnswers503) {
   EXPECT_NE(refused.find("too many concurrent scrapes (limit 1, --web.max-requests)"),
             std::string::npos)
       << refused;
+}
+
+// The web config's rate_limit (http/rate_limiter.h): x/time/rate's token bucket, on a clock
+// the test moves.
+TEST(RateLimiter, BurstThenOneTokenPerInterval) {
+  using std::chrono::milliseconds;
+  RateLimiter limiter(std::chrono::seconds(1), 3);
+  const auto t0 = RateLimiter::Clock::time_point{} + std::chrono::hours(1);
+  EXPECT_TRUE(limiter.Allow(t0));  // the bucket starts full: 3 at once
+  EXPECT_TRUE(limiter.Allow(t0));
+  EXPECT_TRUE(limiter.Allow(t0));
+  EXPECT_FALSE(limiter.Allow(t0));
+  EXPECT_FALSE(limiter.Allow(t0 + milliseconds(999)));  // not a whole token yet
+  EXPECT_TRUE(limiter.Allow(t0 + milliseconds(1000)));
+  EXPECT_FALSE(limiter.Allow(t0 + milliseconds(1001)));
+  // A long idle time refills to the burst, no more.
+  const auto later = t0 + std::chrono::hours(1);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(limiter.Allow(later)) << i;
+  EXPECT_FALSE(limiter.Allow(later));
+  // A clock going backwards earns nothing.
+  EXPECT_FALSE(limiter.Allow(t0));
+}
+
+TEST(RateLimiter, RefusedRequestsDoNotDelayTheNextToken) {
+  // Go's reserveN changes nothing on a refusal: the token still comes one interval after the
+  // last allowed request, however many were refused meanwhile.
+  RateLimiter limiter(std::chrono::milliseconds(100), 1);
+  const auto t0 = RateLimiter::Clock::time_point{} + std::chrono::hours(1);
+  EXPECT_TRUE(limiter.Allow(t0));
+  for (int ms = 10; ms < 100; ms += 10) {
+    EXPECT_FALSE(limiter.Allow(t0 + std::chrono::milliseconds(ms))) << ms;
+  }
+  EXPECT_TRUE(limiter.Allow(t0 + std::chrono::milliseconds(100)));
+}
+
+TEST(RateLimiter, BurstZeroRefusesEverything) {
+  RateLimiter limiter(std::chrono::seconds(1), 0);
+  const auto t0 = RateLimiter::Clock::time_point{} + std::chrono::hours(1);
+  EXPECT_FALSE(limiter.Allow(t0));
+  EXPECT_FALSE(limiter.Allow(t0 + std::chrono::hours(5)));
+}
+
+constexpr int64_t kHourNs = int64_t{3600} * 1000000000;
+
+std::shared_ptr<const web::WebConfig> RateLimited(int64_t interval_ns, int64_t burst) {
+  auto config = std::make_shared<web::WebConfig>();
+  config->rate_limit = {.interval_ns = interval_ns, .burst = burst};
+  config->headers = {{"X-Frame-Options", "deny"}};
+  return config;
+}
+
+unsigned StatusOf(const std::string& response) {
+  return response.rfind("HTTP/1.1 ", 0) == 0
+             ? static_cast<unsigned>(std::stoi(response.substr(9, 3)))
+             : 0;
+}
+
+// exporter-toolkit's webHandler: one bucket for every request, health paths included (it
+// wraps the whole handler, Prometheus's /-/healthy too), answered as Go's http.Error does.
+TEST(HttpServer, RateLimitAnswers429ToEveryPathPastTheBurst) {
+  HttpServer server(
+      {.listen_address = "127.0.0.1:0", .threads = 2, .security = RateLimited(kHourNs, 2)},
+      EmptyRunner());
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/metrics")), 200u);
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/healthy")), 200u);
+  for (const char* path : {"/metrics", "/-/healthy", "/-/ready", "/", "/no/such/path"}) {
+    const std::string refused = Fetch(AF_INET, server.port(), path);
+    EXPECT_EQ(StatusOf(refused), 429u) << path << ": " << refused;
+    EXPECT_NE(refused.find("\r\n\r\nToo Many Requests\n"), std::string::npos) << refused;
+    EXPECT_NE(refused.find("X-Content-Type-Options: nosniff"), std::string::npos) << refused;
+    EXPECT_EQ(refused.find("Retry-After"), std::string::npos) << refused;
+    // Go answers before it sets the configured headers.
+    EXPECT_EQ(refused.find("X-Frame-Options"), std::string::npos) << refused;
+  }
+}
+
+TEST(HttpServer, ReloadKeepsAnUnchangedBucketAndReplacesAChangedOne) {
+  HttpServer server(
+      {.listen_address = "127.0.0.1:0", .threads = 1, .security = RateLimited(kHourNs, 1)},
+      EmptyRunner());
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 200u);
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 429u);
+  // A reload for another reason (the same rate_limit): still empty, no fresh burst.
+  server.Reload(RateLimited(kHourNs, 1));
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 429u);
+  // A new rate_limit: a new bucket, full.
+  server.Reload(RateLimited(kHourNs, 2));
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 200u);
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 200u);
+  EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 429u);
+  // rate_limit removed: no limiter.
+  server.Reload(RateLimited(0, 0));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(StatusOf(Fetch(AF_INET, server.port(), "/-/ready")), 200u);
+}
+
+TEST(HttpHandler, RateLimitedRequestsAreCounted) {
+  HttpHandler handler = HandlerWithDebugRoute();
+  const HttpReply refused = handler.RejectRateLimited();
+  EXPECT_EQ(refused.status, 429u);
+  EXPECT_EQ(refused.body, "Too Many Requests\n");
+  const HttpReply scrape = handler.Handle({.method = "GET", .path = "/metrics"});
+  EXPECT_NE(scrape.body.find("rdmascope_http_requests_rejected_total{reason=\"rate_limit\"} 1\n"),
+            std::string::npos)
+      << scrape.body;
+  EXPECT_NE(scrape.body.find("rdmascope_http_requests_rejected_total{reason=\"max_requests\"} 0\n"),
+            std::string::npos);
 }
 
 TEST(HttpServer, PortInUseIsAOneLineError) {

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "cli/serve_flags.h"
 #include "web/basic_auth.h"
 #include "web/client_cert.h"
+#include "web/go_decode.h"
 
 namespace rdmascope::web {
 namespace {
@@ -103,10 +105,11 @@ TEST(WebConfig, BadValuesAreErrors) {
 }
 
 TEST(WebConfig, TlsFilesAreChecked) {
-  EXPECT_NE(ErrorOf("tls_server_config:\n  key_file: server.key\n").find("missing cert_file"),
-            std::string::npos);
-  EXPECT_NE(ErrorOf("tls_server_config:\n  cert_file: server.crt\n").find("missing key_file"),
-            std::string::npos);
+  // exporter-toolkit's validateTLSPaths words, now that a file or inline PEM will do.
+  EXPECT_EQ(ErrorOf("tls_server_config:\n  key_file: server.key\n"),
+            "tls_server_config: missing one of cert or cert_file");
+  EXPECT_EQ(ErrorOf("tls_server_config:\n  cert_file: server.crt\n"),
+            "tls_server_config: missing one of key or key_file");
   EXPECT_NE(ErrorOf("tls_server_config:\n  cert_file: nofile\n  key_file: server.key\n")
                 .find("cannot read"),
             std::string::npos);
@@ -120,8 +123,247 @@ TEST(WebConfig, TlsFilesAreChecked) {
                 .find("no PEM certificate"),
             std::string::npos);
   // Missing cert_file is reported before a bad client_auth_type, as ConfigToTLSConfig does.
-  EXPECT_NE(ErrorOf("tls_server_config:\n  client_auth_type: x\n").find("missing cert_file"),
+  EXPECT_NE(ErrorOf("tls_server_config:\n  client_auth_type: x\n")
+                .find("missing one of cert or cert_file"),
             std::string::npos);
+}
+
+std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// `key: |` followed by the text, indented under tls_server_config.
+std::string Inline(const std::string& key, const std::string& pem) {
+  std::string out = "  " + key + ": |\n";
+  for (size_t at = 0; at < pem.size();) {
+    const size_t end = std::min(pem.find('\n', at), pem.size());
+    out += "    " + pem.substr(at, end - at) + "\n";
+    at = end + 1;
+  }
+  return out;
+}
+
+TEST(WebConfig, InlineCertAndKeyAreWhatTlsUses) {
+  const std::string cert = ReadText(kCerts / "server.crt"), key = ReadText(kCerts / "server.key");
+  const auto config = Parse("tls_server_config:\n" + Inline("cert", cert) + Inline("key", key));
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_TRUE(config->tls.enabled);
+  EXPECT_TRUE(config->tls.cert_file.empty());
+  EXPECT_EQ(config->tls.cert_pem, cert);  // what server.cc hands to libmicrohttpd
+  EXPECT_EQ(config->tls.key_pem, key);
+  EXPECT_TRUE(config->notes.empty());
+  // Mixed, as exporter-toolkit's tls_config_noAuth.requireanyclientcertkeyinline.good.yml.
+  const auto mixed = Parse("tls_server_config:\n  cert_file: server.crt\n" + Inline("key", key));
+  ASSERT_TRUE(mixed) << mixed.error();
+  EXPECT_EQ(mixed->tls.cert_pem, cert);
+  EXPECT_EQ(mixed->tls.key_pem, key);
+}
+
+TEST(WebConfig, AFileWinsOverInlineTextAndTheNoteSaysSo) {
+  // exporter-toolkit reads cert_file when both are set: the inline text (here a key, which
+  // would not load as a certificate) is ignored, not an error.
+  const std::string key = ReadText(kCerts / "server.key");
+  const auto config = Parse(Tls(Inline("cert", key) + Inline("key", "not a key")));
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->tls.cert_pem, ReadText(kCerts / "server.crt"));
+  ASSERT_EQ(config->notes.size(), 2u);
+  EXPECT_EQ(config->notes[0],
+            "tls_server_config.cert is ignored: cert_file is set and wins (as in "
+            "exporter-toolkit)");
+  EXPECT_NE(config->notes[1].find("tls_server_config.key is ignored: key_file"), std::string::npos);
+}
+
+TEST(WebConfig, BadInlineMaterialIsAnErrorThatNeverShowsTheKey) {
+  const std::string cert = ReadText(kCerts / "server.crt");
+  const std::string other_key = ReadText(kCerts / "other.key");
+  const std::string error =
+      ErrorOf("tls_server_config:\n" + Inline("cert", cert) + Inline("key", other_key));
+  EXPECT_EQ(
+      error.rfind("tls_server_config: failed to load the key pair (inline cert, inline key)", 0),
+      0u)
+      << error;
+  EXPECT_EQ(error.find("PRIVATE KEY"), std::string::npos);
+  EXPECT_EQ(error.find(other_key.substr(40, 20)), std::string::npos);
+  EXPECT_NE(ErrorOf("tls_server_config:\n  cert: garbage\n  key_file: server.key\n")
+                .find("failed to load the key pair (inline cert, "),
+            std::string::npos);
+  // An empty inline value is no value (Go compares with ""): cert_empty/key_empty fixtures.
+  EXPECT_EQ(ErrorOf("tls_server_config:\n  cert: \"\"\n  key_file: server.key\n"),
+            "tls_server_config: missing one of cert or cert_file");
+  EXPECT_EQ(ErrorOf("tls_server_config:\n  cert_file: server.crt\n  key: \"\"\n"),
+            "tls_server_config: missing one of key or key_file");
+  // client_ca alone turns TLS on (TLSConfig.IsEnabled), and then a certificate is missing.
+  EXPECT_EQ(ErrorOf("tls_server_config:\n" + Inline("client_ca", cert)),
+            "tls_server_config: missing one of cert or cert_file");
+  EXPECT_NE(ErrorOf("tls_server_config:\n  cert: [a]\n").find("cert must be a string"),
+            std::string::npos);
+}
+
+TEST(WebConfig, InlineClientCa) {
+  const std::string ca = ReadText(kCerts / "server.crt");  // any certificate will do as a CA
+  const auto config =
+      Parse(Tls("  client_auth_type: RequireAndVerifyClientCert\n" + Inline("client_ca", ca)));
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->tls.client_ca_pem, ca);  // what server.cc trusts for client certificates
+  EXPECT_EQ(ErrorOf(Tls(Inline("client_ca", ca))),
+            "tls_server_config: client_ca is set without a client_auth_type (Client CA's have "
+            "been configured without a Client Auth Policy)");
+  EXPECT_EQ(ErrorOf(Tls("  client_auth_type: RequireAndVerifyClientCert\n  client_ca: junk\n"))
+                .rfind("client_ca: no PEM certificate in inline client_ca", 0),
+            0u);
+  // client_ca_file wins over client_ca, as for cert and key.
+  const auto both =
+      Parse(Tls("  client_auth_type: RequireAndVerifyClientCert\n"
+                "  client_ca_file: server.crt\n  client_ca: junk\n"));
+  ASSERT_TRUE(both) << both.error();
+  EXPECT_EQ(both->tls.client_ca_pem, ca);
+  ASSERT_EQ(both->notes.size(), 1u);
+  EXPECT_NE(both->notes[0].find("client_ca is ignored: client_ca_file"), std::string::npos);
+}
+
+TEST(WebConfig, FingerprintCoversInlineMaterial) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("web_config_fp_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cert = ReadText(kCerts / "server.crt"), key = ReadText(kCerts / "server.key");
+  std::ofstream(dir / "web.yml") << "tls_server_config:\n" + Inline("cert", cert) +
+                                        Inline("key", key);
+  const auto config = LoadWebConfig(dir / "web.yml");
+  ASSERT_TRUE(config) << config.error();
+  const std::string before = Fingerprint(dir / "web.yml", *config);
+  // A rotated inline key of the same length: only the bytes differ.
+  std::string rotated = key;
+  rotated[40] = rotated[40] == 'A' ? 'B' : 'A';
+  std::ofstream(dir / "web.yml") << "tls_server_config:\n" + Inline("cert", cert) +
+                                        Inline("key", rotated);
+  const std::string after = Fingerprint(dir / "web.yml", *config);
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(before, after);
+}
+
+TEST(WebConfig, RateLimitAsExporterToolkitDecodesIt) {
+  const auto config = Parse("rate_limit:\n  interval: 1s\n  burst: 5\n");
+  ASSERT_TRUE(config) << config.error();
+  EXPECT_EQ(config->rate_limit.interval_ns, 1000000000);
+  EXPECT_EQ(config->rate_limit.burst, 5);
+  EXPECT_TRUE(config->rate_limit.limits());
+  EXPECT_TRUE(config->notes.empty());
+  EXPECT_FALSE(Parse("")->rate_limit.limits());
+  EXPECT_FALSE(Parse("rate_limit:\n")->rate_limit.limits());
+  // yaml.v2 into time.Duration: text through time.ParseDuration, quoted or not; a plain
+  // number is nanoseconds, a float truncated.
+  const std::pair<const char*, int64_t> intervals[] = {
+      {"1m30s", 90000000000},
+      {"'250ms'", 250000000},
+      {"\"1.5h\"", 5400000000000},
+      {"1", 1},
+      {"1.9", 1},
+      {"0", 0},
+      {"~", 0},
+      {"1_000", 1000},
+      {"0x10", 16},
+      {"-1s", -1000000000},
+      {"2us", 2000},
+      {"1e3", 1000},
+  };
+  for (const auto& [text, ns] : intervals) {
+    const auto parsed = Parse("rate_limit:\n  interval: " + std::string(text) + "\n");
+    ASSERT_TRUE(parsed) << text << ": " << parsed.error();
+    EXPECT_EQ(parsed->rate_limit.interval_ns, ns) << text;
+  }
+  // yaml.v2 into int: a plain number only, a float truncated toward zero.
+  const std::pair<const char*, int64_t> bursts[] = {
+      {"10", 10}, {"2.9", 2}, {"-3", -3}, {"0o17", 15}, {"017", 15}, {"+4", 4}, {"null", 0}};
+  for (const auto& [text, burst] : bursts) {
+    const auto parsed = Parse("rate_limit:\n  interval: 1s\n  burst: " + std::string(text) + "\n");
+    ASSERT_TRUE(parsed) << text << ": " << parsed.error();
+    EXPECT_EQ(parsed->rate_limit.burst, burst) << text;
+  }
+}
+
+TEST(WebConfig, RateLimitErrorsNameTheKeyAndGosReason) {
+  const auto error = [](const std::string& body) { return ErrorOf("rate_limit:\n" + body); };
+  EXPECT_EQ(error("  interval: 1d\n"),
+            "line 2: rate_limit.interval: cannot unmarshal !!str `1d` into time.Duration "
+            "(time: unknown unit \"d\" in duration \"1d\")");
+  EXPECT_EQ(error("  interval: '10'\n"),
+            "line 2: rate_limit.interval: cannot unmarshal !!str `10` into time.Duration "
+            "(time: missing unit in duration \"10\")");
+  EXPECT_NE(error("  interval: soon\n").find("time: invalid duration \"soon\""), std::string::npos);
+  EXPECT_NE(error("  interval: .inf\n").find("cannot unmarshal !!float `.inf`"), std::string::npos);
+  EXPECT_NE(error("  interval: [1s]\n").find("rate_limit.interval must be a duration"),
+            std::string::npos);
+  EXPECT_EQ(error("  burst: '5'\n"),
+            "line 2: rate_limit.burst: cannot unmarshal !!str `5` into int");
+  EXPECT_NE(error("  burst: true\n").find("cannot unmarshal !!bool `true` into int"),
+            std::string::npos);
+  EXPECT_NE(error("  burst: 18446744073709551615\n").find("cannot unmarshal !!int"),
+            std::string::npos);
+  EXPECT_NE(error("  burst: 1e30\n").find("cannot unmarshal !!float"), std::string::npos);
+  EXPECT_NE(error("  rate: 3\n").find("field rate not found in rate_limit"), std::string::npos);
+  EXPECT_NE(error("  burst: 1\n  burst: 2\n").find("already set"), std::string::npos);
+  EXPECT_NE(ErrorOf("rate_limit: 5\n").find("rate_limit must be a mapping"), std::string::npos);
+}
+
+TEST(WebConfig, RateLimitValuesWithSurprisingEffectsAreNoted) {
+  // exporter-toolkit's own fixture web_config_rate_limiter_one_second.yaml: burst 0 refuses all.
+  const auto none = Parse("rate_limit:\n  interval: \"1s\"\n  burst: 0\n");
+  ASSERT_TRUE(none) << none.error();
+  EXPECT_TRUE(none->rate_limit.limits());
+  ASSERT_EQ(none->notes.size(), 1u);
+  EXPECT_NE(none->notes[0].find("every request is refused with 429"), std::string::npos);
+  const auto negative = Parse("rate_limit:\n  interval: -1s\n  burst: 3\n");
+  ASSERT_TRUE(negative) << negative.error();
+  EXPECT_FALSE(negative->rate_limit.limits());
+  ASSERT_EQ(negative->notes.size(), 1u);
+  EXPECT_NE(negative->notes[0].find("every request passes"), std::string::npos);
+  const auto off = Parse("rate_limit:\n  interval: 0\n  burst: 3\n");
+  ASSERT_TRUE(off) << off.error();
+  EXPECT_FALSE(off->rate_limit.limits());
+  ASSERT_EQ(off->notes.size(), 1u);
+  EXPECT_NE(off->notes[0].find("rate_limit.burst has no effect"), std::string::npos);
+}
+
+TEST(GoDuration, AsTimeParseDuration) {
+  const std::pair<const char*, int64_t> good[] = {
+      {"0", 0},
+      {"+0", 0},
+      {"-0", 0},
+      {"1ns", 1},
+      {"1.5h", 5400000000000},
+      {"-2m30s", -150000000000},
+      {"1h30m", 5400000000000},
+      {".5s", 500000000},
+      {"1.s", 1000000000},
+      {"1\u00b5s", 1000},
+      {"1\u03bcs", 1000},
+      {"1.0000000001s", 1000000000},  // under a nanosecond is dropped
+      {"9223372036854775807ns", INT64_MAX},
+      {"-9223372036854775808ns", INT64_MIN},
+      {"2562047h", int64_t{2562047} * 3600 * 1000000000},
+  };
+  for (const auto& [text, ns] : good) {
+    const auto parsed = ParseGoDuration(text);
+    ASSERT_TRUE(parsed) << text << ": " << parsed.error();
+    EXPECT_EQ(*parsed, ns) << text;
+  }
+  const std::pair<const char*, const char*> bad[] = {
+      {"", "time: invalid duration \"\""},
+      {"s", "time: invalid duration \"s\""},
+      {".s", "time: invalid duration \".s\""},
+      {"1", "time: missing unit in duration \"1\""},
+      {"1d", "time: unknown unit \"d\" in duration \"1d\""},
+      {"1sec", "time: unknown unit \"sec\" in duration \"1sec\""},
+      {"9223372036854775808ns", "time: invalid duration \"9223372036854775808ns\""},
+      {"2562048h", "time: invalid duration \"2562048h\""},
+      {"1s-1s", "time: unknown unit \"s-\" in duration \"1s-1s\""},
+  };
+  for (const auto& [text, message] : bad) {
+    const auto parsed = ParseGoDuration(text);
+    ASSERT_FALSE(parsed) << text;
+    EXPECT_EQ(parsed.error(), message);
+  }
 }
 
 TEST(WebConfig, ClientAuthTypes) {
