@@ -107,7 +107,8 @@ inline constexpr double kBusyIpPacketsPerSecond = 100000;
 std::optional<double> IpPacketRate(const Snapshot& now, const Snapshot* before,
                                    const std::string& netdev, std::string_view direction);
 
-// "N packets/s of IP traffic over the window" or why it is unknown, for a finding's observed.
+// "N IP packets/s received" (direction "rx") or "sent" ("tx"), or why the rate is unknown, for
+// a finding's observed.
 std::string IpPacketRateText(std::optional<double> rate, const Snapshot* before,
                              std::string_view direction);
 

@@ -139,7 +139,10 @@ std::optional<double> IpPacketRate(const Snapshot& now, const Snapshot* before,
 
 std::string IpPacketRateText(std::optional<double> rate, const Snapshot* before,
                              std::string_view direction) {
-  if (rate) return Num(std::round(*rate)) + " IP packets/s " + std::string(direction);
+  const bool received = direction == "rx";
+  if (rate) {
+    return Num(std::round(*rate)) + " IP packets/s " + (received ? "received" : "sent");
+  }
   return before == nullptr
              ? "IP packet rate unknown (no window)"
              : "IP packet rate unknown (no " + std::string(direction) + "_packets ethtool stat)";

@@ -122,7 +122,7 @@ std::vector<Finding> CheckCqeCompression(const Snapshot& now, const Snapshot* be
     Finding finding =
         Make(id, kArea, matters ? Severity::kInfo : Severity::kOk, std::move(scope), runbook);
     finding.observed = std::string("rx_cqe_compress ") + (*on == 0 ? "off" : "on") + ", " +
-                       IpPacketRateText(rate, before, "received");
+                       IpPacketRateText(rate, before, "rx");
     finding.expected = "on where the interface receives more than " + Num(kBusyIpPacketsPerSecond) +
                        " IP packets/s (it does not affect RDMA completions)";
     if (matters) {

@@ -167,7 +167,7 @@ std::vector<Finding> CheckXps(const Snapshot& now, const Snapshot* before, const
     Finding finding = Make("nic.xps", kArea, severity, {{"netdev", netdev}}, "rdmaxpsoffnicnode");
     finding.observed = Percent(configured->value) + " of the transmit queues have XPS" +
                        (local ? ", " + Percent(*local) + " of those on the NIC's node" : "") +
-                       "; " + IpPacketRateText(rate, before, "sent");
+                       "; " + IpPacketRateText(rate, before, "tx");
     finding.expected =
         "every transmit queue mapped to CPUs of the NIC's node, where the "
         "interface sends more than " +

@@ -220,7 +220,7 @@ std::vector<Finding> CheckCoalescing(const Snapshot& now, const Snapshot* before
     Finding finding =
         Make(id, kArea, matters ? Severity::kInfo : Severity::kOk, roce.scope, runbook);
     finding.observed = "rx-usecs " + Num(*usecs) + ", adaptive-rx " + (*adaptive ? "on" : "off") +
-                       ", " + IpPacketRateText(rate, before, "received");
+                       ", " + IpPacketRateText(rate, before, "rx");
     finding.expected =
         "adaptive-rx on, or rx-usecs > 0 (ConnectX: rx-usecs 8, tx-usecs 16), "
         "where the interface receives more than " +

@@ -37,7 +37,7 @@ bool History::Offer(const Snapshot& snapshot) {
     counters_.pop_front();
   }
   if (counters_.empty() || now - counters_.back()->seconds() >= counter_spacing_seconds_) {
-    auto counters = std::make_shared<const Snapshot>(snapshot.Only(kWindowSeries));
+    auto counters = std::make_shared<const Snapshot>(WindowSeriesOf(snapshot));
     if (Fits(*counters, "counter")) counters_.push_back(std::move(counters));
   }
   if (!kept_.empty() && now - kept_.back()->seconds() < interval_seconds_) return false;

@@ -33,6 +33,16 @@ inline constexpr std::string_view kWindowSeries[] = {
     "rdma_port_hw_counter_total",           "rdma_netdev_pause_frames_total",
     "rdma_netdev_pause_storm_events_total", "rdma_mr_registrations_total",
     "rdma_mr_deregistrations_total"};
+// And two of the ethtool stats: the netdev's IP packets (IpPacketRate, check_util.h), which
+// say whether its Ethernet knobs matter (roce.coalescing, roce.cqe_compression, nic.xps).
+inline constexpr std::string_view kIpPacketStats[] = {"rx_packets", "tx_packets"};
+inline constexpr SeriesSelector kWindowSelected[] = {
+    {"rdma_ethtool_stat", "stat", kIpPacketStats}};
+
+// What a counter snapshot of the ring holds of a whole collection.
+inline Snapshot WindowSeriesOf(const Snapshot& snapshot) {
+  return snapshot.Only(kWindowSeries, kWindowSelected);
+}
 
 // The counter ring holds at most this many spans of the lookback (plus the snapshot that
 // starts the first one): a minute apart with the default 15 minutes, lookback / 15 apart with

@@ -1,5 +1,7 @@
 #include "doctor/samples.h"
 
+#include <algorithm>
+
 namespace rdmascope::doctor {
 namespace {
 
@@ -75,10 +77,22 @@ const Sample* Snapshot::Exact(std::string_view name,
   return nullptr;
 }
 
-Snapshot Snapshot::Only(std::span<const std::string_view> names) const {
+Snapshot Snapshot::Only(std::span<const std::string_view> names,
+                        std::span<const SeriesSelector> selected) const {
   Snapshot copy({}, seconds_);
   for (std::string_view name : names) {
     if (const auto it = series_.find(name); it != series_.end()) copy.series_.insert(*it);
+  }
+  for (const SeriesSelector& selector : selected) {
+    const auto it = series_.find(selector.name);
+    if (it == series_.end()) continue;
+    const std::string label(selector.label);
+    for (const Sample& sample : it->second) {
+      if (std::ranges::find(selector.values, std::string_view(sample.Label(label))) !=
+          selector.values.end()) {
+        copy.series_[it->first].push_back(sample);
+      }
+    }
   }
   return copy;
 }

@@ -61,6 +61,14 @@ struct HistoryView {
                            const std::map<std::string, std::string>& labels) const;
 };
 
+// Part of a family: the series of `name` whose `label` is one of `values` (rdma_ethtool_stat's
+// rx_packets and tx_packets among the hundreds of stats a driver lists).
+struct SeriesSelector {
+  std::string_view name;
+  std::string_view label;
+  std::span<const std::string_view> values;
+};
+
 class Snapshot {
  public:
   // `seconds`: when the collection ran, on a monotonic clock (only differences matter).
@@ -78,9 +86,11 @@ class Snapshot {
 
   double seconds() const { return seconds_; }
 
-  // A copy holding only the series of these names (and no collector outcomes): what the
-  // history ring keeps, so that its memory grows with the trend series, not with /metrics.
-  Snapshot Only(std::span<const std::string_view> names) const;
+  // A copy holding only the series of these names, and of `selected` the series whose label
+  // has one of the values (and no collector outcomes): what the history rings keep, so that
+  // their memory grows with the series the checks read, not with /metrics.
+  Snapshot Only(std::span<const std::string_view> names,
+                std::span<const SeriesSelector> selected = {}) const;
   size_t SeriesCount() const;
 
   // The exporter's history, when the snapshot was taken by `serve` for /doctor; else nullptr.

@@ -188,7 +188,7 @@ TEST(DoctorLookback, CounterSnapshotsHoldWhatTheWindowChecksRead) {
   for (bool bad : {true, false}) {
     const Snapshot now = testing::Host(bad, true);
     const Snapshot before = testing::Host(bad, false);
-    const Snapshot kept = before.Only(kWindowSeries);
+    const Snapshot kept = WindowSeriesOf(before);
     EXPECT_LT(kept.SeriesCount(), before.SeriesCount());
     const auto whole = RunChecks(now, &before, {});
     const auto counters_only = RunChecks(now, &kept, {});
