@@ -112,7 +112,7 @@ constexpr IbaCounter kIbaCounters[] = {
     {"LinkErrorRecoveryCounter", "rdma_port_link_error_recovery_total", "link_error_recovery",
      "rdmasymbolerrors"},
     {"LinkDownedCounter", "rdma_port_link_downed_total", "link_downed", "rdmalinkflapping"},
-    {"PortRcvErrors", "rdma_port_receive_errors_total", "port_rcv_errors", "rdmasymbolerrors"},
+    {"PortRcvErrors", "rdma_port_receive_errors_total", "port_rcv_errors", "rdmaportreceiveerrors"},
     {"PortRcvRemotePhysicalErrors", "rdma_port_stat_total", "port_rcv_remote_physical_errors",
      "rdmasymbolerrors"},
     {"PortRcvSwitchRelayErrors", "rdma_port_stat_total", "port_rcv_switch_relay_errors",
