@@ -56,10 +56,12 @@ def check(lab):
     if not (leak and leak[0]["severity"] == "warn" and leak[0]["scope"].get("comm") == "mr_leaker"):
         failures.append(f"(a) the leaking pid {leaker_pid} is not named: {leak}")
     # The QP's actual send depth reached doctor through the verbs probes (cq_undersized
-    # creates one RC QP with max_send_wr 64; rxe's port rate comes from eth0's speed).
+    # creates one RC QP with max_send_wr 64, so the process's summed depth is 64 too; rxe's
+    # port rate comes from eth0's speed).
     depth = for_pid(doc, "queues.qp_depth", cq_pid)
     if not (depth and depth[0]["severity"] in ("ok", "warn")
-            and depth[0]["observed"].startswith("smallest RC send queue 64 WRs")):
+            and depth[0]["observed"].startswith(
+                "64 send WRs across the RC QPs, smallest send queue 64 WRs")):
         failures.append(f"(a) queues.qp_depth of pid {cq_pid}: want its 64 send WRs, got {depth}")
     failures += mtu_failures(doc, "(a)")
     if code != "2":
