@@ -36,8 +36,7 @@ inline constexpr std::string_view kWindowSeries[] = {
 // And two of the ethtool stats: the netdev's IP packets (IpPacketRate, check_util.h), which
 // say whether its Ethernet knobs matter (roce.coalescing, roce.cqe_compression, nic.xps).
 inline constexpr std::string_view kIpPacketStats[] = {"rx_packets", "tx_packets"};
-inline constexpr SeriesSelector kWindowSelected[] = {
-    {"rdma_ethtool_stat", "stat", kIpPacketStats}};
+inline constexpr SeriesSelector kWindowSelected[] = {{"rdma_ethtool_stat", "stat", kIpPacketStats}};
 
 // What a counter snapshot of the ring holds of a whole collection.
 inline Snapshot WindowSeriesOf(const Snapshot& snapshot) {
