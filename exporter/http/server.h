@@ -60,8 +60,8 @@ class HttpServer {
     // null: no rate_limit. Shared with the next context when a reload keeps rate_limit as it
     // was, so that a reload (a rotated certificate, say) does not refill the bucket.
     std::shared_ptr<RateLimiter> limiter;
-    std::string priorities;                          // GnuTLS's, for libmicrohttpd
-    std::string trust_pem;                           // the client CAs handed to libmicrohttpd
+    std::string priorities;  // GnuTLS's, for libmicrohttpd
+    std::string trust_pem;   // the client CAs handed to libmicrohttpd
   };
 
  private:
