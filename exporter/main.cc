@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <exception>
 
-#include "bpf/mr_kernel_probe.h"
 #include "cli/doctor.h"
 #include "cli/help_format.h"
 #include "cli/profile.h"
@@ -52,14 +51,9 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     rdmascope::FinishServeConfig(config);
     if (doctor->parsed()) rdmascope::FinishDoctorOptions(doctor_options);
-    if (profile->parsed()) {
-      rdmascope::FinishProfileOptions(profile_options);
-      // A profile is read for its call sites: the kernel path's stacks stop inside libc's
-      // ioctl when libibverbs has no frame pointers (Debian's), the uprobes' start at the
-      // caller of ibv_reg_mr. --collector.mr.tracking still chooses.
-      if (profile->count("--collector.mr.tracking") == 0)
-        config.mr.tracking = rdmascope::MrTracking::kUprobes;
-    }
+    // A profile follows serve's MR tracking: with DWARF unwinding of the captured stacks
+    // (issue 27) the kernel path's call sites go through libibverbs without frame pointers.
+    if (profile->parsed()) rdmascope::FinishProfileOptions(profile_options);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     // Nagios: a doctor that cannot run is UNKNOWN (3), not a finding.

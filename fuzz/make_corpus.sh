@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Rebuilds the seed corpora fuzz/corpus/<target>/seed-* from the test fixtures (text values of
 # tests/fixtures/sysfs/*.tree and tests/fixtures/web) and from make_seeds.c (binary netlink
-# replies, mlx5 dumps, x86 code, a preload stats file, a small ELF). Regression inputs
-# (corpus/<target>/regress-*: crashes once found) are kept. Run from anywhere; needs gcc and
-# libmnl-dev. The result is checked in: review the diff.
+# replies, mlx5 dumps, x86 code, a preload stats file, a small ELF, captured stacks). Regression
+# inputs (corpus/<target>/regress-*: crashes once found) are kept. Run from anywhere; needs gcc
+# and libmnl-dev. The result is checked in: review the diff.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 corpus=$here/corpus
 fixtures=$root/tests/fixtures
 targets=(sysfs_value rdma_netlink dcb_netlink mlx5_cq_dump elf_symbols x86_tail_jump pmu cpu_list
-         perf_event_groups proc occupancy listen_address web_config serve_flags)
+         perf_event_groups proc occupancy listen_address web_config serve_flags dwarf_unwinder)
 for t in "${targets[@]}"; do
   mkdir -p "$corpus/$t"
   find "$corpus/$t" -name 'seed-*' -delete

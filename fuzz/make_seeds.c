@@ -2,7 +2,8 @@
  * DCB netlink replies built with libmnl as the kernel builds them (drivers/infiniband/core/
  * nldev.c: fill_res_info, fill_res_cq_entry...; net/dcb/dcbnl.c: dcbnl_ieee_fill), mlx5 raw CQ
  * dumps (mlx5_ifc.h layout, as tests/unit/mlx5_dump_builder.cc), x86-64 forwarders and PLT
- * stubs, and a preload stats file (preload/stats_file.h). Usage: make_seeds CORPUS_DIR */
+ * stubs, a preload stats file (preload/stats_file.h) and captured stacks for the unwinder
+ * (dwarf_unwinder_fuzzer.cc's layout). Usage: make_seeds CORPUS_DIR */
 #include <libmnl/libmnl.h>
 #include <linux/dcbnl.h>
 #include <linux/rtnetlink.h>
@@ -280,6 +281,50 @@ static void OccupancySeeds(void) {
   Save("occupancy", "one_cq_one_srq_sparse", sparse, used);
 }
 
+/* Captured stacks as dwarf_unwinder_fuzzer.cc reads them: flags, max_frames, 17 big-endian
+ * registers, then stack words (little-endian, as copied from an x86-64 stack), tagged in
+ * their top byte to be relocated into the fuzzer's fake process (flag 8). */
+static uint8_t unwind[2 + 17 * 8 + 64 * 8];
+static size_t UnwindHeader(uint8_t flags, uint8_t max_frames, uint64_t rip, uint64_t rsp,
+                           uint64_t rbp) {
+  memset(unwind, 0, sizeof unwind);
+  unwind[0] = flags;
+  unwind[1] = max_frames;
+  const uint64_t regs[17] = {[6] = rbp, [7] = rsp, [16] = rip};
+  for (int r = 0; r < 17; ++r) {
+    for (int b = 0; b < 8; ++b) unwind[2 + r * 8 + b] = (uint8_t)(regs[r] >> (56 - 8 * b));
+  }
+  return 2 + 17 * 8;
+}
+static void UnwindWord(size_t header, size_t index, uint64_t word) {
+  memcpy(unwind + header + index * 8, &word, 8);
+}
+static void UnwindSeeds(void) {
+  /* rip anywhere in the executable, the stack full of its addresses: CFI walks. */
+  size_t h = UnwindHeader(1 | 2 | 4 | 8, 127, 0x1a2b0, 0, 0x20);
+  for (size_t i = 0; i < 64; ++i) UnwindWord(h, i, 0xee00000000000000 | (0x1000 + i * 0x731));
+  Save("dwarf_unwinder", "executable_words", unwind, h + 64 * 8);
+  /* An rbp chain through the stack (0x57: stack-relative), return addresses into libc. */
+  h = UnwindHeader(1 | 2 | 4 | 8, 127, 0x2000, 0, 0x20);
+  for (size_t i = 0; i < 8; ++i) {
+    UnwindWord(h, 4 + i * 4, 0x5700000000000000 | (0x40 + i * 0x20)); /* next rbp */
+    UnwindWord(h, 5 + i * 4, 0xef00000000000000 | (0x29d90 + i * 0x100));
+  }
+  Save("dwarf_unwinder", "rbp_chain", unwind, h + 64 * 8);
+  /* Garbage, raw: SP 0, an unmapped rip. */
+  h = UnwindHeader(0, 64, 0xdeadbeef, 0, 0xfffffffffffffff0);
+  memset(unwind + h, 0xa5, 256);
+  Save("dwarf_unwinder", "garbage", unwind, h + 256);
+  /* No stack bytes at all; a process that is gone; one frame allowed. */
+  h = UnwindHeader(1 | 2, 127, 0x1000, 0, 0);
+  Save("dwarf_unwinder", "empty_copy", unwind, h);
+  h = UnwindHeader(1 | 2 | 16, 127, 0x1000, 0, 0);
+  Save("dwarf_unwinder", "process_gone", unwind, h + 64);
+  h = UnwindHeader(1 | 2 | 8, 0, 0x1000, 0, 0);
+  UnwindWord(h, 0, 0xee00000000002000);
+  Save("dwarf_unwinder", "one_frame", unwind, h + 8);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   dir = argv[1];
@@ -288,5 +333,6 @@ int main(int argc, char** argv) {
   Mlx5Seeds();
   X86Seeds();
   OccupancySeeds();
+  UnwindSeeds();
   return 0;
 }

@@ -182,8 +182,11 @@ int BPF_KRETPROBE(reg_mr_return, void* mr) {
       .stack_id = (__s32)bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK),
       .flags = implicit_odp ? MR_REGION_IMPLICIT_ODP : 0,
   };
+  /* The same registers and the stack above them, for DWARF unwinding in user space: the
+   * walk then goes on through callers built without frame pointers. */
+  region.site = capture_stack(ctx, tgid, exec_id, start_ns, region.stack_id);
   count_registration(proc, tgid, exec_id, user_mr.addr, user_mr.length, access, implicit_odp,
-                     latency_ns);
+                     latency_ns, 1);
   /* The library hands out a pointer only once it is free: a region still recorded under it
    * was released unseen (its deregistration's return was lost). */
   release_region(&key);

@@ -42,12 +42,22 @@ struct mr_region {
   __u32 access;
   __s32 stack_id; /* user stack at registration in the stacks map, or < 0 */
   __u32 flags;    /* MR_REGION_* */
+  /* The kernel path only (MR_REGION_RESTRACK_ID): the MR's restrack id (the MRN `rdma res
+   * show mr` lists) and its device's index, so that user space can tell a region it tracks
+   * from one a restrack dump taken while the probes attached lists too. */
+  __u32 restrack_id;
+  __u32 device_index;
+  /* The registration's user stack as captured for DWARF unwinding (struct mr_stack_sample):
+   * the site key user space knows it by, 0 when none was captured. */
+  __u64 site;
 };
 
 /* ibv_reg_mr(pd, NULL, SIZE_MAX, IBV_ACCESS_ON_DEMAND): the whole address space, paged in on
  * demand (rdma-core's "implicit ODP"). Counted as a region, never added to byte sums: its
  * length (SIZE_MAX) would wrap them and it pins nothing up front. */
 #define MR_REGION_IMPLICIT_ODP 1
+/* restrack_id and device_index are set (kernel path). */
+#define MR_REGION_RESTRACK_ID 2
 #define MR_ACCESS_ON_DEMAND (1U << 6) /* IBV_ACCESS_ON_DEMAND */
 
 /* Per-thread state between the entry and the return of the outermost call. Wrappers calling
@@ -141,6 +151,54 @@ struct mr_globals {
   __u64 lost_procs;  /* procs map full */
   __u64 lost_exits;  /* exit ring buffer full */
   __u64 stale_calls; /* call records whose return was never seen, replaced by a new entry */
+  __u64 lost_stack_samples; /* stack samples ring buffer full: the region has no DWARF stack */
+  __u64 stack_copy_failed;  /* the user stack could not be read at all */
+  __u64 stack_samples;      /* stack samples sent */
+  __u64 stack_samples_deduplicated; /* registrations whose site was sent before */
+  __u64 next_site;                  /* unique site keys of samples that cannot be deduplicated */
+};
+
+/* --- user stacks for DWARF unwinding (perf's --call-graph dwarf, per registration) ---
+ * At each registration BPF copies the user registers and up to stack_copy_bytes of the user
+ * stack from SP upwards; user space unwinds the copy with the CFI of the process's modules
+ * (exporter/sys/dwarf_unwinder). A site is sent once: its key hashes the instruction pointer
+ * and the words of the copy that point into the process's code (the return addresses, as
+ * far as the copy reaches), which user space lists per image (struct mr_code_ranges) after
+ * its first sample; two registrations with the same key unwind to the same stack. Until the
+ * ranges are known each sample is its own site. */
+#define MR_STACK_REGS 17 /* x86-64 DWARF numbering: 0 rax ... 7 rsp, 8-15 r8-r15, 16 rip */
+#define MR_STACK_COPY_MAX 16384
+#define MR_CODE_RANGES 64
+/* Sites keyed without code ranges: their key has this bit (never a hash, which has it clear). */
+#define MR_SITE_UNIQUE (1ULL << 63)
+
+struct mr_stack_sample {
+  __u32 tgid;
+  __u32 exec_id;
+  __u64 proc_start_ns;
+  __u64 site;
+  __u64 regs[MR_STACK_REGS];
+  __u32 size;     /* bytes of data: the user stack from regs[7] upwards */
+  __s32 stack_id; /* the frame-pointer stack of the same registration, or < 0 */
+  __u8 data[MR_STACK_COPY_MAX];
+};
+
+/* Executable mappings of one image (key: struct mr_proc_key), sorted, merged down to
+ * MR_CODE_RANGES by user space. `generation` changes when user space rewrites them (a
+ * dlopen() mapped more code), so that keys hashed with older ranges never match newer ones. */
+struct mr_code_ranges {
+  __u32 count;
+  __u32 generation;
+  __u64 start[MR_CODE_RANGES];
+  __u64 end[MR_CODE_RANGES];
+};
+
+/* A site sent already (sites_seen map). */
+struct mr_site_key {
+  __u32 tgid;
+  __u32 exec_id;
+  __u64 start_ns;
+  __u64 site;
 };
 
 /* Sent when the last thread of a process exits: user space drops the process's state. */

@@ -156,10 +156,12 @@ static __always_inline void count_outstanding(struct mr_proc* proc,
 /* Counts one successful registration of [addr, addr + length) with `access` (IBV_ACCESS_*,
  * the same bits as the kernel's IB_ACCESS_*) into its process: totals, histograms,
  * alignment, per-flag counts, and churn (the range was deregistered before by this image).
- * Implicit ODP registrations have no range: they count in no size or alignment figure. */
+ * Implicit ODP registrations have no range: they count in no size or alignment figure.
+ * `latency_known` 0: a call whose entry was not seen, left out of the latency histogram. */
 static __always_inline void count_registration(struct mr_proc* proc, __u32 tgid, __u32 exec_id,
                                                __u64 addr, __u64 length, __u32 access,
-                                               int implicit_odp, __u64 latency_ns) {
+                                               int implicit_odp, __u64 latency_ns,
+                                               int latency_known) {
   __sync_fetch_and_add(&proc->registrations, 1);
   __sync_fetch_and_or(&proc->access_seen, (__u64)access);
 #pragma unroll
@@ -167,8 +169,10 @@ static __always_inline void count_registration(struct mr_proc* proc, __u32 tgid,
     if (access & (1U << bit)) __sync_fetch_and_add(&proc->access_registrations[bit], 1);
   }
   __u32 bucket = bucket_of(latency_ns, MR_LATENCY_BUCKETS);
-  __sync_fetch_and_add(&proc->latency[bucket & (MR_LATENCY_BUCKETS - 1)], 1);
-  __sync_fetch_and_add(&proc->latency_sum_ns, latency_ns);
+  if (latency_known) {
+    __sync_fetch_and_add(&proc->latency[bucket & (MR_LATENCY_BUCKETS - 1)], 1);
+    __sync_fetch_and_add(&proc->latency_sum_ns, latency_ns);
+  }
   if (implicit_odp) return;
   if (((addr | length) & (MR_HUGE_PAGE_BYTES - 1)) == 0) {
     __sync_fetch_and_add(&proc->aligned_huge, 1);
@@ -218,6 +222,166 @@ static __always_inline void count_release(__u32 tgid, __u32 exec_id, const struc
                                .length = region->length};
   __u8 one = 1;
   bpf_map_update_elem(&released_ranges, &range, &one, BPF_ANY);
+}
+
+/* --- user stacks for DWARF unwinding (mr.h, "user stacks") --- */
+
+/* Bytes of user stack copied per registration (--collector.mr.stack-bytes; 0: none), set by
+ * user space before load, at most MR_STACK_COPY_MAX. */
+const volatile __u32 stack_copy_bytes = 0;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 4 * 1024 * 1024); /* sized by user space */
+} stack_samples SEC(".maps");
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096); /* sized like procs by user space */
+  __type(key, struct mr_proc_key);
+  __type(value, struct mr_code_ranges);
+} code_ranges SEC(".maps");
+
+/* Sites sent: a registration whose site is here costs no copy in the ring. Bounded (LRU): a
+ * site forgotten is sent again. User space deletes the entries of sites it drops. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct mr_site_key);
+  __type(value, __u8);
+} sites_seen SEC(".maps");
+
+/* The sample is built here (16 KiB: far above the 512-byte BPF stack). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct mr_stack_sample);
+} sample_scratch SEC(".maps");
+
+/* Whether `word` points into one of the image's code ranges (sorted by start). */
+static __always_inline int in_code(const struct mr_code_ranges* ranges, __u64 word) {
+  __u32 count = ranges->count;
+  if (count == 0 || count > MR_CODE_RANGES) return 0;
+  if (word < ranges->start[0]) return 0;
+  /* The last range starting at or below `word`: log2(64) + 1 halvings. */
+  __u32 lo = 0, hi = count;
+  for (int i = 0; i < 7; i++) {
+    if (lo + 1 >= hi) break;
+    __u32 mid = (lo + hi) / 2;
+    if (ranges->start[mid & (MR_CODE_RANGES - 1)] <= word) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return word < ranges->end[lo & (MR_CODE_RANGES - 1)];
+}
+
+/* One word of the stack copy into the site hash, if it points into the code (bpf_loop). */
+struct hash_walk {
+  const struct mr_stack_sample* sample;
+  const struct mr_code_ranges* ranges;
+  __u32 words;
+  __u64 hash;
+};
+
+static long hash_code_word(__u32 index, void* data) {
+  struct hash_walk* walk = data;
+  if (index >= walk->words || index >= MR_STACK_COPY_MAX / 8) return 1;
+  __u64 word = *(const __u64*)&walk->sample->data[(index * 8) & (MR_STACK_COPY_MAX - 1)];
+  if (in_code(walk->ranges, word)) walk->hash = (walk->hash ^ word) * 0x100000001b3ULL;
+  return 0;
+}
+
+/* Copies the registers and the user stack of `regs` (user mode registers: a uprobe's context,
+ * or bpf_task_pt_regs() in a system call) and returns the site key for the region, 0 when
+ * nothing could be captured. Sends the sample unless the image sent that site before. */
+static __always_inline __u64 capture_stack(const struct pt_regs* regs, __u32 tgid, __u32 exec_id,
+                                           __u64 start_ns, __s32 stack_id) {
+  if (stack_copy_bytes == 0) return 0;
+  struct mr_globals* g = global_counters();
+  __u32 zero = 0;
+  struct mr_stack_sample* sample = bpf_map_lookup_elem(&sample_scratch, &zero);
+  if (!sample || !g) return 0;
+  struct pt_regs r;
+  if (bpf_probe_read_kernel(&r, sizeof(r), regs) != 0) return 0;
+  sample->regs[0] = r.ax;
+  sample->regs[1] = r.dx;
+  sample->regs[2] = r.cx;
+  sample->regs[3] = r.bx;
+  sample->regs[4] = r.si;
+  sample->regs[5] = r.di;
+  sample->regs[6] = r.bp;
+  sample->regs[7] = r.sp;
+  sample->regs[8] = r.r8;
+  sample->regs[9] = r.r9;
+  sample->regs[10] = r.r10;
+  sample->regs[11] = r.r11;
+  sample->regs[12] = r.r12;
+  sample->regs[13] = r.r13;
+  sample->regs[14] = r.r14;
+  sample->regs[15] = r.r15;
+  sample->regs[16] = r.ip;
+  /* The copy ends where the stack mapping does: a read crossing its end fails whole, so a
+   * shorter one is tried (a shallow stack near the top of the main thread's). */
+  __u32 size = stack_copy_bytes > MR_STACK_COPY_MAX ? MR_STACK_COPY_MAX : stack_copy_bytes;
+  size &= ~7U;
+  int copied = 0;
+  for (int attempt = 0; attempt < 8; attempt++) {
+    if (size < 64 || size > MR_STACK_COPY_MAX) break;
+    if (bpf_probe_read_user(sample->data, size, (const void*)r.sp) == 0) {
+      copied = 1;
+      break;
+    }
+    size = (size / 2) & ~7U;
+  }
+  if (!copied) {
+    __sync_fetch_and_add(&g->stack_copy_failed, 1);
+    return 0;
+  }
+  sample->tgid = tgid;
+  sample->exec_id = exec_id;
+  sample->proc_start_ns = start_ns;
+  sample->size = size;
+  sample->stack_id = stack_id;
+  struct mr_proc_key image = {.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
+  const struct mr_code_ranges* ranges = bpf_map_lookup_elem(&code_ranges, &image);
+  __u64 site;
+  struct mr_site_key seen = {.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
+  /* bpf_loop() (5.17) walks the copy: an open-coded loop over 2,048 words is past the
+   * verifier's limits. Without it every sample is a site of its own (no deduplication). */
+  int hashed = ranges && bpf_core_enum_value_exists(enum bpf_func_id, BPF_FUNC_loop);
+  if (hashed) {
+    /* FNV-1a over 64-bit words: the IP, the ranges' generation, the code pointers. */
+    struct hash_walk walk = {
+        .sample = sample, .ranges = ranges, .words = size / 8, .hash = 0xcbf29ce484222325ULL};
+    walk.hash = (walk.hash ^ r.ip) * 0x100000001b3ULL;
+    walk.hash = (walk.hash ^ ranges->generation) * 0x100000001b3ULL;
+    bpf_loop(walk.words, hash_code_word, &walk, 0);
+    site = walk.hash & ~MR_SITE_UNIQUE;
+    if (site == 0) site = 1;
+    seen.site = site;
+    if (bpf_map_lookup_elem(&sites_seen, &seen)) {
+      __sync_fetch_and_add(&g->stack_samples_deduplicated, 1);
+      return site;
+    }
+  } else {
+    site = MR_SITE_UNIQUE | __sync_fetch_and_add(&g->next_site, 1);
+  }
+  sample->site = site;
+  if (bpf_ringbuf_output(
+          &stack_samples, sample,
+          offsetof(struct mr_stack_sample, data) + (size & (MR_STACK_COPY_MAX * 2 - 1)), 0) != 0) {
+    __sync_fetch_and_add(&g->lost_stack_samples, 1);
+    return 0;
+  }
+  if (hashed) {
+    __u8 one = 1;
+    bpf_map_update_elem(&sites_seen, &seen, &one, BPF_ANY);
+  }
+  __sync_fetch_and_add(&g->stack_samples, 1);
+  return site;
 }
 
 #endif /* RDMASCOPE_PROBES_MR_COMMON_BPF_H */

@@ -37,16 +37,26 @@ char LICENSE[] SEC("license") = "GPL";
 enum rdma_restrack_type___kmr { RDMA_RESTRACK_MR___kmr = 4 };
 
 struct rdma_restrack_entry___kmr {
+  bool user; /* a user object (uverbs), not a kernel ULP's */
   enum rdma_restrack_type___kmr type;
+  __u32 id; /* the MRN: set by rdma_restrack_add (xa_alloc_cyclic per device and type) */
+} __attribute__((preserve_access_index));
+
+struct ib_device___kmr {
+  __u32 index; /* RDMA_NLDEV_ATTR_DEV_INDEX */
 } __attribute__((preserve_access_index));
 
 struct ib_mr___kmr {
+  struct ib_device___kmr* device;
   __u32 lkey;
   __u32 rkey;
   __u64 iova;
   __u64 length;
   struct rdma_restrack_entry___kmr res;
 } __attribute__((preserve_access_index));
+
+/* include/uapi/linux/bpf.h: whether the running kernel has bpf_task_pt_regs() (5.15). */
+enum bpf_func_id___kmr { BPF_FUNC_task_pt_regs___kmr = 175 };
 
 /* include/linux/sched.h */
 #define PF_EXITING 0x00000004
@@ -84,6 +94,15 @@ struct {
   __type(value, struct kmr_globals);
 } kglobals SEC(".maps");
 
+/* Set by user space while the exporter starts (before the first trampoline goes live, cleared
+ * a minute later): a user MR added to restrack on a thread with no call record is a
+ * registration that entered its handler before the entry program was attached (pinning a
+ * large buffer takes seconds). It is recorded at the handler's exit like any other, so that
+ * a region registered across the attach is never missed; if the restrack dump taken after
+ * attaching lists it too, user space counts it once (by its MRN). Off afterwards: a user
+ * MR created through a handler not hooked here (device-memory MRs) would leave a record. */
+volatile __u32 catch_in_flight = 0;
+
 /* --- helpers: the accounting is mr_common.bpf.h's, shared with mr.bpf.c --- */
 
 static __always_inline struct kmr_globals* kernel_counters(void) {
@@ -103,6 +122,17 @@ static __always_inline int begin(enum kmr_call_kind kind, void* ctx) {
       .stack_id =
           kind == KMR_CALL_REG ? (__s32)bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK) : -1,
   };
+  /* The user registers saved at the system call's entry, and the stack above them: DWARF
+   * unwinding in user space goes through libibverbs and the provider without frame
+   * pointers. bpf_task_pt_regs() is 5.15+; without it the frame-pointer stack only. */
+  if (kind == KMR_CALL_REG &&
+      bpf_core_enum_value_exists(enum bpf_func_id___kmr, BPF_FUNC_task_pt_regs___kmr)) {
+    struct pt_regs* user = (struct pt_regs*)bpf_task_pt_regs(bpf_get_current_task_btf());
+    if (user) {
+      fresh.site =
+          capture_stack(user, id >> 32, current_exec_id(), leader_start_ns(), fresh.stack_id);
+    }
+  }
   if (bpf_map_update_elem(&kcalls, &id, &fresh, BPF_ANY) != 0) {
     struct mr_globals* g = global_counters();
     if (g) __sync_fetch_and_add(&g->lost_calls, 1);
@@ -114,13 +144,30 @@ static __always_inline int begin(enum kmr_call_kind kind, void* ctx) {
 static __always_inline void commit_region(const struct kmr_owner* owner, struct mr_proc* proc,
                                           struct mr_region* region, __u64 mr) {
   struct mr_region_key key = {.tgid = owner->tgid, .exec_id = owner->exec_id, .mr = mr};
+  /* The driver handed out this struct ib_mr again (slab reuse): a region still recorded
+   * under it was freed unseen, and is counted out now (as the uprobe path does when the
+   * library reuses an ibv_mr pointer); else its owner's outstanding figures would keep it
+   * for ever, whatever the map then holds. */
+  struct kmr_owner* stale = bpf_map_lookup_elem(&owners, &mr);
+  if (stale) {
+    struct mr_region_key stale_key = {.tgid = stale->tgid, .exec_id = stale->exec_id, .mr = mr};
+    struct mr_region* found = bpf_map_lookup_elem(&regions, &stale_key);
+    if (found) {
+      struct mr_region gone = *found;
+      /* Only the caller whose delete succeeds counts it out. */
+      if (bpf_map_delete_elem(&regions, &stale_key) == 0) {
+        count_release(stale_key.tgid, stale_key.exec_id, &gone, 0);
+        struct kmr_globals* k = kernel_counters();
+        if (k) __sync_fetch_and_add(&k->released_unseen, 1);
+      }
+    }
+  }
   if (bpf_map_update_elem(&owners, &mr, owner, BPF_ANY) != 0) {
     struct kmr_globals* k = kernel_counters();
     if (k) __sync_fetch_and_add(&k->lost_owners, 1);
     __sync_fetch_and_add(&proc->lost_regions, 1);
     return;
   }
-  /* BPF_ANY: a region still recorded under this pointer was freed unseen. */
   if (bpf_map_update_elem(&regions, &key, region, BPF_ANY) != 0) {
     bpf_map_delete_elem(&owners, &mr);
     __sync_fetch_and_add(&proc->lost_regions, 1);
@@ -152,7 +199,8 @@ static __always_inline int finish_reg(int ret) {
   /* The kernel keeps the length asked for: U64_MAX for implicit ODP (see mr.h). */
   int implicit_odp = length == ~0ULL;
   __u64 addr = call.addr ? call.addr : iova;
-  __u64 latency_ns = bpf_ktime_get_ns() - call.start_ns;
+  /* start_ns 0: the entry was not seen (catch_in_flight); its latency is unknown. */
+  __u64 latency_ns = call.start_ns ? bpf_ktime_get_ns() - call.start_ns : 0;
   struct mr_region region = {
       .addr = addr,
       .length = implicit_odp ? 0 : length,
@@ -161,7 +209,11 @@ static __always_inline int finish_reg(int ret) {
       .lkey = lkey,
       .access = call.access,
       .stack_id = call.stack_id,
-      .flags = implicit_odp ? MR_REGION_IMPLICIT_ODP : 0,
+      .site = call.site,
+      .flags = (implicit_odp ? MR_REGION_IMPLICIT_ODP : 0) | MR_REGION_RESTRACK_ID,
+      /* rdma_restrack_add ran in this call: the id is the one restrack dumps list. */
+      .restrack_id = BPF_CORE_READ(mr, res.id),
+      .device_index = BPF_CORE_READ(mr, device, index),
   };
   if (call.kind == KMR_CALL_REREG) {
     /* The driver replaced the MR: the old region (released inside the call) moves under
@@ -169,6 +221,7 @@ static __always_inline int finish_reg(int ret) {
     if (!call.moved) return 0;
     region.registered_ns = call.old.registered_ns;
     region.stack_id = call.old.stack_id;
+    region.site = call.old.site;
     region.access = call.old.access;
     /* The release counted the old region out: count the moved one back in. */
     __sync_fetch_and_add(&proc->deregistrations, -1);
@@ -176,7 +229,7 @@ static __always_inline int finish_reg(int ret) {
     return 0;
   }
   count_registration(proc, owner.tgid, owner.exec_id, addr, length, call.access, implicit_odp,
-                     latency_ns);
+                     latency_ns, call.start_ns != 0);
   commit_region(&owner, proc, &region, call.mr);
   return 0;
 }
@@ -222,14 +275,21 @@ int BPF_PROG(umem_get, void* device, unsigned long addr, size_t size, int access
 /* restrack.c: rdma_restrack_add(res): the MR is complete (keys, iova, length set). */
 SEC("fentry/rdma_restrack_add")
 int BPF_PROG(restrack_add, struct rdma_restrack_entry___kmr* res) {
-  __u64 id = bpf_get_current_pid_tgid();
-  struct kmr_call* call = bpf_map_lookup_elem(&kcalls, &id);
-  if (!call) return 0;
   if (BPF_CORE_READ(res, type) !=
       bpf_core_enum_value(enum rdma_restrack_type___kmr, RDMA_RESTRACK_MR___kmr)) {
     return 0;
   }
-  call->mr = (__u64)res - bpf_core_field_offset(struct ib_mr___kmr, res);
+  __u64 id = bpf_get_current_pid_tgid();
+  __u64 mr = (__u64)res - bpf_core_field_offset(struct ib_mr___kmr, res);
+  struct kmr_call* call = bpf_map_lookup_elem(&kcalls, &id);
+  if (call) {
+    call->mr = mr;
+    return 0;
+  }
+  if (!catch_in_flight || !BPF_CORE_READ(res, user)) return 0;
+  /* A registration whose entry we missed (see catch_in_flight): no start time, no stack. */
+  struct kmr_call in_flight = {.kind = KMR_CALL_REG, .mr = mr, .stack_id = -1};
+  bpf_map_update_elem(&kcalls, &id, &in_flight, BPF_NOEXIST);
   return 0;
 }
 

@@ -28,6 +28,7 @@ struct kmr_call {
   __u32 kind;   /* enum kmr_call_kind */
   __s32 stack_id;
   __u32 moved;          /* rereg: the old MR's region was released into `old` */
+  __u64 site;           /* the user stack captured at entry (mr_region.site), or 0 */
   struct mr_region old; /* rereg: the replaced MR's region, to move under the new MR */
 };
 
@@ -52,6 +53,8 @@ struct kmr_dereg {
 struct kmr_globals {
   __u64 released_at_exit; /* regions left to user space's exit or exec accounting */
   __u64 lost_owners;      /* owners map full: the region's release cannot be matched */
+  /* regions whose struct ib_mr was handed out again before their release was seen */
+  __u64 released_unseen;
 };
 
 #endif /* RDMASCOPE_PROBES_MR_KERNEL_H */

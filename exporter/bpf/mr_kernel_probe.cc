@@ -4,6 +4,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <set>
 
@@ -36,20 +37,33 @@ struct Hook {
 // Optional ones are skipped on kernels that lack them: the dmabuf method (5.12+), the ioctl
 // REG_MR method (6.10+), rereg and ib_umem_get (the user address and access flags; without
 // it the region's address is its iova, which ibv_reg_mr sets to the address).
+//
+// Attached in this order, so that a program running while we attach (a registration cache
+// churning) is counted exactly, whatever instant each trampoline goes live:
+//  1. the release, exit before entry: once any region is recorded its release is seen
+//     whole (an entry without its exit would take the region out and never count it out).
+//     Releases of regions not recorded yet find no owner and do nothing.
+//  2. the helpers a registration reads (ib_umem_get, rdma_restrack_add): they only fill
+//     a call record, which nothing creates yet.
+//  3. the registration exits, then 4. their entries: a call counts only if its entry ran,
+//     and then everything after it is attached. A call already inside when its entry goes
+//     live is not counted (its MR is in the restrack dump taken after attaching).
+// Registering the releases last (the order of the handlers in the file) once left ~100
+// regions recorded whose deregistration ran in the gap: counted outstanding for ever.
 // clang-format off
 constexpr Hook kHooks[] = {
-    {"ib_uverbs_reg_mr",                              &Programs::reg_mr_entry,        true},
-    {"ib_uverbs_reg_mr",                              &Programs::reg_mr_exit,         true},
-    {"rdma_restrack_add",                             &Programs::restrack_add,        true},
-    {"ib_dereg_mr_user",                              &Programs::dereg_mr_entry,      true},
     {"ib_dereg_mr_user",                              &Programs::dereg_mr_exit,       true},
-    {"ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR", &Programs::reg_dmabuf_mr_entry, false},
-    {"ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR", &Programs::reg_dmabuf_mr_exit,  false},
-    {"ib_uverbs_handler_UVERBS_METHOD_REG_MR",        &Programs::reg_mr_ioctl_entry,  false},
-    {"ib_uverbs_handler_UVERBS_METHOD_REG_MR",        &Programs::reg_mr_ioctl_exit,   false},
-    {"ib_uverbs_rereg_mr",                            &Programs::rereg_mr_entry,      false},
-    {"ib_uverbs_rereg_mr",                            &Programs::rereg_mr_exit,       false},
+    {"ib_dereg_mr_user",                              &Programs::dereg_mr_entry,      true},
     {"ib_umem_get",                                   &Programs::umem_get,            false},
+    {"rdma_restrack_add",                             &Programs::restrack_add,        true},
+    {"ib_uverbs_reg_mr",                              &Programs::reg_mr_exit,         true},
+    {"ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR", &Programs::reg_dmabuf_mr_exit,  false},
+    {"ib_uverbs_handler_UVERBS_METHOD_REG_MR",        &Programs::reg_mr_ioctl_exit,   false},
+    {"ib_uverbs_rereg_mr",                            &Programs::rereg_mr_exit,       false},
+    {"ib_uverbs_reg_mr",                              &Programs::reg_mr_entry,        true},
+    {"ib_uverbs_handler_UVERBS_METHOD_REG_DMABUF_MR", &Programs::reg_dmabuf_mr_entry, false},
+    {"ib_uverbs_handler_UVERBS_METHOD_REG_MR",        &Programs::reg_mr_ioctl_entry,  false},
+    {"ib_uverbs_rereg_mr",                            &Programs::rereg_mr_entry,      false},
 };
 // clang-format on
 
@@ -137,7 +151,10 @@ std::expected<std::unique_ptr<MrKernelProbe>, std::string> MrKernelProbe::Attach
   const std::pair<bpf_map*, int> shared[] = {{skel->maps.regions, maps.regions},
                                              {skel->maps.procs, maps.procs},
                                              {skel->maps.stacks, maps.stacks},
-                                             {skel->maps.globals, maps.globals}};
+                                             {skel->maps.globals, maps.globals},
+                                             {skel->maps.stack_samples, maps.stack_samples},
+                                             {skel->maps.code_ranges, maps.code_ranges},
+                                             {skel->maps.sites_seen, maps.sites_seen}};
   for (const auto& [map, fd] : shared) {
     if (const int err = bpf_map__reuse_fd(map, fd); err != 0) {
       return std::unexpected("cannot share the map " + std::string(bpf_map__name(map)) + ": " +
@@ -145,6 +162,7 @@ std::expected<std::unique_ptr<MrKernelProbe>, std::string> MrKernelProbe::Attach
     }
   }
   bpf_map__set_max_entries(skel->maps.owners, max_regions);
+  skel->rodata->stack_copy_bytes = maps.stack_bytes;
   for (const Hook& hook : kHooks) {
     if (!functions->contains(hook.function)) {
       bpf_program__set_autoload(skel->progs.*hook.program, false);
@@ -156,6 +174,10 @@ std::expected<std::unique_ptr<MrKernelProbe>, std::string> MrKernelProbe::Attach
         "needs root and BTF trampolines): " +
         ErrnoText(-err));
   }
+  // Before the first trampoline goes live (see catch_in_flight in the BPF object).
+  skel->bss->catch_in_flight = 1;
+  probe->catching_ = true;
+  probe->attached_at_ = std::chrono::steady_clock::now();
   for (const Hook& hook : kHooks) {
     bpf_program* program = skel->progs.*hook.program;
     if (!bpf_program__autoload(program)) continue;
@@ -165,7 +187,7 @@ std::expected<std::unique_ptr<MrKernelProbe>, std::string> MrKernelProbe::Attach
                              ": " + ErrnoText(errno));
     }
     probe->links_.push_back(link);
-    if (probe->functions_.empty() || probe->functions_.back() != hook.function) {
+    if (std::ranges::find(probe->functions_, hook.function) == probe->functions_.end()) {
       probe->functions_.push_back(hook.function);
     }
   }
@@ -206,6 +228,12 @@ bool MrKernelProbe::AddInFlightStackIds(std::unordered_set<uint32_t>& ids) const
          });
 }
 
+void MrKernelProbe::EndStartUpWhenDue(std::chrono::steady_clock::time_point now) {
+  if (!catching_ || now - attached_at_ < kCatchInFlight) return;
+  skel_->bss->catch_in_flight = 0;
+  catching_ = false;
+}
+
 MrKernelProbe::~MrKernelProbe() {
   for (bpf_link* link : links_) bpf_link__destroy(link);
   if (skel_ != nullptr) mr_kernel_bpf__destroy(skel_);
@@ -217,7 +245,11 @@ std::expected<void, std::string> MrProbe::AttachKernelPath(const MrProbeOptions&
   const MrKernelMaps maps{.regions = bpf_map__fd(skel_->maps.regions),
                           .procs = bpf_map__fd(skel_->maps.procs),
                           .stacks = bpf_map__fd(skel_->maps.stacks),
-                          .globals = bpf_map__fd(skel_->maps.globals)};
+                          .globals = bpf_map__fd(skel_->maps.globals),
+                          .stack_samples = bpf_map__fd(skel_->maps.stack_samples),
+                          .code_ranges = bpf_map__fd(skel_->maps.code_ranges),
+                          .sites_seen = bpf_map__fd(skel_->maps.sites_seen),
+                          .stack_bytes = skel_->rodata->stack_copy_bytes};
   auto kernel = MrKernelProbe::Attach(maps, options.max_regions);
   if (!kernel) {
     if (options.tracking == MrTracking::kKernel) {

@@ -3,6 +3,7 @@
 // over), so MrProbe's snapshot, exit handling and stacks serve both paths unchanged.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
@@ -33,6 +34,11 @@ struct MrKernelMaps {
   int procs = -1;
   int stacks = -1;
   int globals = -1;
+  // The user stacks for DWARF unwinding (probes/mr.h, "user stacks").
+  int stack_samples = -1;
+  int code_ranges = -1;
+  int sites_seen = -1;
+  uint32_t stack_bytes = 0;  // copied per registration (the BPF object's stack_copy_bytes)
 };
 
 // nullopt when ib_core and ib_uverbs have BTF (btf_dir/{vmlinux,ib_core,ib_uverbs}) holding
@@ -56,9 +62,16 @@ class MrKernelProbe {
   // region's commit, a rereg's moving region, a deregistration's taken-out region) for the
   // stacks cleanup (stack_gc.h). False if a map could not be read.
   bool AddInFlightStackIds(std::unordered_set<uint32_t>& ids) const;
+  // Ends the start-up's catching of registrations that were inside their handler when the
+  // entry programs went live (probes/mr_kernel.bpf.c catch_in_flight), once `now` is
+  // kCatchInFlight past the attach. Cheap; called at every snapshot.
+  void EndStartUpWhenDue(std::chrono::steady_clock::time_point now);
+  static constexpr std::chrono::seconds kCatchInFlight{60};
 
  private:
   MrKernelProbe() = default;
+  std::chrono::steady_clock::time_point attached_at_;
+  bool catching_ = false;
   mr_kernel_bpf* skel_ = nullptr;
   std::vector<bpf_link*> links_;
   std::vector<std::string> functions_;

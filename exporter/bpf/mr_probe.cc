@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <ctime>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
 #include "bpf/process_liveness.h"
@@ -45,17 +47,20 @@ struct EntryPoint {
 // names a library lacks, like ibv_reg_mr_ex before rdma-core 5x, are skipped).
 // ibv_import_mr and ibv_reg_mr_ex return an ibv_mr like a registration; their access flags
 // are not read. ibv_unimport_mr returns void.
+// Attached in this order (AttachUprobes keeps it; every return probe before any entry): the
+// ends of regions first, so that a region recorded while we attach (a registration cache
+// churning) always has its end seen, never left outstanding for ever.
 // clang-format off
 constexpr EntryPoint kEntryPoints[] = {
+    {"ibv_dereg_mr",      &Programs::dereg_mr_entry,      &Programs::dereg_mr_return},
+    {"ibv_unimport_mr",   &Programs::unimport_mr_entry,   nullptr},
+    {"ibv_rereg_mr",      &Programs::rereg_mr_entry,      &Programs::rereg_mr_return},
     {"ibv_reg_mr",        &Programs::reg_mr_entry,        &Programs::reg_mr_return},
     {"ibv_reg_mr_iova",   &Programs::reg_mr_iova_entry,   &Programs::reg_mr_return},
     {"ibv_reg_mr_iova2",  &Programs::reg_mr_iova_entry,   &Programs::reg_mr_return},
     {"ibv_reg_dmabuf_mr", &Programs::reg_dmabuf_mr_entry, &Programs::reg_mr_return},
     {"ibv_reg_mr_ex",     &Programs::import_mr_entry,     &Programs::reg_mr_return},
     {"ibv_import_mr",     &Programs::import_mr_entry,     &Programs::reg_mr_return},
-    {"ibv_dereg_mr",      &Programs::dereg_mr_entry,      &Programs::dereg_mr_return},
-    {"ibv_rereg_mr",      &Programs::rereg_mr_entry,      &Programs::rereg_mr_return},
-    {"ibv_unimport_mr",   &Programs::unimport_mr_entry,   nullptr},
 };
 // clang-format on
 
@@ -184,12 +189,29 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
     return std::unexpected("cannot open the BPF object: " + Errno(errno));
   bpf_map__set_max_entries(probe->skel_->maps.regions, options.max_regions);
   bpf_map__set_max_entries(probe->skel_->maps.procs, options.max_processes);
+  bpf_map__set_max_entries(probe->skel_->maps.code_ranges, options.max_processes);
+  bpf_map__set_max_entries(probe->skel_->maps.stack_samples, options.stack_ring_bytes);
+  probe->skel_->rodata->stack_copy_bytes =
+      std::min<uint32_t>(options.stack_bytes, MR_STACK_COPY_MAX);
   if (const int err = mr_bpf__load(probe->skel_); err != 0) {
     return std::unexpected(
         "cannot load the BPF programs (root, BTF at "
         "/sys/kernel/btf/vmlinux and a kernel with uprobes are needed): " +
         Errno(err));
   }
+
+  // The ends of processes and images before any registration can be recorded: a process
+  // exiting while we attach must never leave its regions behind.
+  bpf_link* exit_link = bpf_program__attach(probe->skel_->progs.handle_exit);
+  if (exit_link == nullptr) {
+    return std::unexpected("cannot attach sched_process_exit: " + Errno(errno));
+  }
+  probe->links_.push_back(exit_link);
+  bpf_link* exec_link = bpf_program__attach(probe->skel_->progs.handle_exec);
+  if (exec_link == nullptr) {
+    return std::unexpected("cannot attach sched_process_exec: " + Errno(errno));
+  }
+  probe->links_.push_back(exec_link);
 
   // fentry/fexit on uverbs and ib_core when the kernel allows it: every program whatever its
   // libibverbs, and no trap. Else (or with --collector.mr.tracking=uprobes) uprobes on the
@@ -219,24 +241,23 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
                {"forwarders_skipped", std::to_string(attached->forwarders_skipped)}});
   }
 
-  bpf_link* exit_link = bpf_program__attach(probe->skel_->progs.handle_exit);
-  if (exit_link == nullptr) {
-    return std::unexpected("cannot attach sched_process_exit: " + Errno(errno));
-  }
-  probe->links_.push_back(exit_link);
-  bpf_link* exec_link = bpf_program__attach(probe->skel_->progs.handle_exec);
-  if (exec_link == nullptr) {
-    return std::unexpected("cannot attach sched_process_exec: " + Errno(errno));
-  }
-  probe->links_.push_back(exec_link);
   probe->exits_ = ring_buffer__new(bpf_map__fd(probe->skel_->maps.exits), &MrProbe::OnExit,
                                    probe.get(), nullptr);
   if (probe->exits_ == nullptr) return std::unexpected("cannot open the exit ring buffer");
+  probe->stack_ring_ = ring_buffer__new(bpf_map__fd(probe->skel_->maps.stack_samples),
+                                        &MrProbe::OnStackSample, probe.get(), nullptr);
+  if (probe->stack_ring_ == nullptr) return std::unexpected("cannot open the stack ring buffer");
+  probe->sites_ = std::make_unique<MrStackSites>(
+      MrStackSitesOptions{.max_bytes = options.stack_memory_bytes}, probe->procfs_,
+      bpf_map__fd(probe->skel_->maps.code_ranges), bpf_map__fd(probe->skel_->maps.sites_seen));
   return probe;
 }
 
 MrProbe::~MrProbe() {
+  stop_poller_ = true;
+  if (stack_poller_.joinable()) stack_poller_.join();
   if (exits_ != nullptr) ring_buffer__free(exits_);
+  if (stack_ring_ != nullptr) ring_buffer__free(stack_ring_);
   for (bpf_link* link : links_) bpf_link__destroy(link);
   if (skel_ != nullptr) mr_bpf__destroy(skel_);
 }
@@ -253,8 +274,35 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
   return 0;
 }
 
+// Started at the first collection, not at attach: serve drops its capabilities before any
+// thread starts (docs/security.md), and a thread keeps the set it was created with. It takes
+// samples in within ~0.2 s and unwinds them while their process runs, so an image's code
+// ranges reach the probes after its first registrations, not a scrape interval later: a
+// program registering thousands of regions at start-up then costs one copy per site.
+void MrProbe::StartStackPoller() {
+  stack_poller_ = std::thread([this] {
+    while (!stop_poller_.load()) {
+      // Only this thread consumes the ring from now on (libbpf's ring is not thread-safe).
+      if (ring_buffer__poll(stack_ring_, 200) < 0 && errno != EINTR) {
+        log::Warn("mr stacks: the ring buffer poll failed: samples are taken in no more",
+                  {{"err", Errno(errno)}});
+        return;
+      }
+      sites_->Process();
+    }
+  });
+}
+
+int MrProbe::OnStackSample(void* context, void* data, size_t size) {
+  static_cast<MrProbe*>(context)->sites_->Add(data, size);
+  return 0;
+}
+
 void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
+  std::vector<MrStackSites::Image> ended;
+  for (const Exited& image : exited) ended.emplace_back(image.tgid, image.exec_id, image.start_ns);
+  sites_->DropImages(ended);
   // The images that still held regions -> their comm, and whether an exec ended them.
   std::map<ProcId, std::pair<std::string, bool>> holders;
   for (const auto& [tgid, exec_id, start_ns, exit_comm, at_exec] : exited) {
@@ -343,10 +391,25 @@ bool MrProbe::ForEachRegion(
   }
 }
 
+std::optional<MrTrackedKeys> MrProbe::TrackedKeys() {
+  MrTrackedKeys keys{.kernel_path = kernel_ != nullptr};
+  const bool complete = ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
+    keys.lkeys.insert({key.tgid, region.lkey});
+    if (region.flags & MR_REGION_RESTRACK_ID) {
+      keys.restrack_ids.insert({region.device_index, region.restrack_id});
+    }
+    return true;
+  });
+  if (!complete) return std::nullopt;
+  return keys;
+}
+
 MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pid,
                                           const MrStacksLimits& limits) {
   // No lock: this only reads the maps, and Snapshot() (which deletes from them) must never
   // wait for a debug request. Entries deleted meanwhile are simply missing from the answer.
+  // The stack samples taken in (by the poller, or the last collection) are unwound first.
+  sites_->Process();
   const auto deadline = std::chrono::steady_clock::now() + limits.budget;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -367,7 +430,8 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
     if (proc.exec_ended) continue;  // an exec released its regions: not outstanding
     processes[{key.tgid, key.exec_id, key.start_ns}] = {.pid = key.tgid, .comm = CommOf(proc)};
   }
-  std::map<std::pair<ProcId, int32_t>, MrStack> by_site;
+  // By DWARF site when the registration's stack was captured, else by frame-pointer stack.
+  std::map<std::tuple<ProcId, uint64_t, int32_t>, MrStack> by_site;
   ForEachRegion([&](const mr_region_key& region_key, const mr_region& region) {
     if (report.regions_walked >= limits.max_regions) {
       report.truncated = true;
@@ -382,8 +446,9 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
     const ProcId owner{region_key.tgid, region_key.exec_id, region.proc_start_ns};
     const auto proc = processes.find(owner);
     if (proc == processes.end()) return true;
-    MrStack& site = by_site[{owner, region.stack_id}];
+    MrStack& site = by_site[{owner, region.site, region.site != 0 ? int32_t{-1} : region.stack_id}];
     site.stack_id = region.stack_id;
+    site.site = region.site;
     site.regions += 1;
     site.bytes += region.length;
     if (now_ns > region.registered_ns) {
@@ -394,23 +459,52 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
     return true;
   });
   for (auto& [site_key, site] : by_site) {
-    processes[site_key.first].stacks.push_back(site);
+    processes[std::get<0>(site_key)].stacks.push_back(site);
   }
 
   const int stacks_fd = bpf_map__fd(skel_->maps.stacks);
   for (auto& [proc_key, proc] : processes) {
     if (proc.outstanding_regions == 0) continue;
-    std::sort(proc.stacks.begin(), proc.stacks.end(),
-              [](const MrStack& a, const MrStack& b) { return a.bytes > b.bytes; });
-    if (proc.stacks.size() > top) proc.stacks.resize(top);
     for (MrStack& site : proc.stacks) {
+      if (site.site != 0) {
+        const auto unwound = sites_->Find(proc_key, site.site);
+        if (unwound && !unwound->pcs.empty()) {
+          site.addresses = unwound->pcs;
+          site.unwind = sys::MethodName(unwound->method);
+          site.unwind_stop = unwound->stop_reason;
+          continue;
+        }
+        // Not unwound (dropped at a bound, or still waiting): the frame-pointer stack.
+        site.unwind_stop = unwound ? unwound->stop_reason : "stack not unwound yet or dropped";
+      }
       uint64_t ips[MR_MAX_STACK_DEPTH] = {};
       if (site.stack_id < 0 || bpf_map_lookup_elem(stacks_fd, &site.stack_id, ips) != 0) continue;
       for (const uint64_t ip : ips) {
         if (ip == 0) break;
         site.addresses.push_back(ip);
       }
+      if (!site.addresses.empty()) site.unwind = "frame_pointer";
     }
+    // Sites sent before the image's code ranges were known are one sample each: the same
+    // call path then unwinds to the same stack, shown once.
+    std::map<std::pair<std::vector<uint64_t>, std::string>, MrStack> merged;
+    for (MrStack& site : proc.stacks) {
+      if (site.addresses.empty()) {
+        merged[{{}, "#" + std::to_string(site.stack_id) + "/" + std::to_string(site.site)}] =
+            std::move(site);
+        continue;
+      }
+      auto [it, inserted] = merged.try_emplace({site.addresses, site.unwind}, site);
+      if (inserted) continue;
+      it->second.regions += site.regions;
+      it->second.bytes += site.bytes;
+      it->second.oldest_age_ns = std::max(it->second.oldest_age_ns, site.oldest_age_ns);
+    }
+    proc.stacks.clear();
+    for (auto& [identity, site] : merged) proc.stacks.push_back(std::move(site));
+    std::sort(proc.stacks.begin(), proc.stacks.end(),
+              [](const MrStack& a, const MrStack& b) { return a.bytes > b.bytes; });
+    if (proc.stacks.size() > top) proc.stacks.resize(top);
     report.processes.push_back(std::move(proc));
   }
   std::sort(report.processes.begin(), report.processes.end(),
@@ -422,8 +516,16 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
 
 MrSnapshot MrProbe::Snapshot() {
   std::lock_guard lock(mutex_);
+  if (kernel_) kernel_->EndStartUpWhenDue(std::chrono::steady_clock::now());
   pending_exits_.clear();
   ring_buffer__consume(exits_);
+  // Stacks before the exits are handled: a process that exited takes its samples along.
+  // From the first collection on a thread takes them in as they come (StartStackPoller).
+  if (!stack_poller_.joinable()) {
+    ring_buffer__consume(stack_ring_);
+    sites_->Process();
+    StartStackPoller();
+  }
 
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;
@@ -496,6 +598,10 @@ MrSnapshot MrProbe::Snapshot() {
     snapshot.lost_processes = globals.lost_procs;
     snapshot.lost_exits = globals.lost_exits;
     snapshot.stale_calls = globals.stale_calls;
+    snapshot.stacks_dropped_ring = globals.lost_stack_samples;
+    snapshot.stacks_copy_failed = globals.stack_copy_failed;
+    snapshot.stack_samples = globals.stack_samples;
+    snapshot.stack_samples_deduplicated = globals.stack_samples_deduplicated;
   } else {
     snapshot.globals_known = false;
     log::Warn("cannot read the MR probes' globals map: rdma_mr_lost_total left out",
@@ -507,6 +613,13 @@ MrSnapshot MrProbe::Snapshot() {
     throw std::runtime_error(std::string("cannot walk the MR probes' process map: ") +
                              std::strerror(walk_errno));
   }
+  const MrStackSitesStats stacks = sites_->stats();
+  snapshot.stack_bytes = stacks.pending_bytes + stacks.unwound_bytes;
+  snapshot.stack_sites = stacks.sites;
+  snapshot.stacks_dropped_memory = stacks.dropped_memory;
+  snapshot.stacks_dropped_gone = stacks.dropped_gone;
+  snapshot.stacks_unwound = stacks.unwound;
+  snapshot.stack_unwind_seconds = static_cast<double>(stacks.unwind_ns) / 1e9;
   snapshot.released = released_;
   snapshot.released_at_exec = released_at_exec_;
   snapshot.histograms = retired_histograms_;

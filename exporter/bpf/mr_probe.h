@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <expected>
@@ -13,13 +14,16 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 #include <unordered_set>
 #include <vector>
 
 #include "bpf/mr_kernel_probe.h"
+#include "bpf/mr_stack_sites.h"
 #include "bpf/stack_gc.h"
 
 struct mr_bpf;
@@ -45,6 +49,13 @@ struct MrProbeOptions {
   // Per-process series keyed by comm only (pid dropped): bounds cardinality on hosts with
   // many short-lived RDMA processes.
   bool aggregate_by_comm = false;
+  // User stack bytes copied at each registration for DWARF unwinding (0: frame pointers
+  // only), at most MR_STACK_COPY_MAX (probes/mr.h).
+  uint32_t stack_bytes = 16384;
+  // Memory for stack copies waiting to be unwound and unwound call sites.
+  uint64_t stack_memory_bytes = 64ULL << 20;
+  // The ring buffer carrying the copies to user space (a power of two).
+  uint32_t stack_ring_bytes = 4U << 20;
 };
 
 // Prometheus-style durations: "90s", "10m", "1h30m", "250ms", "2d". nullopt if malformed.
@@ -98,6 +109,11 @@ struct MrReleasedAtExit {
 
 struct MrStack {
   int32_t stack_id = -1;
+  uint64_t site = 0;  // the DWARF-unwound site (mr_region.site), 0 for a frame-pointer stack
+  // How `addresses` were found: "dwarf", "frame_pointer" (the BPF walk, or the unwinder's
+  // rbp fallback), "" when there is no stack. unwind_stop: why a walk stopped early.
+  std::string unwind;
+  std::string unwind_stop;
   uint64_t regions = 0;
   uint64_t bytes = 0;
   uint64_t oldest_age_ns = 0;
@@ -126,9 +142,28 @@ struct MrSnapshot {
   uint64_t lost_processes = 0;
   uint64_t lost_exits = 0;
   uint64_t stale_calls = 0;  // call records whose return was never seen
+  // User stacks for DWARF unwinding (mr_stack_sites.h).
+  uint64_t stack_bytes = 0;                 // copies waiting plus unwound sites
+  uint64_t stack_sites = 0;                 // unwound sites kept
+  uint64_t stacks_dropped_ring = 0;         // the ring buffer was full (BPF side)
+  uint64_t stacks_dropped_memory = 0;       // the memory bound was reached
+  uint64_t stacks_dropped_gone = 0;         // the process exited before its stack was unwound
+  uint64_t stacks_copy_failed = 0;          // the user stack could not be read
+  uint64_t stack_samples = 0;               // stacks sent by the probes
+  uint64_t stack_samples_deduplicated = 0;  // registrations of a site sent before
+  uint64_t stacks_unwound = 0;
+  double stack_unwind_seconds = 0;
   // false: the probes' globals map could not be read; the four counters above are unknown
   // (their series are left out, never served as 0).
   bool globals_known = true;
+};
+
+// The regions the probes track, by the keys a restrack dump lists them by
+// (collectors/mr_restrack.h: telling a region seeded from restrack from one they counted).
+struct MrTrackedKeys {
+  bool kernel_path = false;
+  std::set<std::pair<uint32_t, uint32_t>> restrack_ids;  // (device index, MRN): kernel path
+  std::set<std::pair<uint32_t, uint32_t>> lkeys;         // (tgid, lkey): both paths
 };
 
 // Bounds of one /debug/mr/stacks walk: it must stay cheap whatever the host holds.
@@ -156,6 +191,8 @@ class MrProbe {
   // True when the kernel path (fentry/fexit on uverbs/ib_core) feeds the maps, not uprobes.
   bool kernel_path() const { return kernel_ != nullptr; }
   MrSnapshot Snapshot();
+  // One walk of the regions map; nullopt if it could not be read to its end.
+  std::optional<MrTrackedKeys> TrackedKeys();
   // Call sites of outstanding regions, per live process (all, or one pid), top `top` by bytes.
   // Reads the maps without the scrape lock (scrapes never wait for it), within `limits`.
   MrStacksReport OutstandingStacks(size_t top, std::optional<uint32_t> pid,
@@ -195,6 +232,7 @@ class MrProbe {
   // Stack ids of regions in calls in progress (both paths). False if a map is unreadable.
   bool AddInFlightStackIds(std::unordered_set<uint32_t>& ids);
   static int OnExit(void* context, void* data, size_t size);
+  static int OnStackSample(void* context, void* data, size_t size);
 
   // Tries the kernel path as options.tracking asks (defined in mr_kernel_probe.cc): an error
   // only when it was required; kernel_ stays null when uprobes must be attached instead.
@@ -203,11 +241,17 @@ class MrProbe {
   mr_bpf* skel_ = nullptr;
   std::unique_ptr<MrKernelProbe> kernel_;
   ring_buffer* exits_ = nullptr;
+  ring_buffer* stack_ring_ = nullptr;  // consumed under mutex_ (libbpf's ring is not thread-safe)
+  std::unique_ptr<MrStackSites> sites_;
   std::vector<bpf_link*> links_;
   std::filesystem::path procfs_;
   uint64_t ns_per_tick_ = 10000000;
   uint64_t leak_age_ns_ = 0;
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
+  // Takes the stack samples in as they come, from the first collection on.
+  std::thread stack_poller_;
+  std::atomic<bool> stop_poller_{false};
+  void StartStackPoller();
   std::map<std::string, MrReleasedAtExit> released_;
   std::map<std::string, MrReleasedAtExit> released_at_exec_;
   std::vector<Exited> pending_exits_;                       // filled by OnExit

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <set>
 #include <string>
 
 #include "bpf/mr_probe.h"
@@ -97,12 +98,16 @@ void MrProbe::CollectUnusedStacks(bool ended) {
   // map (a failed deregistration) between the two reads may be missed by this walk, never by
   // two walks in a row unless it moves at both.
   std::unordered_set<uint32_t> referenced;
-  const bool regions_read = AddInFlightStackIds(referenced) &&
-                            ForEachRegion([&](const mr_region_key&, const mr_region& region) {
-                              if (region.stack_id >= 0)
-                                referenced.insert(static_cast<uint32_t>(region.stack_id));
-                              return true;
-                            });
+  std::set<MrStackSites::SiteKey> sites;  // the DWARF sites regions refer to
+  const bool regions_read =
+      AddInFlightStackIds(referenced) &&
+      ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
+        if (region.stack_id >= 0) referenced.insert(static_cast<uint32_t>(region.stack_id));
+        if (region.site != 0) {
+          sites.insert({{key.tgid, key.exec_id, region.proc_start_ns}, region.site});
+        }
+        return true;
+      });
   if (!regions_read) {  // ids may be missing: deleting now could take a live region's stack
     log::Warn("mr stacks cleanup skipped: the in-flight calls or the regions could not be read");
     stack_gc_.Abandon(now, StackGc::Clock::now() - now);
@@ -125,6 +130,7 @@ void MrProbe::CollectUnusedStacks(bool ended) {
     previous = &id;
     present.push_back(id);
   }
+  sites_->Collect(sites);
   size_t deleted = 0;
   const auto doomed_ids = stack_gc_.Decide(now, present, referenced, StackGc::Clock::now() - now);
   for (const uint32_t doomed : doomed_ids) {

@@ -82,8 +82,9 @@ std::expected<UprobeAttachment, std::string> AttachUprobes(const std::string& ta
   };
   std::vector<Site> sites;
   std::set<uint64_t> seen_offsets;  // aliases share an address: attach once
-  for (const sys::FunctionSymbol& symbol : *symbols) {
-    for (const UprobeEntryPoint& entry : table) {
+  // In the table's order (the caller's: the MR probe attaches the ends of regions first).
+  for (const UprobeEntryPoint& entry : table) {
+    for (const sys::FunctionSymbol& symbol : *symbols) {
       if (symbol.name != entry.symbol) continue;
       if (default_versions_only && !symbol.default_version) continue;
       if (probed_names.contains(symbol.forwards_to)) {

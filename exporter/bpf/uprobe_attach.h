@@ -33,7 +33,8 @@ struct UprobeAttachment {
 // Attaches the table to `target` (a library or a statically linked program), appending the
 // links. With default_versions_only, only "@@" (and unversioned) symbols are probed: for
 // entry points whose old-ABI wrappers call the current version, as libibverbs' IBVERBS_1.0
-// compatibility layer does. Fails if no symbol of the table is found.
+// compatibility layer does. Fails if no symbol of the table is found. Every return probe is
+// attached before any entry probe, each set in the table's order.
 std::expected<UprobeAttachment, std::string> AttachUprobes(const std::string& target,
                                                            std::span<const UprobeEntryPoint> table,
                                                            bool default_versions_only,

@@ -143,11 +143,15 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
   size_t shown = 0;
   for (const profile::RegistrationStack& stack : data.stacks) {
     if (stack.outstanding_regions == 0 || shown++ == 3) break;
-    // The registering code: the innermost named frame outside libibverbs (the probe records
-    // from its entry point, so it is usually the first).
+    // The registering code: the innermost named frame outside the RDMA stack. The uprobes'
+    // stacks start at the caller of ibv_reg_mr; the kernel path's in the system call (libc's
+    // ioctl, then libibverbs and its provider).
     std::string where = "??";
     for (const profile::Frame& frame : stack.frames) {
-      if (frame.function != "??" && !frame.function.starts_with("ibv_")) {
+      const bool rdma_stack =
+          frame.function.starts_with("ibv_") || frame.module.starts_with("libibverbs.so") ||
+          frame.module.find("-rdmav") != std::string::npos || frame.module.starts_with("libc.so");
+      if (frame.function != "??" && !rdma_stack) {
         where = frame.function + " (" + frame.module + ")";
         break;
       }

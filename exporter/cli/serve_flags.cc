@@ -360,6 +360,20 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(1U, 1U << 22))
       ->group("Collector mr");
   serve
+      .add_option("--collector.mr.stack-bytes", config.mr.stack_bytes,
+                  "Bytes of user stack copied at each registration for DWARF unwinding of its "
+                  "call site (as perf --call-graph dwarf; 0: frame pointers only)")
+      ->capture_default_str()
+      ->check(CLI::Range(0U, 16384U))
+      ->group("Collector mr");
+  serve
+      .add_option("--collector.mr.stack-memory-bytes", config.mr.stack_memory_bytes,
+                  "Memory for stack copies waiting to be unwound and for unwound call sites; "
+                  "stacks past it are counted in rdmascope_mr_stacks_dropped_total")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 34))
+      ->group("Collector mr");
+  serve
       .add_option("--collector.verbs.max-queues", config.verbs.probe.max_queues,
                   "CQs and QPs tracked at most, each (BPF map sizes; SRQs: a quarter); more are "
                   "counted in rdma_verbs_lost_total{reason=\"objects\"}")

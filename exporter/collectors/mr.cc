@@ -52,6 +52,33 @@ constexpr MetricDesc kImplicitOdp{
     "Outstanding implicit ODP registrations (length SIZE_MAX, whole address space on demand): "
     "counted in rdma_mr_outstanding_regions, not in the byte figures.",
     MetricType::Gauge};
+constexpr MetricDesc kStackBytes{
+    "rdmascope_mr_stack_bytes",
+    "Memory held for the call sites of registrations: user stack copies waiting to be "
+    "unwound and the unwound sites of outstanding regions (bounded by "
+    "--collector.mr.stack-memory-bytes).",
+    MetricType::Gauge};
+constexpr MetricDesc kStackSites{
+    "rdmascope_mr_stack_sites",
+    "Unwound call sites kept (one per distinct registering stack with outstanding regions).",
+    MetricType::Gauge};
+constexpr MetricDesc kStacksDropped{
+    "rdmascope_mr_stacks_dropped_total",
+    "Registration stacks not unwound, by reason (ring_full: the BPF ring buffer was full; "
+    "memory_bound: --collector.mr.stack-memory-bytes reached; process_gone: the process "
+    "exited first; copy_failed: the user stack could not be read). Their regions show the "
+    "frame-pointer stack.",
+    MetricType::Counter};
+constexpr MetricDesc kStackSamples{
+    "rdmascope_mr_stack_samples_total",
+    "Registrations whose user stack was captured, by result (sent: copied to user space; "
+    "deduplicated: a site sent before, no copy).",
+    MetricType::Counter};
+constexpr MetricDesc kStackUnwindSeconds{"rdmascope_mr_stack_unwind_seconds_total",
+                                         "Time spent unwinding registration stacks with DWARF CFI.",
+                                         MetricType::Counter};
+constexpr MetricDesc kStacksUnwound{"rdmascope_mr_stacks_unwound_total",
+                                    "Registration stacks unwound.", MetricType::Counter};
 constexpr MetricDesc kLost{
     "rdma_mr_lost_total",
     "Events not tracked, by reason (regions: --collector.mr.max-regions full; "
@@ -217,6 +244,25 @@ std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
   return out;
 }
 
+// The DWARF call sites' memory and counters (bpf/mr_stack_sites.h).
+void MapStackFigures(const MrSnapshot& snapshot, MetricSet& out) {
+  out.Add(kStackBytes, {}, static_cast<double>(snapshot.stack_bytes));
+  out.Add(kStackSites, {}, static_cast<double>(snapshot.stack_sites));
+  out.Add(kStacksDropped, {{"reason", "ring_full"}},
+          static_cast<double>(snapshot.stacks_dropped_ring));
+  out.Add(kStacksDropped, {{"reason", "memory_bound"}},
+          static_cast<double>(snapshot.stacks_dropped_memory));
+  out.Add(kStacksDropped, {{"reason", "process_gone"}},
+          static_cast<double>(snapshot.stacks_dropped_gone));
+  out.Add(kStacksDropped, {{"reason", "copy_failed"}},
+          static_cast<double>(snapshot.stacks_copy_failed));
+  out.Add(kStackSamples, {{"result", "sent"}}, static_cast<double>(snapshot.stack_samples));
+  out.Add(kStackSamples, {{"result", "deduplicated"}},
+          static_cast<double>(snapshot.stack_samples_deduplicated));
+  out.Add(kStackUnwindSeconds, {}, snapshot.stack_unwind_seconds);
+  out.Add(kStacksUnwound, {}, static_cast<double>(snapshot.stacks_unwound));
+}
+
 void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
   uint64_t lost_regions = 0;
   const std::vector<MrProcess> processes =
@@ -291,6 +337,7 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
   out.Add(kLost, {{"reason", "calls"}}, static_cast<double>(snapshot.lost_calls));
   out.Add(kLost, {{"reason", "exit_events"}}, static_cast<double>(snapshot.lost_exits));
   out.Add(kLost, {{"reason", "unseen_returns"}}, static_cast<double>(snapshot.stale_calls));
+  MapStackFigures(snapshot, out);
 }
 
 MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
@@ -311,11 +358,14 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
           "the exporter started are not counted");
     }
   }
-  seed_ = std::make_unique<MrSeedTracker>(std::move(restrack), options.leak_age_ns);
-  // Before the probes attach: a region the dump lists was registered before they could see
-  // it, so it is never counted twice. One registered while they attach is in neither.
-  seed_->Seed(std::chrono::steady_clock::now());
+  seed_ = std::make_unique<MrSeedTracker>(
+      std::move(restrack), options.leak_age_ns,
+      [procfs = procfs_](uint32_t pid) { return ThreadGroupOf(procfs, pid).value_or(pid); });
+  // Around the attach (mr_restrack.h): what both dumps list was registered before any probe
+  // could count it; what only the second lists is checked against the probes.
+  seed_->BeforeAttach();
   auto probe = MrProbe::Attach(options, std::move(procfs));
+  seed_->AfterAttach(std::chrono::steady_clock::now());
   if (probe) {
     probe_ = std::move(*probe);
   } else {
@@ -345,7 +395,9 @@ CollectResult MrCollector::Collect(MetricSet& out) const {
   const auto comm_of = [this](uint32_t pid) {
     return sysfs::ReadAttribute(procfs_ / std::to_string(pid) / "comm").value_or("");
   };
-  const size_t seeded = seed_->Apply(std::chrono::steady_clock::now(), comm_of, snapshot);
+  const size_t seeded = seed_->Apply(
+      std::chrono::steady_clock::now(), comm_of, [this] { return probe_->TrackedKeys(); },
+      snapshot);
   MapMrSnapshot(snapshot, out, by_comm_);
   std::vector<uint32_t> registrants;
   for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
@@ -421,10 +473,16 @@ std::string MrCollector::StacksJson(std::string_view query) const {
         report.truncated = true;
         report.truncated_reason = "frames not symbolised: time or frame budget spent";
       }
-      stacks.push_back({{"outstanding_regions", site.regions},
-                        {"outstanding_bytes", site.bytes},
-                        {"oldest_age_seconds", static_cast<double>(site.oldest_age_ns) / 1e9},
-                        {"frames", frames}});
+      nlohmann::json stack = {
+          {"outstanding_regions", site.regions},
+          {"outstanding_bytes", site.bytes},
+          {"oldest_age_seconds", static_cast<double>(site.oldest_age_ns) / 1e9},
+          // How the frames were found: "dwarf" (CFI over the captured stack copy) or
+          // "frame_pointer" (the BPF walk, or the unwinder's fallback); "" without a stack.
+          {"unwind", site.unwind},
+          {"frames", frames}};
+      if (!site.unwind_stop.empty()) stack["unwind_stop"] = site.unwind_stop;
+      stacks.push_back(std::move(stack));
     }
     processes.push_back({{"pid", proc.pid},
                          {"comm", proc.comm},

@@ -1,11 +1,13 @@
 #include "collectors/mr_restrack.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <iterator>
 #include <stdexcept>
 
 #include "core/log.h"
+#include "core/sysfs.h"
 
 namespace rdmascope {
 namespace {
@@ -32,15 +34,67 @@ std::expected<std::vector<sys::RdmaDeviceResources>, int> NetlinkMrSource::Read(
   return netlink->DumpAll(0, kMrOnly);
 }
 
-RestrackMrSeed::RestrackMrSeed(const std::vector<RdmaDeviceResources>& before_attach) {
+namespace {
+
+bool IsUserMr(const RdmaResourceEntry& entry) {
+  return entry.kind == RdmaResourceKind::kMr && entry.pid && entry.id && entry.mr_length;
+}
+
+}  // namespace
+
+void RestrackMrSeed::Add(const RdmaDeviceResources& device, const RdmaResourceEntry& entry,
+                         bool window, const TgidOf& tgid_of) {
+  const uint32_t pid = *entry.pid;
+  regions_[{device.index, *entry.id}] = {.pid = pid,
+                                         .tgid = tgid_of ? tgid_of(pid) : pid,
+                                         .length = *entry.mr_length,
+                                         .window = window,
+                                         .lkey = entry.mr_lkey};
+}
+
+RestrackMrSeed::RestrackMrSeed(const std::vector<RdmaDeviceResources>& before_attach,
+                               const TgidOf& tgid_of) {
   for (const RdmaDeviceResources& device : before_attach) {
     for (const RdmaResourceEntry& entry : device.entries) {
-      if (entry.kind != RdmaResourceKind::kMr || !entry.pid || !entry.id || !entry.mr_length) {
-        continue;
-      }
-      regions_[{device.index, *entry.id}] = {*entry.pid, *entry.mr_length};
+      if (IsUserMr(entry)) Add(device, entry, /*window=*/false, tgid_of);
     }
   }
+}
+
+RestrackMrSeed::RestrackMrSeed(const std::vector<RdmaDeviceResources>& before_attach,
+                               const std::vector<RdmaDeviceResources>& after_attach,
+                               const TgidOf& tgid_of) {
+  std::map<RestrackMrKey, uint32_t> before;  // -> owner pid
+  for (const RdmaDeviceResources& device : before_attach) {
+    for (const RdmaResourceEntry& entry : device.entries) {
+      if (IsUserMr(entry)) before[{device.index, *entry.id}] = *entry.pid;
+    }
+  }
+  for (const RdmaDeviceResources& device : after_attach) {
+    for (const RdmaResourceEntry& entry : device.entries) {
+      if (!IsUserMr(entry)) continue;
+      const auto was = before.find({device.index, *entry.id});
+      Add(device, entry, was == before.end() || was->second != *entry.pid, tgid_of);
+    }
+  }
+}
+
+size_t RestrackMrSeed::DropTracked(const MrTrackedKeys& tracked) {
+  return std::erase_if(regions_, [&](const auto& item) {
+    const auto& [key, region] = item;
+    if (!region.window) return false;
+    if (tracked.kernel_path) return tracked.restrack_ids.contains({key.device_index, key.mrn});
+    return !region.lkey || tracked.lkeys.contains({region.tgid, *region.lkey});
+  });
+}
+
+void RestrackMrSeed::SettleWindow() {
+  for (auto& [key, region] : regions_) region.window = false;
+}
+
+size_t RestrackMrSeed::window_size() const {
+  return static_cast<size_t>(
+      std::ranges::count_if(regions_, [](const auto& item) { return item.second.window; }));
 }
 
 RestrackMrSeed::Follow RestrackMrSeed::FollowDump(const std::vector<RdmaDeviceResources>& later) {
@@ -80,8 +134,8 @@ RestrackMrSeed::Follow RestrackMrSeed::FollowDump(const std::vector<RdmaDeviceRe
 std::vector<SeededProcess> RestrackMrSeed::ByProcess() const {
   std::map<uint32_t, SeededProcess> by_pid;
   for (const auto& [key, region] : regions_) {
-    SeededProcess& proc = by_pid[region.pid];
-    proc.pid = region.pid;
+    SeededProcess& proc = by_pid[region.tgid];
+    proc.pid = region.tgid;
     ++proc.regions;
     if (region.length == kImplicitOdpLength) {
       ++proc.implicit_odp;
@@ -92,6 +146,21 @@ std::vector<SeededProcess> RestrackMrSeed::ByProcess() const {
   std::vector<SeededProcess> out;
   for (const auto& [pid, proc] : by_pid) out.push_back(proc);
   return out;
+}
+
+std::optional<uint32_t> ThreadGroupOf(const std::filesystem::path& procfs, uint32_t pid) {
+  const auto status = sysfs::ReadFile(procfs / std::to_string(pid) / "status", 8192);
+  if (!status) return std::nullopt;
+  const std::string_view text = *status;
+  constexpr std::string_view kField = "\nTgid:";
+  const size_t at = text.find(kField);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = text.substr(at + kField.size());
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  uint32_t tgid = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), tgid);
+  if (ec != std::errc{} || end == rest.data() || tgid == 0) return std::nullopt;
+  return tgid;
 }
 
 void AddSeeded(const std::vector<SeededProcess>& seeded, bool seeded_are_leak_suspects,
@@ -115,10 +184,19 @@ void AddSeeded(const std::vector<SeededProcess>& seeded, bool seeded_are_leak_su
   std::ranges::stable_sort(snapshot.processes, {}, &MrProcess::pid);
 }
 
-MrSeedTracker::MrSeedTracker(std::unique_ptr<ResourceSource> source, uint64_t leak_age_ns)
-    : source_(std::move(source)), leak_age_ns_(leak_age_ns) {}
+MrSeedTracker::MrSeedTracker(std::unique_ptr<ResourceSource> source, uint64_t leak_age_ns,
+                             RestrackMrSeed::TgidOf tgid_of)
+    : source_(std::move(source)), leak_age_ns_(leak_age_ns), tgid_of_(std::move(tgid_of)) {}
 
-void MrSeedTracker::Seed(std::chrono::steady_clock::time_point now) {
+void MrSeedTracker::BeforeAttach() {
+  if (!source_) return;
+  auto devices = source_->Read();
+  const std::lock_guard lock(mutex_);
+  // Without it every region of the second dump is the window's: checked against the probes.
+  if (devices) before_attach_ = std::move(*devices);
+}
+
+void MrSeedTracker::AfterAttach(std::chrono::steady_clock::time_point now) {
   if (!source_) return;
   const auto devices = source_->Read();
   if (!devices) {
@@ -130,16 +208,21 @@ void MrSeedTracker::Seed(std::chrono::steady_clock::time_point now) {
     return;
   }
   const std::lock_guard lock(mutex_);
-  seed_ = RestrackMrSeed(*devices);
+  seed_ = RestrackMrSeed(before_attach_.value_or(std::vector<sys::RdmaDeviceResources>{}), *devices,
+                         tgid_of_);
+  before_attach_.reset();
   seeded_at_ = now;
+  window_open_ = seed_.window_size() > 0;
   const auto processes = seed_.ByProcess();
-  log::Info(
-      "memory regions registered before the exporter started, from restrack",
-      {{"regions", std::to_string(seed_.size())}, {"processes", std::to_string(processes.size())}});
+  log::Info("memory regions registered before the exporter started, from restrack",
+            {{"regions", std::to_string(seed_.size())},
+             {"processes", std::to_string(processes.size())},
+             {"registered_while_attaching", std::to_string(seed_.window_size())}});
 }
 
 size_t MrSeedTracker::Apply(std::chrono::steady_clock::time_point now,
                             const std::function<std::string(uint32_t)>& comm_of,
+                            const std::function<std::optional<MrTrackedKeys>()>& tracked,
                             MrSnapshot& snapshot) {
   const std::lock_guard lock(mutex_);
   if (seed_.empty()) return 0;
@@ -155,6 +238,20 @@ size_t MrSeedTracker::Apply(std::chrono::steady_clock::time_point now,
     throw std::runtime_error(
         "restrack could not list the MRs of a device: the regions registered before the "
         "exporter started cannot be followed this scrape");
+  }
+  if (window_open_) {
+    // After the dump: a region it still lists and the probes track now is theirs.
+    const std::optional<MrTrackedKeys> keys = tracked();
+    if (!keys) {
+      throw std::runtime_error(
+          "cannot read the regions the MR probes track: the regions registered while they "
+          "attached cannot be told apart this scrape");
+    }
+    seed_.DropTracked(*keys);
+    if (now - seeded_at_ >= kWindowGrace) {
+      seed_.SettleWindow();
+      window_open_ = false;
+    }
   }
   if (follow.dropped > 0 && seed_.empty()) {
     log::Info("every memory region registered before the exporter started is gone");

@@ -155,6 +155,9 @@ int OnEntryAttribute(const nlattr* attr, void* data) {
     case RDMA_NLDEV_ATTR_RES_MRLEN:
       out.mr_length = U64(attr);
       break;
+    case RDMA_NLDEV_ATTR_RES_LKEY:
+      out.mr_lkey = U32(attr);
+      break;
     case RDMA_NLDEV_ATTR_RES_TYPE:
       out.qp_type = U8(attr);
       break;

@@ -8,6 +8,7 @@
 #include <libmnl/libmnl.h>
 #include <rdma/rdma_netlink.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -223,58 +224,175 @@ class ScriptedSource : public ResourceSource {
   mutable size_t next_ = 0;
 };
 
+// The probes' regions while the window is checked: none of the window's.
+std::optional<MrTrackedKeys> NothingTracked() { return MrTrackedKeys{.kernel_path = true}; }
+
 TEST(MrRestrack, TrackerFollowsEachScrapeAndStopsDumpingOnceEmpty) {
   std::vector<RdmaDeviceResources> gone = Dump("trainer_exiting_mrn_wrapped");
-  auto source = std::make_unique<ScriptedSource>(std::vector<ScriptedSource::Answer>{
-      Dump("before_attach"), Dump("after_dereg"), std::unexpected(EAGAIN), gone});
+  auto source = std::make_unique<ScriptedSource>(
+      std::vector<ScriptedSource::Answer>{Dump("before_attach"), Dump("before_attach"),
+                                          Dump("after_dereg"), std::unexpected(EAGAIN), gone});
   const ScriptedSource& script = *source;
   MrSeedTracker tracker(std::move(source), 600ULL * 1000000000ULL);
   const auto start = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-  tracker.Seed(start);
+  tracker.BeforeAttach();
+  tracker.AfterAttach(start);
+  size_t walks = 0;
+  const auto tracked = [&] {
+    ++walks;
+    return NothingTracked();
+  };
 
   MrSnapshot first = ProbeSnapshot();
-  EXPECT_EQ(tracker.Apply(start + std::chrono::seconds(10), CommOf, first), 4U);
+  EXPECT_EQ(tracker.Apply(start + std::chrono::seconds(10), CommOf, tracked, first), 4U);
   EXPECT_EQ(first.processes[0].outstanding_regions, 4);
   EXPECT_EQ(first.processes[0].leak_suspect_regions, 0U);
 
   // A failed dump: the scrape fails rather than report figures nobody can vouch for.
   MrSnapshot second = ProbeSnapshot();
-  EXPECT_THROW(tracker.Apply(start + std::chrono::minutes(11), CommOf, second), std::runtime_error);
+  EXPECT_THROW(tracker.Apply(start + std::chrono::minutes(11), CommOf, tracked, second),
+               std::runtime_error);
 
   MrSnapshot third = ProbeSnapshot();
-  EXPECT_EQ(tracker.Apply(start + std::chrono::minutes(12), CommOf, third), 0U);
+  EXPECT_EQ(tracker.Apply(start + std::chrono::minutes(12), CommOf, tracked, third), 0U);
   EXPECT_EQ(third.processes.size(), 2U) << "nothing seeded is left";
   EXPECT_EQ(third.processes[0].outstanding_regions, 1);
-  EXPECT_EQ(script.reads, 4U);
+  EXPECT_EQ(script.reads, 5U);
 
   MrSnapshot fourth = ProbeSnapshot();
-  EXPECT_EQ(tracker.Apply(start + std::chrono::minutes(13), CommOf, fourth), 0U);
-  EXPECT_EQ(script.reads, 4U) << "no dump once every seeded region is gone";
+  EXPECT_EQ(tracker.Apply(start + std::chrono::minutes(13), CommOf, tracked, fourth), 0U);
+  EXPECT_EQ(script.reads, 5U) << "no dump once every seeded region is gone";
+  EXPECT_EQ(walks, 0U) << "both dumps list the same regions: no window, no walk of the probes";
 }
 
 TEST(MrRestrack, TrackerCountsLeakSuspectsAfterTheLeakAge) {
-  auto source = std::make_unique<ScriptedSource>(
-      std::vector<ScriptedSource::Answer>{Dump("before_attach"), Dump("before_attach")});
+  auto source = std::make_unique<ScriptedSource>(std::vector<ScriptedSource::Answer>{
+      Dump("before_attach"), Dump("before_attach"), Dump("before_attach")});
   MrSeedTracker tracker(std::move(source), 600ULL * 1000000000ULL);
   const auto start = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
-  tracker.Seed(start);
+  tracker.BeforeAttach();
+  tracker.AfterAttach(start);
   MrSnapshot snapshot = ProbeSnapshot();
-  tracker.Apply(start + std::chrono::minutes(10), CommOf, snapshot);
+  tracker.Apply(start + std::chrono::minutes(10), CommOf, NothingTracked, snapshot);
   EXPECT_EQ(snapshot.processes[0].leak_suspect_regions, 4U);
 }
 
 TEST(MrRestrack, NoRestrackNoSeed) {
-  auto source = std::make_unique<ScriptedSource>(
-      std::vector<ScriptedSource::Answer>{std::unexpected(EPROTONOSUPPORT)});
+  auto source = std::make_unique<ScriptedSource>(std::vector<ScriptedSource::Answer>{
+      std::unexpected(EPROTONOSUPPORT), std::unexpected(EPROTONOSUPPORT)});
   MrSeedTracker tracker(std::move(source), 0);
-  tracker.Seed(std::chrono::steady_clock::now());
+  tracker.BeforeAttach();
+  tracker.AfterAttach(std::chrono::steady_clock::now());
   MrSnapshot snapshot = ProbeSnapshot();
-  EXPECT_EQ(tracker.Apply(std::chrono::steady_clock::now(), CommOf, snapshot), 0U);
+  EXPECT_EQ(tracker.Apply(std::chrono::steady_clock::now(), CommOf, NothingTracked, snapshot), 0U);
   EXPECT_EQ(snapshot.processes[0].outstanding_regions, 1);
 
   MrSeedTracker without(nullptr, 0);
-  without.Seed(std::chrono::steady_clock::now());
-  EXPECT_EQ(without.Apply(std::chrono::steady_clock::now(), CommOf, snapshot), 0U);
+  without.BeforeAttach();
+  without.AfterAttach(std::chrono::steady_clock::now());
+  EXPECT_EQ(without.Apply(std::chrono::steady_clock::now(), CommOf, NothingTracked, snapshot), 0U);
+}
+
+// --- registrations while the probes attach (issue 27): the window between the two dumps ---
+
+// Thread 4243 of the trainer registered mrn 9.
+uint32_t TgidOf(uint32_t pid) { return pid == 4243 ? 4242 : pid; }
+
+TEST(MrRestrackWindow, RegionsOnlyTheSecondDumpListsAreTheWindowsAndBelongToTheirProcess) {
+  const RestrackMrSeed seed(Dump("before_attach"), Dump("after_attach"), TgidOf);
+  EXPECT_EQ(seed.size(), 7U);
+  EXPECT_EQ(seed.window_size(), 2U);
+  const auto by_pid = ByPid(seed);
+  EXPECT_FALSE(by_pid.contains(4243)) << "a thread's registration counts for its process";
+  EXPECT_EQ(by_pid.at(4242).regions, 6);
+  EXPECT_EQ(by_pid.at(4242).bytes, kTrainerBytes + 8192 + 16384);
+}
+
+TEST(MrRestrackWindow, TheKernelPathTellsItsOwnRegionsByMrn) {
+  RestrackMrSeed seed(Dump("before_attach"), Dump("after_attach"), TgidOf);
+  // The probes recorded mrn 8 (its handler's entry came after the attach), and carry mrn 1
+  // on another device index: not rxe0's mrn 1, which is the seed's.
+  const MrTrackedKeys tracked{.kernel_path = true, .restrack_ids = {{1, 8}, {2, 1}}};
+  EXPECT_EQ(seed.DropTracked(tracked), 1U);
+  EXPECT_EQ(ByPid(seed).at(4242).regions, 5);
+  EXPECT_EQ(seed.window_size(), 1U);
+  seed.SettleWindow();
+  EXPECT_EQ(seed.window_size(), 0U);
+  // Settled: a later match (an MRN the allocator handed out again after wrapping) changes
+  // nothing.
+  EXPECT_EQ(seed.DropTracked({.kernel_path = true, .restrack_ids = {{1, 9}}}), 0U);
+  EXPECT_EQ(seed.size(), 6U);
+}
+
+TEST(MrRestrackWindow, UprobesTellTheirsByProcessAndLkey) {
+  RestrackMrSeed seed(Dump("before_attach"), Dump("after_attach"), TgidOf);
+  // mrn 9's lkey under its process (restrack lists the thread): the probes counted it.
+  EXPECT_EQ(seed.DropTracked({.lkeys = {{4242, 2306}, {5151, 2049}}}), 1U);
+  const auto by_pid = ByPid(seed);
+  EXPECT_EQ(by_pid.at(4242).regions, 5);
+  EXPECT_EQ(by_pid.at(4242).bytes, kTrainerBytes + 8192) << "mrn 8 is not theirs: seeded";
+}
+
+TEST(MrRestrackWindow, UprobesDropWindowRegionsWithoutAnLkey) {
+  std::vector<RdmaDeviceResources> after = Dump("after_attach");
+  for (RdmaDeviceResources& device : after) {
+    for (sys::RdmaResourceEntry& entry : device.entries) entry.mr_lkey.reset();
+  }
+  RestrackMrSeed seed(Dump("before_attach"), after, TgidOf);
+  // Without CAP_NET_ADMIN no lkey: counted by the probes or not cannot be told, so the
+  // window's regions are left out rather than perhaps counted twice.
+  EXPECT_EQ(seed.DropTracked({}), 2U);
+  EXPECT_EQ(ByPid(seed).at(4242).regions, 4);
+}
+
+TEST(MrRestrackWindow, TrackerChecksTheWindowAtEachScrapeUntilTheGraceEnds) {
+  auto source = std::make_unique<ScriptedSource>(std::vector<ScriptedSource::Answer>{
+      Dump("before_attach"), Dump("after_attach"), Dump("after_attach"), Dump("after_attach"),
+      Dump("after_attach"), Dump("after_attach"), Dump("after_attach")});
+  MrSeedTracker tracker(std::move(source), 0, TgidOf);
+  const auto start = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  tracker.BeforeAttach();
+  tracker.AfterAttach(start);
+  MrTrackedKeys keys{.kernel_path = true};
+  size_t walks = 0;
+  const auto tracked = [&]() -> std::optional<MrTrackedKeys> {
+    ++walks;
+    return keys;
+  };
+  MrSnapshot first;
+  EXPECT_EQ(tracker.Apply(start + std::chrono::seconds(1), CommOf, tracked, first), 7U);
+  // mrn 8's registration returned after the first scrape: from now on the probes count it.
+  keys.restrack_ids.insert({1, 8});
+  MrSnapshot second;
+  EXPECT_EQ(tracker.Apply(start + std::chrono::seconds(2), CommOf, tracked, second), 6U);
+  // A walk that fails while the window is open: the scrape fails.
+  MrSnapshot third;
+  EXPECT_THROW(tracker.Apply(
+                   start + std::chrono::seconds(3), CommOf,
+                   [] { return std::optional<MrTrackedKeys>(); }, third),
+               std::runtime_error);
+  MrSnapshot fourth;
+  EXPECT_EQ(tracker.Apply(start + MrSeedTracker::kWindowGrace, CommOf, tracked, fourth), 6U);
+  EXPECT_EQ(walks, 3U);
+  MrSnapshot fifth;
+  EXPECT_EQ(tracker.Apply(start + std::chrono::minutes(5), CommOf, tracked, fifth), 6U);
+  EXPECT_EQ(walks, 3U) << "the window is settled: no more walks";
+}
+
+TEST(MrRestrackWindow, ThreadGroupFromProcStatus) {
+  const testing::TempDir dir;
+  const std::filesystem::path proc = dir.path();
+  std::filesystem::create_directories(proc / "4243");
+  std::filesystem::create_directories(proc / "77");
+  std::filesystem::create_directories(proc / "78");
+  std::ofstream(proc / "4243/status") << "Name:\ttrainer\nUmask:\t0022\nState:\tS (sleeping)\n"
+                                         "Tgid:\t4242\nNgid:\t0\nPid:\t4243\n";
+  std::ofstream(proc / "77/status") << "Name:\tx\nTgid:\tnot a number\n";
+  std::ofstream(proc / "78/status") << "Name:\tTgid:\t5\n";  // a comm that looks like the field
+  EXPECT_EQ(ThreadGroupOf(proc, 4243), 4242U);
+  EXPECT_EQ(ThreadGroupOf(proc, 77), std::nullopt);
+  EXPECT_EQ(ThreadGroupOf(proc, 78), std::nullopt);
+  EXPECT_EQ(ThreadGroupOf(proc, 99), std::nullopt) << "gone";
 }
 
 }  // namespace

@@ -163,9 +163,17 @@ def check(lab):
             f"run): reg+dereg pair untracked {none} ns (again at the end: {none2} ns), uprobes "
             f"{up} ns (+{over_up}), kernel path {kern} ns (+{over_kern}); overhead "
             f"uprobes/kernel: {ratio}")
+    up_off, kern_off = (pair_ns(lab, f"bench_{n}_nostack") for n in ("uprobes", "kernel"))
+    if None in (up_off, kern_off):
+        failures.append(f"bench figures without stack copies missing: uprobes {up_off}, "
+                        f"kernel {kern_off}")
+    else:
+        lab.notes.append(
+            f"bench, user stack copies for DWARF unwinding (16 KiB, deduplicated per site) on "
+            f"and off: uprobes {up} / {up_off} ns, kernel path {kern} / {kern_off} ns per pair")
     lab.notes.append("bench means over all pairs: " + ", ".join(
         f"{n} {pair_mean_ns(lab, 'bench_' + n)} ns"
-        for n in ("none", "uprobes", "kernel", "none_again")))
+        for n in ("none", "uprobes", "kernel", "uprobes_nostack", "kernel_nostack", "none_again")))
     lab.notes.append(
         "BPF programs per pair (fdinfo run_time_ns, run_cnt; programs only): uprobes "
         f"{bpf_stats(lab, 'bpf_stats_uprobes')}, kernel path {bpf_stats(lab, 'bpf_stats_kernel')}")

@@ -86,6 +86,16 @@ block log_kernel cat /tmp/rdmascope.log
 block log_kernel_after_exit tail -n +$((exit_lines + 1)) /tmp/rdmascope.log
 stop_exporter
 
+# Both paths again without the stack copies for DWARF unwinding (issue 27): their cost.
+for path in uprobes kernel; do
+  start_exporter --collector.mr.tracking=$path --collector.mr.stack-bytes=0 || exit 1
+  exporter=$!
+  load bench_${path}_nostack $PAIRS 0 0
+  finish $load_pid
+  block bench_${path}_nostack cat /tmp/bench_${path}_nostack.out
+  stop_exporter
+done
+
 # No tracking again: how much the untracked figure itself moves within the run.
 load bench_none_again $PAIRS 0 0
 finish $load_pid

@@ -1,0 +1,114 @@
+// Unwinds a user stack captured at an event, as `perf record --call-graph dwarf` does: the
+// event hands over the user registers and a bounded copy of the stack (from SP upwards), and
+// the unwinder follows the DWARF call frame information (.eh_frame, .debug_frame) of the
+// process's modules with elfutils' libdwfl. Frame pointers are not needed, which is why: most
+// programs and libraries are built without them, and the BPF frame-pointer walk stops (or
+// wanders) at the first function that uses rbp as a general register.
+//
+// The stack is read only from the copy, never from the process: the process has moved on
+// since the event (or exited), and its stack no longer holds those frames.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sys/symbolizer.h"
+
+namespace rdmascope::sys {
+
+// x86-64 user registers in DWARF numbering (the psABI's): 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi,
+// 5 rdi, 6 rbp, 7 rsp, 8..15 r8..r15, 16 the return address column (rip).
+inline constexpr size_t kDwarfRegisters = 17;
+inline constexpr size_t kDwarfRbp = 6;
+inline constexpr size_t kDwarfRsp = 7;
+inline constexpr size_t kDwarfRip = 16;
+
+struct CapturedStack {
+  uint32_t pid = 0;
+  std::array<uint64_t, kDwarfRegisters> regs{};
+  std::span<const uint8_t> stack;  // bytes copied from regs[kDwarfRsp] upwards
+};
+
+struct UnwindLimits {
+  size_t max_frames = 127;  // the instruction pointer included
+  std::chrono::microseconds budget{2000};
+};
+
+enum class UnwindMethod {
+  kNone,          // nothing past the instruction pointer
+  kDwarf,         // CFI unwound at least one frame past the first
+  kFramePointer,  // the rbp chain (no CFI for the code, or it got further than CFI)
+};
+
+struct UnwoundStack {
+  // Innermost first: [0] is regs[kDwarfRip] (an exact instruction address), then return
+  // addresses (which point after their call instruction).
+  std::vector<uint64_t> pcs;
+  UnwindMethod method = UnwindMethod::kNone;
+  // Stopped by a limit (frames, time) or by the end of the copy: the stack goes on.
+  bool truncated = false;
+  // Why the walk stopped, "" at the outermost frame. Module names and module offsets only,
+  // never an absolute address (they reveal the process's layout): "stack copy ends", "frame
+  // limit", "time budget", "process gone", "no CFI for libfoo.so+0x1a2b", ...
+  std::string stop_reason;
+};
+
+const char* MethodName(UnwindMethod method);
+
+// Thread-safe. Caches one libdwfl session per process (its modules, their ELF files and CFI)
+// until the process exits (its pidfd, or its start time in PID/stat) or Retain() drops it: a
+// warm unwind reads no file.
+class DwarfUnwinder {
+ public:
+  // `procfs`: where PID/maps and PID/stat are read (a fake tree in tests; the vDSO is only
+  // found under the real /proc).
+  explicit DwarfUnwinder(std::filesystem::path procfs = "/proc");
+  ~DwarfUnwinder();
+  DwarfUnwinder(const DwarfUnwinder&) = delete;
+  DwarfUnwinder& operator=(const DwarfUnwinder&) = delete;
+
+  // CFI first; the rbp chain when CFI gets no further than the first frame (or when the
+  // chain goes further). Never reads the process's memory; never fails: a stack that cannot
+  // be unwound is its instruction pointer and a stop_reason.
+  UnwoundStack Unwind(const CapturedStack& captured, const UnwindLimits& limits = {});
+  // The rbp chain alone (what a frame-pointer walk sees), inside the copy: each frame pointer
+  // above the last, each return address inside a module. Exposed for tests and comparison.
+  UnwoundStack UnwindFramePointers(const CapturedStack& captured, const UnwindLimits& limits = {});
+  // Frames of an unwound stack of `pid` with this unwinder's modules (no second reading of
+  // the process's ELF files): names demangled, and inline frames where there is debug info
+  // unless `inline_frames` is false (see SymbolizeOptions).
+  std::vector<Frame> Symbolize(uint32_t pid, const UnwoundStack& unwound,
+                               bool inline_frames = true);
+  // Drops the sessions of processes not in `live_pids`.
+  void Retain(const std::vector<uint32_t>& live_pids);
+
+ private:
+  struct Process;
+  struct Walk;
+  // The session of the process running as `pid` now (nullptr and `why` when it is gone).
+  std::shared_ptr<Process> ProcessFor(uint32_t pid, std::string& why);
+  std::optional<uint64_t> StartTicks(uint32_t pid) const;
+  // Both under the process's mutex; `deadline` ends the walk (UnwindLimits::budget from the
+  // start of Unwind).
+  UnwoundStack WalkDwarf(Process& process, const CapturedStack& captured, size_t max_frames,
+                         std::chrono::steady_clock::time_point deadline);
+  UnwoundStack WalkFramePointers(Process& process, const CapturedStack& captured, size_t max_frames,
+                                 std::chrono::steady_clock::time_point deadline);
+
+  const std::filesystem::path procfs_;
+  std::mutex mutex_;  // guards processes_ only
+  std::map<uint32_t, std::shared_ptr<Process>> processes_;
+  static constexpr size_t kMaxProcesses = 256;
+};
+
+}  // namespace rdmascope::sys

@@ -1,0 +1,351 @@
+// sys::DwarfUnwinder without a live process: a fake procfs maps this test binary at a fixed
+// address, and stacks are built word by word against functions written in assembly below (so
+// that their code and CFI are known whatever the compiler flags). Real stacks of real programs
+// are the host test's (tests/host/dwarf_unwind.py).
+#include "sys/dwarf_unwinder.h"
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <random>
+
+#include "unit/fixture_tree.h"
+
+// alpha, beta, gamma: `nop; ret` with CFI (at the entry, CFA = rsp + 8 and the return address
+// at [rsp]); framed: an rbp frame (after its prologue, CFA = rbp + 16); no_cfi: no FDE at all.
+asm(R"(
+  .text
+  .p2align 4
+  .globl rdmascope_unwind_alpha
+  .type rdmascope_unwind_alpha, @function
+rdmascope_unwind_alpha:
+  .cfi_startproc
+  nop
+  ret
+  .cfi_endproc
+  .size rdmascope_unwind_alpha, .-rdmascope_unwind_alpha
+  .p2align 4
+  .globl rdmascope_unwind_beta
+  .type rdmascope_unwind_beta, @function
+rdmascope_unwind_beta:
+  .cfi_startproc
+  nop
+  ret
+  .cfi_endproc
+  .size rdmascope_unwind_beta, .-rdmascope_unwind_beta
+  .p2align 4
+  .globl rdmascope_unwind_gamma
+  .type rdmascope_unwind_gamma, @function
+rdmascope_unwind_gamma:
+  .cfi_startproc
+  nop
+  ret
+  .cfi_endproc
+  .size rdmascope_unwind_gamma, .-rdmascope_unwind_gamma
+  .p2align 4
+  .globl rdmascope_unwind_framed
+  .type rdmascope_unwind_framed, @function
+rdmascope_unwind_framed:
+  .cfi_startproc
+  pushq %rbp
+  .cfi_def_cfa_offset 16
+  .cfi_offset %rbp, -16
+  movq %rsp, %rbp
+  .cfi_def_cfa_register %rbp
+  nop
+  nop
+  popq %rbp
+  .cfi_def_cfa %rsp, 8
+  ret
+  .cfi_endproc
+  .size rdmascope_unwind_framed, .-rdmascope_unwind_framed
+  .p2align 4
+  .globl rdmascope_unwind_no_cfi
+  .type rdmascope_unwind_no_cfi, @function
+rdmascope_unwind_no_cfi:
+  nop
+  nop
+  nop
+  nop
+  ret
+  .size rdmascope_unwind_no_cfi, .-rdmascope_unwind_no_cfi
+)");
+
+extern "C" void rdmascope_unwind_alpha();
+extern "C" void rdmascope_unwind_beta();
+extern "C" void rdmascope_unwind_gamma();
+extern "C" void rdmascope_unwind_framed();
+extern "C" void rdmascope_unwind_no_cfi();
+
+namespace rdmascope::sys {
+namespace {
+
+constexpr uint32_t kPid = 4242;
+constexpr uint64_t kBase = 0x100000000;      // where the fake maps put this binary
+constexpr uint64_t kSpan = 0x10000000;       // 256 MiB: more than its segments span
+constexpr uint64_t kStack = 0x7ff000001000;  // the captured rsp
+// Opening this 100-MB test binary the first time takes more than the default 2 ms on a busy
+// machine: tests that are not about the time budget give plenty.
+constexpr UnwindLimits kPatient{.budget = std::chrono::seconds(10)};
+
+// Where the fake process has `function` (this binary at kBase).
+uint64_t At(void (*function)()) {
+  Dl_info info{};
+  const auto address = reinterpret_cast<uintptr_t>(function);
+  EXPECT_NE(dladdr(reinterpret_cast<void*>(address), &info), 0);
+  return kBase + (address - reinterpret_cast<uintptr_t>(info.dli_fbase));
+}
+
+void WriteFile(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+class DwarfUnwinderTest : public ::testing::Test {
+ protected:
+  void SetUp() override { MapAt(kPid, kBase, 12345); }
+
+  void MapAt(uint32_t pid, uint64_t base, uint64_t start_ticks) {
+    const std::filesystem::path dir = procfs_.path() / std::to_string(pid);
+    char line[4096];
+    std::snprintf(line, sizeof line, "%llx-%llx r-xp 00000000 08:01 4711 %s\n",
+                  static_cast<unsigned long long>(base),
+                  static_cast<unsigned long long>(base + kSpan), self_.c_str());
+    WriteFile(dir / "maps", line);
+    WriteFile(dir / "stat", std::to_string(pid) +
+                                " (unwind test) S 1 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 " +
+                                std::to_string(start_ticks) + " 1000000 200 0\n");
+  }
+
+  // A capture of kPid: rip, rbp, and the stack words from rsp = kStack.
+  CapturedStack Capture(uint64_t rip, uint64_t rbp, const std::vector<uint64_t>& words) {
+    bytes_.resize(words.size() * 8);
+    std::memcpy(bytes_.data(), words.data(), bytes_.size());
+    CapturedStack captured{.pid = kPid};
+    captured.regs[kDwarfRip] = rip;
+    captured.regs[kDwarfRsp] = kStack;
+    captured.regs[kDwarfRbp] = rbp;
+    captured.stack = bytes_;
+    return captured;
+  }
+
+  std::vector<std::string> Names(const UnwoundStack& unwound) {
+    std::vector<std::string> names;
+    for (const Frame& frame : unwinder_.Symbolize(kPid, unwound)) names.push_back(frame.Describe());
+    return names;
+  }
+
+  testing::TempDir procfs_;
+  const std::string self_ = std::filesystem::read_symlink("/proc/self/exe").string();
+  DwarfUnwinder unwinder_{procfs_.path()};
+  std::vector<uint8_t> bytes_;
+};
+
+// At alpha's entry the return address is at [rsp]; beta+1 and gamma+1 return right after their
+// entries, where CFI says the same: each frame takes the next word.
+TEST_F(DwarfUnwinderTest, FollowsCfiToTheOutermostFrame) {
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const uint64_t gamma = At(rdmascope_unwind_gamma);
+  const UnwoundStack unwound =
+      unwinder_.Unwind(Capture(alpha, 0, {beta + 1, gamma + 1, 0}), kPatient);
+  EXPECT_EQ(unwound.pcs, (std::vector<uint64_t>{alpha, beta + 1, gamma + 1}));
+  EXPECT_EQ(unwound.method, UnwindMethod::kDwarf);
+  EXPECT_FALSE(unwound.truncated);
+  EXPECT_EQ(unwound.stop_reason, "");
+  // The first address is exact (not moved back into the function before alpha).
+  EXPECT_EQ(Names(unwound),
+            (std::vector<std::string>{"rdmascope_unwind_alpha+0x0", "rdmascope_unwind_beta+0x1",
+                                      "rdmascope_unwind_gamma+0x1"}));
+}
+
+TEST_F(DwarfUnwinderTest, StopsWhereTheCopyEnds) {
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  // One word: beta's return address would be the second.
+  const UnwoundStack unwound = unwinder_.Unwind(Capture(alpha, 0, {beta + 1}), kPatient);
+  EXPECT_EQ(unwound.pcs, (std::vector<uint64_t>{alpha, beta + 1}));
+  EXPECT_EQ(unwound.method, UnwindMethod::kDwarf);
+  EXPECT_TRUE(unwound.truncated);
+  EXPECT_EQ(unwound.stop_reason, "stack copy ends");
+  // Nothing copied at all: only the instruction pointer.
+  const UnwoundStack empty = unwinder_.Unwind(Capture(alpha, 0, {}), kPatient);
+  EXPECT_EQ(empty.pcs, std::vector<uint64_t>{alpha});
+  EXPECT_EQ(empty.method, UnwindMethod::kNone);
+  EXPECT_TRUE(empty.truncated);
+}
+
+TEST_F(DwarfUnwinderTest, FrameLimitAndTimeBudget) {
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const uint64_t gamma = At(rdmascope_unwind_gamma);
+  const CapturedStack captured = Capture(alpha, 0, {beta + 1, gamma + 1, 0});
+  const UnwoundStack two = unwinder_.Unwind(captured, {.max_frames = 2, .budget = kPatient.budget});
+  EXPECT_EQ(two.pcs, (std::vector<uint64_t>{alpha, beta + 1}));
+  EXPECT_TRUE(two.truncated);
+  EXPECT_EQ(two.stop_reason, "frame limit");
+  // Exactly as many frames as the stack has is no truncation.
+  EXPECT_FALSE(unwinder_.Unwind(captured, {.max_frames = 3, .budget = kPatient.budget}).truncated);
+  const UnwoundStack none = unwinder_.Unwind(captured, {.budget = std::chrono::microseconds(0)});
+  EXPECT_EQ(none.pcs, std::vector<uint64_t>{alpha});
+  EXPECT_TRUE(none.truncated);
+  EXPECT_EQ(none.stop_reason, "time budget");
+}
+
+// After framed's prologue CFA = rbp + 16 and the caller's rbp is at [rbp]: an rbp that points
+// to itself gives the same frame again, for ever, as far as libdwfl is concerned.
+TEST_F(DwarfUnwinderTest, ARepeatedFrameStops) {
+  const uint64_t body = At(rdmascope_unwind_framed) + 4;  // after push %rbp; mov %rsp,%rbp
+  const uint64_t rbp = kStack + 16;
+  const UnwoundStack unwound =
+      unwinder_.Unwind(Capture(body, rbp, {0, 0, rbp, body + 1, 0, 0}), kPatient);
+  EXPECT_EQ(unwound.pcs, (std::vector<uint64_t>{body, body + 1}));
+  EXPECT_EQ(unwound.stop_reason, "repeated frame");
+  EXPECT_FALSE(unwound.truncated);
+}
+
+// No FDE covers no_cfi: libdwfl falls back to rbp steps (the x86-64 backend's), and so does
+// our own walk; each return address is checked to lie in a module.
+TEST_F(DwarfUnwinderTest, FramePointersWithoutCfi) {
+  const uint64_t no_cfi = At(rdmascope_unwind_no_cfi);
+  const uint64_t first = kStack + 0x10;
+  const uint64_t second = kStack + 0x30;
+  std::vector<uint64_t> words(8, 0);
+  words[2] = second;      // [first]: the caller's rbp
+  words[3] = no_cfi + 2;  // [first + 8]: the return address
+  words[6] = 0;           // [second]: the outermost frame
+  words[7] = no_cfi + 3;
+  const CapturedStack captured = Capture(no_cfi + 1, first, words);
+  const std::vector<uint64_t> expected{no_cfi + 1, no_cfi + 2, no_cfi + 3};
+  const UnwoundStack walked = unwinder_.UnwindFramePointers(captured, kPatient);
+  EXPECT_EQ(walked.pcs, expected);
+  EXPECT_EQ(walked.method, UnwindMethod::kFramePointer);
+  EXPECT_EQ(walked.stop_reason, "");
+  const UnwoundStack unwound = unwinder_.Unwind(captured, kPatient);
+  EXPECT_EQ(unwound.pcs, expected);
+  EXPECT_EQ(unwound.method, UnwindMethod::kFramePointer);
+  EXPECT_TRUE(unwound.stop_reason.starts_with("no CFI for " +
+                                              std::filesystem::path(self_).filename().string()))
+      << unwound.stop_reason;
+
+  // A chain that goes down, or that leaves the modules, stops there.
+  words[2] = kStack;  // below `first`
+  EXPECT_EQ(unwinder_.UnwindFramePointers(Capture(no_cfi + 1, first, words), kPatient).stop_reason,
+            "frame pointer chain broken");
+  words[2] = second;
+  words[3] = 0x1234;
+  const UnwoundStack outside =
+      unwinder_.UnwindFramePointers(Capture(no_cfi + 1, first, words), kPatient);
+  EXPECT_EQ(outside.pcs, std::vector<uint64_t>{no_cfi + 1});
+  EXPECT_EQ(outside.stop_reason, "return address outside any module");
+}
+
+// At a function's entry (a uprobe) without CFI: rbp is still the caller's, the return address
+// is at [rsp]. libdwfl's rbp step skips that caller; our walk does not, and is taken.
+TEST_F(DwarfUnwinderTest, FramePointersAtAFunctionEntry) {
+  const uint64_t no_cfi = At(rdmascope_unwind_no_cfi);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const uint64_t gamma = At(rdmascope_unwind_gamma);
+  const uint64_t rbp = kStack + 0x10;
+  const UnwoundStack unwound =
+      unwinder_.Unwind(Capture(no_cfi, rbp, {beta + 1, 0, 0, gamma + 1}), kPatient);
+  EXPECT_EQ(unwound.pcs, (std::vector<uint64_t>{no_cfi, beta + 1, gamma + 1}));
+  EXPECT_EQ(unwound.method, UnwindMethod::kFramePointer);
+  EXPECT_EQ(Names(unwound)[1], "rdmascope_unwind_beta+0x1");
+}
+
+TEST_F(DwarfUnwinderTest, ProcessGoneOrReplaced) {
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  CapturedStack captured = Capture(alpha, 0, {beta + 1, 0});
+  captured.pid = kPid + 1;  // no such directory in the fake procfs
+  const UnwoundStack gone = unwinder_.Unwind(captured, kPatient);
+  EXPECT_EQ(gone.pcs, std::vector<uint64_t>{alpha});
+  EXPECT_EQ(gone.method, UnwindMethod::kNone);
+  EXPECT_EQ(gone.stop_reason, "process gone");
+  EXPECT_EQ(unwinder_.Symbolize(kPid + 1, gone).at(0).Describe(), "??");
+  // A process without any file mapped (a zombie, a kernel thread) is as good as gone.
+  WriteFile(procfs_.path() / "4244" / "maps", "");
+  WriteFile(procfs_.path() / "4244" / "stat",
+            "4244 (zombie) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0 0\n");
+  captured.pid = 4244;
+  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).stop_reason, "process gone");
+  // The real procfs: a pid above any pid_max.
+  DwarfUnwinder real;
+  captured.pid = 0x7fffffff;
+  EXPECT_EQ(real.Unwind(captured, kPatient).stop_reason, "process gone");
+
+  // The pid reused (another start time) by a process with this binary elsewhere: the session
+  // of the old one must not be used.
+  captured.pid = kPid;
+  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs.size(), 2U);
+  constexpr uint64_t kMoved = 0x200000000;
+  MapAt(kPid, kMoved, 99999);
+  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs, std::vector<uint64_t>{alpha});
+  captured.regs[kDwarfRip] = alpha - kBase + kMoved;
+  std::vector<uint64_t> moved_words{beta - kBase + kMoved + 1, 0};
+  std::memcpy(bytes_.data(), moved_words.data(), bytes_.size());
+  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs.size(), 2U);
+  // Retain() drops it; the next unwind makes a new session.
+  unwinder_.Retain({});
+  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs.size(), 2U);
+}
+
+// Registers and bytes that are anything: no crash, every limit kept, and the first frame is
+// always the instruction pointer. Half the words point into the mapped binary, so that CFI
+// and the rbp walk get somewhere.
+TEST_F(DwarfUnwinderTest, GarbageInputs) {
+  std::mt19937_64 random(20261211);
+  const auto word = [&](bool plausible) -> uint64_t {
+    switch (random() % (plausible ? 4 : 8)) {
+      case 0:
+        return kBase + random() % 0x400000;
+      case 1:
+        return kStack + random() % 512;
+      case 2:
+        return 0;
+      default:
+        return random();
+    }
+  };
+  size_t deepest = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint64_t> words(random() % 80);
+    for (uint64_t& w : words) w = word(true);
+    CapturedStack captured = Capture(word(true), word(true), words);
+    for (size_t r = 0; r < kDwarfRegisters; ++r) {
+      if (r != kDwarfRip && r != kDwarfRsp && r != kDwarfRbp) captured.regs[r] = word(false);
+    }
+    if (i % 10 == 0) captured.regs[kDwarfRsp] = word(false);  // SP anywhere, even 0
+    if (i % 7 == 0) captured.stack = captured.stack.first(random() % (captured.stack.size() + 1));
+    const UnwindLimits limits{.max_frames = 1 + random() % 40, .budget = kPatient.budget};
+    const UnwoundStack unwound = unwinder_.Unwind(captured, limits);
+    ASSERT_FALSE(unwound.pcs.empty());
+    EXPECT_EQ(unwound.pcs[0], captured.regs[kDwarfRip]);
+    EXPECT_LE(unwound.pcs.size(), limits.max_frames);
+    EXPECT_EQ(unwound.method == UnwindMethod::kNone, unwound.pcs.size() == 1);
+    if (unwound.truncated) {
+      EXPECT_FALSE(unwound.stop_reason.empty());
+    }
+    EXPECT_EQ(unwound.stop_reason.find("0x7ff"), std::string::npos) << unwound.stop_reason;
+    EXPECT_LE(unwinder_.UnwindFramePointers(captured, limits).pcs.size(), limits.max_frames);
+    EXPECT_GE(unwinder_.Symbolize(kPid, unwound).size(), unwound.pcs.size());
+    deepest = std::max(deepest, unwound.pcs.size());
+  }
+  EXPECT_GT(deepest, 2U) << "the inputs never got past the second frame: a weak test";
+}
+
+TEST(Symbolizer, Demangles) {
+  EXPECT_EQ(Demangle("_ZN2ns3fooIiEEvT_"), "void ns::foo<int>(int)");
+  EXPECT_EQ(Demangle("main"), "main");
+  EXPECT_EQ(Demangle("_Z"), "_Z");  // not a valid mangled name: unchanged
+  EXPECT_EQ(Demangle("_Z" + std::string(5000, 'N')), "_Z" + std::string(5000, 'N'));
+  // The existing form of frames (function+0xoffset) holds with demangled names too.
+  EXPECT_EQ((Frame{.function = "ns::foo<int>(int)", .offset = 0x1c}).Describe(),
+            "ns::foo<int>(int)+0x1c");
+}
+
+}  // namespace
+}  // namespace rdmascope::sys

@@ -1,0 +1,116 @@
+// The call sites of registrations from captured user stacks (bpf/mr_stack_sites.*): the code
+// ranges the probes hash return addresses with, the memory bound, and the two-walk cleanup.
+#include "bpf/mr_stack_sites.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "mr.h"
+
+namespace rdmascope {
+namespace {
+
+constexpr char kMaps[] =
+    "5581d0a00000-5581d0a01000 r--p 00000000 fd:01 131 /usr/bin/trainer\n"
+    "5581d0a01000-5581d0a05000 r-xp 00001000 fd:01 131 /usr/bin/trainer\n"
+    "5581d2000000-5581d2021000 rw-p 00000000 00:00 0 [heap]\n"
+    "7f3a10000000-7f3a10200000 rw-p 00000000 00:00 0\n"
+    "7f3a12028000-7f3a1217d000 r-xp 00028000 fd:01 2010 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    "7f3a1217d000-7f3a121d5000 r--p 0017d000 fd:01 2010 /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+    "7f3a12300000-7f3a12310000 r-xp 00002000 fd:01 3001 /usr/lib/libibverbs.so.1.14\n"
+    "7f3a12310000-7f3a12318000 r-xp 00000000 00:00 0\n"  // JIT code right after: joined
+    "7ffd1c5f0000-7ffd1c612000 rw-p 00000000 00:00 0 [stack]\n"
+    "7ffd1c7f3000-7ffd1c7f5000 r-xp 00000000 00:00 0 [vdso]\n"
+    "not a maps line\n"
+    "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n";
+
+TEST(MrStackSites, ExecutableRangesAreTheCodeMappingsSortedAndJoined) {
+  const auto ranges = ExecutableRanges(kMaps, 64);
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {
+      {0x5581d0a01000, 0x5581d0a05000},
+      {0x7f3a12028000, 0x7f3a1217d000},
+      {0x7f3a12300000, 0x7f3a12318000},
+      {0x7ffd1c7f3000, 0x7ffd1c7f5000},
+      {0xffffffffff600000, 0xffffffffff601000}};
+  EXPECT_EQ(ranges, want);
+}
+
+TEST(MrStackSites, TooManyRangesJoinTheClosestNeighboursIntoASuperset) {
+  const auto ranges = ExecutableRanges(kMaps, 3);
+  ASSERT_EQ(ranges.size(), 3U);
+  // libc and libibverbs are the closest pair (1.5 MiB apart), then those two and the vDSO
+  // (837 GiB apart, against 45 TiB from the program to libc).
+  EXPECT_EQ(ranges[0], (std::pair<uint64_t, uint64_t>{0x5581d0a01000, 0x5581d0a05000}));
+  EXPECT_EQ(ranges[1], (std::pair<uint64_t, uint64_t>{0x7f3a12028000, 0x7ffd1c7f5000}));
+  EXPECT_EQ(ranges[2], (std::pair<uint64_t, uint64_t>{0xffffffffff600000, 0xffffffffff601000}));
+  EXPECT_TRUE(ExecutableRanges("", 64).empty());
+  EXPECT_TRUE(ExecutableRanges("garbage\n\n-\nffff-0 r-xp\n", 64).empty());
+}
+
+// A sample as the ring buffer hands it over: the header and `bytes` of stack.
+std::vector<uint8_t> Sample(uint32_t tgid, uint64_t site, size_t bytes) {
+  std::vector<uint8_t> out(offsetof(mr_stack_sample, data) + bytes);
+  mr_stack_sample header{};
+  header.tgid = tgid;
+  header.exec_id = 1;
+  header.proc_start_ns = 42;
+  header.site = site;
+  header.size = static_cast<uint32_t>(bytes);
+  header.regs[16] = 0x1000;  // an IP no module maps
+  header.regs[7] = 0x7ffd00000000;
+  std::memcpy(out.data(), &header, offsetof(mr_stack_sample, data));
+  return out;
+}
+
+TEST(MrStackSites, CopiesPastTheMemoryBoundAreDroppedAndCounted) {
+  MrStackSites sites({.max_bytes = 10000}, "/proc", -1, -1);
+  const auto big = Sample(1, 7, 8192);
+  sites.Add(big.data(), big.size());
+  sites.Add(big.data(), big.size());  // 16 KiB > 10000: dropped
+  const auto truncated = Sample(1, 8, 64);
+  sites.Add(truncated.data(), 20);  // shorter than a header: ignored
+  const MrStackSitesStats stats = sites.stats();
+  EXPECT_EQ(stats.pending_bytes, 8192U);
+  EXPECT_EQ(stats.dropped_memory, 1U);
+}
+
+TEST(MrStackSites, SitesGoWhenUnreferencedAtTwoCollectionsOrWithTheirImage) {
+  MrStackSites sites({}, "/proc", -1, -1);
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  const MrStackSites::Image image{self, 1, 42};
+  for (const uint64_t site : {7, 8, 9}) {
+    const auto sample = Sample(self, site, 256);
+    sites.Add(sample.data(), sample.size());
+  }
+  sites.Process();  // garbage registers: the IP alone, but a site all the same
+  ASSERT_TRUE(sites.Find(image, 7).has_value());
+  EXPECT_EQ(sites.Find(image, 7)->pcs.front(), 0x1000U);
+  EXPECT_EQ(sites.stats().sites, 3U);
+  EXPECT_EQ(sites.stats().pending_bytes, 0U);
+
+  sites.Collect({{image, 7}});  // 8 and 9 unreferenced once: kept
+  EXPECT_EQ(sites.stats().sites, 3U);
+  sites.Collect({{image, 7}, {image, 9}});  // 8 unreferenced twice: dropped
+  EXPECT_FALSE(sites.Find(image, 8).has_value());
+  EXPECT_TRUE(sites.Find(image, 9).has_value());
+  sites.DropImages({image});
+  EXPECT_EQ(sites.stats().sites, 0U);
+  EXPECT_EQ(sites.stats().unwound_bytes, 0U);
+}
+
+TEST(MrStackSites, AProcessThatIsGoneDropsItsSamples) {
+  MrStackSites sites({}, "/proc", -1, -1);
+  // Pid 0 never names a user process: gone.
+  const auto sample = Sample(0, 7, 256);
+  sites.Add(sample.data(), sample.size());
+  sites.Process();
+  EXPECT_EQ(sites.stats().sites, 0U);
+  EXPECT_EQ(sites.stats().dropped_gone, 1U);
+}
+
+}  // namespace
+}  // namespace rdmascope
