@@ -466,8 +466,18 @@ std::string MrCollector::StacksJson(std::string_view query) const {
         frames_left -= site.addresses.size();
         // Symbols only (function+offset, module): raw addresses would reveal the
         // application's address-space layout (ASLR) to whoever can reach this endpoint.
-        for (const sys::Frame& frame : symbolizer_->Symbolize(proc.pid, site.addresses)) {
-          frames.push_back({{"function", frame.Describe()}, {"module", frame.module}});
+        // Functions inlined at an address are frames of their own where the module has debug
+        // info, except libibverbs' own static inline wrappers (verbs.h: ibv_reg_mr is the
+        // inline __ibv_reg_mr), compiled into every caller: the API, not the caller's code.
+        for (const sys::Frame& frame :
+             symbolizer_->Symbolize(proc.pid, site.addresses, {.inline_frames = true})) {
+          if (frame.inlined &&
+              (frame.function.starts_with("__ibv_") || frame.function.starts_with("ibv_"))) {
+            continue;
+          }
+          nlohmann::json entry = {{"function", frame.Describe()}, {"module", frame.module}};
+          if (frame.inlined) entry["inlined"] = true;
+          frames.push_back(std::move(entry));
         }
       } else if (!site.addresses.empty() && !report.truncated) {
         report.truncated = true;
