@@ -53,7 +53,7 @@ struct MrProbeOptions {
   // only), at most MR_STACK_COPY_MAX (probes/mr.h).
   uint32_t stack_bytes = 16384;
   // Memory for stack copies waiting to be unwound and unwound call sites.
-  uint64_t stack_memory_bytes = 64ULL << 20;
+  uint64_t stack_memory_bytes = 16ULL << 20;
   // The ring buffer carrying the copies to user space (a power of two).
   uint32_t stack_ring_bytes = 4U << 20;
 };

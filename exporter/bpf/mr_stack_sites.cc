@@ -227,6 +227,10 @@ void MrStackSites::Collect(const std::set<SiteKey>& referenced) {
 
 void MrStackSites::DropImages(const std::vector<Image>& images) {
   std::lock_guard lock(mutex_);
+  const struct Retain {
+    MrStackSites& sites;
+    ~Retain() { sites.RetainLiveSessions(); }
+  } retain{*this};
   for (const Image& image : images) {
     std::vector<SiteKey> doomed;
     for (auto it = sites_.lower_bound({image, 0}); it != sites_.end() && it->first.first == image;
@@ -249,6 +253,14 @@ void MrStackSites::DropImages(const std::vector<Image>& images) {
       bpf_map_delete_elem(code_ranges_fd_, &key);
     }
   }
+}
+
+void MrStackSites::RetainLiveSessions() {
+  // The unwinder's per-process sessions (ELF files, CFI) of processes that ended go with them.
+  std::vector<uint32_t> live;
+  for (const auto& [image, ranges] : ranges_) live.push_back(std::get<0>(image));
+  for (const Pending& sample : pending_) live.push_back(std::get<0>(sample.image));
+  unwinder_->Retain(live);
 }
 
 MrStackSitesStats MrStackSites::stats() const {

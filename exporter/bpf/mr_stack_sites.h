@@ -93,6 +93,7 @@ class MrStackSites {
     uint32_t tries = 0;
   };
   void InstallRanges(const Image& image, bool refresh);
+  void RetainLiveSessions();  // under mutex_
   void Forget(const SiteKey& key);
 
   MrStackSitesOptions options_;
