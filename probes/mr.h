@@ -147,10 +147,10 @@ struct mr_range_key {
 
 /* Global counters, one array slot. */
 struct mr_globals {
-  __u64 lost_calls;  /* calls map full */
-  __u64 lost_procs;  /* procs map full */
-  __u64 lost_exits;  /* exit ring buffer full */
-  __u64 stale_calls; /* call records whose return was never seen, replaced by a new entry */
+  __u64 lost_calls;         /* calls map full */
+  __u64 lost_procs;         /* procs map full */
+  __u64 lost_exits;         /* exit ring buffer full */
+  __u64 stale_calls;        /* call records whose return was never seen, replaced by a new entry */
   __u64 lost_stack_samples; /* stack samples ring buffer full: the region has no DWARF stack */
   __u64 stack_copy_failed;  /* the user stack could not be read at all */
   __u64 stack_samples;      /* stack samples sent */

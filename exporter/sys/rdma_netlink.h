@@ -40,9 +40,9 @@ struct RdmaResourceEntry {
   std::optional<uint64_t> mr_length;   // MR: bytes
   // MR: the local key; dumped only to a caller with CAP_NET_ADMIN (nldev.c fill_res_mr_entry).
   std::optional<uint32_t> mr_lkey;
-  std::optional<uint8_t> qp_type;      // QP, CM id: enum ib_qp_type
-  std::optional<uint8_t> qp_state;     // QP: enum ib_qp_state
-  std::vector<uint8_t> raw;  // CQ: the driver's raw hardware state, when asked and available
+  std::optional<uint8_t> qp_type;   // QP, CM id: enum ib_qp_type
+  std::optional<uint8_t> qp_state;  // QP: enum ib_qp_state
+  std::vector<uint8_t> raw;         // CQ: the driver's raw hardware state, when asked and available
 };
 
 struct RdmaDeviceResources {
