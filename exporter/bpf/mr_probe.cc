@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <dlfcn.h>
 #include <infiniband/verbs.h>
+#include <sys/epoll.h>
 
 #include <algorithm>
 #include <atomic>
@@ -281,16 +282,24 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
 // program registering thousands of regions at start-up then costs one copy per site.
 void MrProbe::StartStackPoller() {
   stack_poller_ = std::thread([this] {
+    const int epoll_fd = ring_buffer__epoll_fd(stack_ring_);
     while (!stop_poller_.load()) {
-      // Only this thread consumes the ring from now on (libbpf's ring is not thread-safe).
-      if (ring_buffer__poll(stack_ring_, 200) < 0 && errno != EINTR) {
-        log::Warn("mr stacks: the ring buffer poll failed: samples are taken in no more",
+      // Waits without the ring's lock, so that a request can take samples in meanwhile.
+      epoll_event event{};
+      if (epoll_wait(epoll_fd, &event, 1, 200) < 0 && errno != EINTR) {
+        log::Warn("mr stacks: the ring buffer wait failed: samples are taken in no more",
                   {{"err", Errno(errno)}});
         return;
       }
+      ConsumeStackSamples();
       sites_->Process();
     }
   });
+}
+
+void MrProbe::ConsumeStackSamples() {
+  std::lock_guard lock(stack_ring_mutex_);
+  ring_buffer__consume(stack_ring_);
 }
 
 int MrProbe::OnStackSample(void* context, void* data, size_t size) {
@@ -408,8 +417,11 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
                                           const MrStacksLimits& limits) {
   // No lock: this only reads the maps, and Snapshot() (which deletes from them) must never
   // wait for a debug request. Entries deleted meanwhile are simply missing from the answer.
-  // The stack samples taken in (by the poller, or the last collection) are unwound first.
-  sites_->Process();
+  // Every region in the map had its stack sample submitted before it was written: the ring
+  // is drained and its samples unwound first (waiting for the poller's round, itself bounded
+  // by the unwind budget), so the answer does not depend on the poller's timing.
+  ConsumeStackSamples();
+  sites_->Process(MrStackSites::Wait::kYes);
   const auto deadline = std::chrono::steady_clock::now() + limits.budget;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -522,7 +534,7 @@ MrSnapshot MrProbe::Snapshot() {
   // Stacks before the exits are handled: a process that exited takes its samples along.
   // From the first collection on a thread takes them in as they come (StartStackPoller).
   if (!stack_poller_.joinable()) {
-    ring_buffer__consume(stack_ring_);
+    ConsumeStackSamples();
     sites_->Process();
     StartStackPoller();
   }

@@ -241,7 +241,10 @@ class MrProbe {
   mr_bpf* skel_ = nullptr;
   std::unique_ptr<MrKernelProbe> kernel_;
   ring_buffer* exits_ = nullptr;
-  ring_buffer* stack_ring_ = nullptr;  // consumed under mutex_ (libbpf's ring is not thread-safe)
+  ring_buffer* stack_ring_ = nullptr;
+  // libbpf's ring is not thread-safe: the poller and /debug/mr/stacks consume it under this.
+  std::mutex stack_ring_mutex_;
+  void ConsumeStackSamples();
   std::unique_ptr<MrStackSites> sites_;
   std::vector<bpf_link*> links_;
   std::filesystem::path procfs_;

@@ -101,6 +101,9 @@ void MrStackSites::Add(const void* data, size_t size) {
   const auto* bytes = static_cast<const uint8_t*>(data) + kHeader;
   pending.stack.assign(bytes, bytes + stack_bytes);
   stats_.pending_bytes += stack_bytes;
+  // An image's first sample: its code ranges go to the probes now rather than after the
+  // unwind (0.3 ms cold), since until then each of its registrations is a sample of its own.
+  InstallRanges(pending.image, false);
   pending_.push_back(std::move(pending));
 }
 
@@ -130,11 +133,15 @@ void MrStackSites::InstallRanges(const Image& image, bool refresh) {
   }
 }
 
-void MrStackSites::Process() {
+void MrStackSites::Process(Wait wait) {
   // One caller unwinds at a time (the poller, or a request); the lock on the figures is
   // held only between stacks, so a scrape reading them never waits for an unwind.
-  std::unique_lock worker(process_mutex_, std::try_to_lock);
-  if (!worker.owns_lock()) return;  // another caller is at it
+  std::unique_lock worker(process_mutex_, std::defer_lock);
+  if (wait == Wait::kYes) {
+    worker.lock();
+  } else if (!worker.try_lock()) {
+    return;  // another caller is at it
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options_.unwind_budget;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -73,8 +73,11 @@ class MrStackSites {
   // A sample from the ring buffer (struct mr_stack_sample, `size` bytes). Copies it, or
   // drops it at the memory bound. Called from ring_buffer__consume().
   void Add(const void* data, size_t size);
-  // Unwinds waiting samples, within the unwind budget.
-  void Process();
+  // Unwinds waiting samples, within the unwind budget. kNo returns at once when another
+  // caller is at it; kYes waits for that caller (a round is bounded by the budget too), so
+  // that the samples added before the call are unwound when it returns.
+  enum class Wait { kNo, kYes };
+  void Process(Wait wait = Wait::kNo);
   // The site of a region, if it was unwound (a copy: sites may be dropped meanwhile).
   std::optional<MrUnwoundSite> Find(const Image& image, uint64_t site) const;
   // Drops sites no region refers to at this call and at the previous one (a registration

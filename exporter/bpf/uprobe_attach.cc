@@ -20,12 +20,17 @@ namespace {
 
 int LibbpfPrint(enum libbpf_print_level level, const char* format, va_list args) {
   if (level == LIBBPF_DEBUG || !log::Enabled(log::Level::kDebug)) return 0;
-  char line[1024];
-  const int n = std::vsnprintf(line, sizeof line, format, args);
-  std::string_view text(line,
-                        n < 0 ? 0 : std::min<size_t>(static_cast<size_t>(n), sizeof line - 1));
-  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  log::Debug("libbpf", {{"msg", std::string(text)}});
+  // A verifier log comes as one message and says why at its end: its last 16 KiB are kept.
+  constexpr size_t kTail = 16 << 10;
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  std::string text(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(text.data(), text.size() + 1, format, again);
+  va_end(again);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  if (text.size() > kTail) text = "[...] " + text.substr(text.size() - kTail);
+  log::Debug("libbpf", {{"msg", text}});
   return 0;
 }
 

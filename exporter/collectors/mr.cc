@@ -360,7 +360,7 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
   }
   seed_ = std::make_unique<MrSeedTracker>(
       std::move(restrack), options.leak_age_ns,
-      [procfs = procfs_](uint32_t pid) { return ThreadGroupOf(procfs, pid).value_or(pid); });
+      [procfs = procfs_](uint32_t tid) { return sys::ThreadGroupOf(procfs, tid); });
   // Around the attach (mr_restrack.h): what both dumps list was registered before any probe
   // could count it; what only the second lists is checked against the probes.
   seed_->BeforeAttach();

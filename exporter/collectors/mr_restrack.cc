@@ -1,7 +1,6 @@
 #include "collectors/mr_restrack.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <iterator>
 #include <stdexcept>
@@ -20,7 +19,8 @@ using sys::RdmaResourceKind;
 // (probes/mr.h MR_REGION_IMPLICIT_ODP), counted as a region but never in byte sums.
 constexpr uint64_t kImplicitOdpLength = UINT64_MAX;
 
-constexpr RdmaResourceKind kMrOnly[] = {RdmaResourceKind::kMr};
+constexpr RdmaResourceKind kMrsAndOwners[] = {RdmaResourceKind::kMr, RdmaResourceKind::kPd,
+                                              RdmaResourceKind::kCtx};
 
 bool Unlisted(const RdmaDeviceResources& device) {
   return std::ranges::find(device.unlisted, RdmaResourceKind::kMr) != device.unlisted.end();
@@ -31,7 +31,7 @@ bool Unlisted(const RdmaDeviceResources& device) {
 std::expected<std::vector<sys::RdmaDeviceResources>, int> NetlinkMrSource::Read() const {
   auto netlink = sys::RdmaNetlink::Open();
   if (!netlink) return std::unexpected(netlink.error());
-  return netlink->DumpAll(0, kMrOnly);
+  return netlink->DumpAll(0, kMrsAndOwners);
 }
 
 namespace {
@@ -43,28 +43,22 @@ bool IsUserMr(const RdmaResourceEntry& entry) {
 }  // namespace
 
 void RestrackMrSeed::Add(const RdmaDeviceResources& device, const RdmaResourceEntry& entry,
-                         bool window, const TgidOf& tgid_of) {
-  const uint32_t pid = *entry.pid;
-  regions_[{device.index, *entry.id}] = {.pid = pid,
-                                         .tgid = tgid_of ? tgid_of(pid) : pid,
-                                         .length = *entry.mr_length,
-                                         .window = window,
-                                         .lkey = entry.mr_lkey};
+                         bool window) {
+  regions_[{device.index, *entry.id}] = {
+      .pid = *entry.pid, .length = *entry.mr_length, .window = window, .lkey = entry.mr_lkey};
 }
 
-RestrackMrSeed::RestrackMrSeed(const std::vector<RdmaDeviceResources>& before_attach,
-                               const TgidOf& tgid_of) {
+RestrackMrSeed::RestrackMrSeed(const std::vector<RdmaDeviceResources>& before_attach) {
   for (const RdmaDeviceResources& device : before_attach) {
     for (const RdmaResourceEntry& entry : device.entries) {
-      if (IsUserMr(entry)) Add(device, entry, /*window=*/false, tgid_of);
+      if (IsUserMr(entry)) Add(device, entry, /*window=*/false);
     }
   }
 }
 
 RestrackMrSeed::RestrackMrSeed(const std::vector<RdmaDeviceResources>& before_attach,
-                               const std::vector<RdmaDeviceResources>& after_attach,
-                               const TgidOf& tgid_of) {
-  std::map<RestrackMrKey, uint32_t> before;  // -> owner pid
+                               const std::vector<RdmaDeviceResources>& after_attach) {
+  std::map<RestrackMrKey, uint32_t> before;  // -> owner
   for (const RdmaDeviceResources& device : before_attach) {
     for (const RdmaResourceEntry& entry : device.entries) {
       if (IsUserMr(entry)) before[{device.index, *entry.id}] = *entry.pid;
@@ -74,7 +68,7 @@ RestrackMrSeed::RestrackMrSeed(const std::vector<RdmaDeviceResources>& before_at
     for (const RdmaResourceEntry& entry : device.entries) {
       if (!IsUserMr(entry)) continue;
       const auto was = before.find({device.index, *entry.id});
-      Add(device, entry, was == before.end() || was->second != *entry.pid, tgid_of);
+      Add(device, entry, was == before.end() || was->second != *entry.pid);
     }
   }
 }
@@ -84,7 +78,7 @@ size_t RestrackMrSeed::DropTracked(const MrTrackedKeys& tracked) {
     const auto& [key, region] = item;
     if (!region.window) return false;
     if (tracked.kernel_path) return tracked.restrack_ids.contains({key.device_index, key.mrn});
-    return !region.lkey || tracked.lkeys.contains({region.tgid, *region.lkey});
+    return !region.lkey || tracked.lkeys.contains({region.pid, *region.lkey});
   });
 }
 
@@ -134,8 +128,8 @@ RestrackMrSeed::Follow RestrackMrSeed::FollowDump(const std::vector<RdmaDeviceRe
 std::vector<SeededProcess> RestrackMrSeed::ByProcess() const {
   std::map<uint32_t, SeededProcess> by_pid;
   for (const auto& [key, region] : regions_) {
-    SeededProcess& proc = by_pid[region.tgid];
-    proc.pid = region.tgid;
+    SeededProcess& proc = by_pid[region.pid];
+    proc.pid = region.pid;
     ++proc.regions;
     if (region.length == kImplicitOdpLength) {
       ++proc.implicit_odp;
@@ -146,21 +140,6 @@ std::vector<SeededProcess> RestrackMrSeed::ByProcess() const {
   std::vector<SeededProcess> out;
   for (const auto& [pid, proc] : by_pid) out.push_back(proc);
   return out;
-}
-
-std::optional<uint32_t> ThreadGroupOf(const std::filesystem::path& procfs, uint32_t pid) {
-  const auto status = sysfs::ReadFile(procfs / std::to_string(pid) / "status", 8192);
-  if (!status) return std::nullopt;
-  const std::string_view text = *status;
-  constexpr std::string_view kField = "\nTgid:";
-  const size_t at = text.find(kField);
-  if (at == std::string_view::npos) return std::nullopt;
-  std::string_view rest = text.substr(at + kField.size());
-  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-  uint32_t tgid = 0;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), tgid);
-  if (ec != std::errc{} || end == rest.data() || tgid == 0) return std::nullopt;
-  return tgid;
 }
 
 void AddSeeded(const std::vector<SeededProcess>& seeded, bool seeded_are_leak_suspects,
@@ -185,12 +164,18 @@ void AddSeeded(const std::vector<SeededProcess>& seeded, bool seeded_are_leak_su
 }
 
 MrSeedTracker::MrSeedTracker(std::unique_ptr<ResourceSource> source, uint64_t leak_age_ns,
-                             RestrackMrSeed::TgidOf tgid_of)
+                             sys::ThreadGroupLookup tgid_of)
     : source_(std::move(source)), leak_age_ns_(leak_age_ns), tgid_of_(std::move(tgid_of)) {}
+
+std::expected<std::vector<sys::RdmaDeviceResources>, int> MrSeedTracker::Read() const {
+  auto devices = source_->Read();
+  if (devices) sys::ResolveOwners(*devices, tgid_of_);
+  return devices;
+}
 
 void MrSeedTracker::BeforeAttach() {
   if (!source_) return;
-  auto devices = source_->Read();
+  auto devices = Read();
   const std::lock_guard lock(mutex_);
   // Without it every region of the second dump is the window's: checked against the probes.
   if (devices) before_attach_ = std::move(*devices);
@@ -198,7 +183,7 @@ void MrSeedTracker::BeforeAttach() {
 
 void MrSeedTracker::AfterAttach(std::chrono::steady_clock::time_point now) {
   if (!source_) return;
-  const auto devices = source_->Read();
+  const auto devices = Read();
   if (!devices) {
     // EPROTONOSUPPORT: a kernel without InfiniBand; then there is nothing to seed either.
     log::Info(
@@ -208,8 +193,8 @@ void MrSeedTracker::AfterAttach(std::chrono::steady_clock::time_point now) {
     return;
   }
   const std::lock_guard lock(mutex_);
-  seed_ = RestrackMrSeed(before_attach_.value_or(std::vector<sys::RdmaDeviceResources>{}), *devices,
-                         tgid_of_);
+  seed_ =
+      RestrackMrSeed(before_attach_.value_or(std::vector<sys::RdmaDeviceResources>{}), *devices);
   before_attach_.reset();
   seeded_at_ = now;
   window_open_ = seed_.window_size() > 0;
@@ -226,7 +211,7 @@ size_t MrSeedTracker::Apply(std::chrono::steady_clock::time_point now,
                             MrSnapshot& snapshot) {
   const std::lock_guard lock(mutex_);
   if (seed_.empty()) return 0;
-  const auto devices = source_->Read();
+  const auto devices = Read();
   if (!devices) {
     throw std::runtime_error(std::string("restrack MR dump failed (") +
                              std::strerror(devices.error()) +

@@ -28,11 +28,13 @@
 #include "bpf/mr_probe.h"
 #include "collectors/resources.h"
 #include "sys/rdma_netlink.h"
+#include "sys/rdma_owners.h"
 
 namespace rdmascope {
 
-// The MR dump alone (RDMA_NLDEV_CMD_RES_MR_GET per device), through the resources
-// collector's netlink code.
+// The MR dump (RDMA_NLDEV_CMD_RES_MR_GET per device) with the PDs and contexts an MR's owner
+// is found through when its registering thread has exited (sys/rdma_owners.h), through the
+// resources collector's netlink code.
 class NetlinkMrSource : public ResourceSource {
  public:
   std::expected<std::vector<sys::RdmaDeviceResources>, int> Read() const override;
@@ -59,22 +61,17 @@ struct SeededProcess {
 
 class RestrackMrSeed {
  public:
-  // restrack names the registering thread (task_pid_vnr of the task that registered); the
-  // seeded figures belong to its process: `tgid_of` maps one to the other (identity when
-  // the thread is gone: its regions go with it at the next dump).
-  using TgidOf = std::function<uint32_t(uint32_t)>;
-
+  // The entries' pids are processes: the dumps went through sys::ResolveOwners (restrack
+  // names the registering thread, or nobody once that thread has exited).
   RestrackMrSeed() = default;
   // The user MRs with an owner pid of a dump taken before the probes attached. Kernel MRs
   // (no pid, a kernel name) are not the probes' business; an MR without either belongs to
   // an exiting process.
-  explicit RestrackMrSeed(const std::vector<sys::RdmaDeviceResources>& before_attach,
-                          const TgidOf& tgid_of = {});
+  explicit RestrackMrSeed(const std::vector<sys::RdmaDeviceResources>& before_attach);
   // The user MRs of `after_attach`; those `before_attach` does not list under the same owner
   // are the window's (see the top of this file).
   RestrackMrSeed(const std::vector<sys::RdmaDeviceResources>& before_attach,
-                 const std::vector<sys::RdmaDeviceResources>& after_attach,
-                 const TgidOf& tgid_of = {});
+                 const std::vector<sys::RdmaDeviceResources>& after_attach);
 
   struct Follow {
     size_t dropped = 0;    // seeded regions gone since the previous dump
@@ -100,20 +97,15 @@ class RestrackMrSeed {
 
  private:
   struct Region {
-    uint32_t pid = 0;   // as restrack lists it: the registering thread
-    uint32_t tgid = 0;  // its process
+    uint32_t pid = 0;  // the process
     uint64_t length = 0;
     bool window = false;
     std::optional<uint32_t> lkey;
   };
-  void Add(const sys::RdmaDeviceResources& device, const sys::RdmaResourceEntry& entry, bool window,
-           const TgidOf& tgid_of);
+  void Add(const sys::RdmaDeviceResources& device, const sys::RdmaResourceEntry& entry,
+           bool window);
   std::map<RestrackMrKey, Region> regions_;
 };
-
-// The thread group (process) of a task: /proc/PID/status "Tgid:", which /proc lists for
-// every thread id too. nullopt when the task is gone or the file is malformed.
-std::optional<uint32_t> ThreadGroupOf(const std::filesystem::path& procfs, uint32_t pid);
 
 // Adds the seeded figures to the snapshot's processes: outstanding regions, bytes and
 // implicit ODP regions; leak suspects too when `seeded_are_leak_suspects` (the seed is older
@@ -134,8 +126,9 @@ class MrSeedTracker {
   static constexpr std::chrono::seconds kWindowGrace{10};
 
   // `source` may be null: no seeding (no RDMA netlink, another pid namespace...).
+  // `tgid_of` resolves the dumps' thread ids to processes (sys::ResolveOwners).
   MrSeedTracker(std::unique_ptr<ResourceSource> source, uint64_t leak_age_ns,
-                RestrackMrSeed::TgidOf tgid_of = {});
+                sys::ThreadGroupLookup tgid_of = {});
   // Just before the probes attach, then just after.
   void BeforeAttach();
   void AfterAttach(std::chrono::steady_clock::time_point now);
@@ -151,7 +144,9 @@ class MrSeedTracker {
  private:
   std::unique_ptr<ResourceSource> source_;
   uint64_t leak_age_ns_;
-  RestrackMrSeed::TgidOf tgid_of_;
+  sys::ThreadGroupLookup tgid_of_;
+  // A dump from the source, its owners resolved to processes.
+  std::expected<std::vector<sys::RdmaDeviceResources>, int> Read() const;
   std::mutex mutex_;
   std::optional<std::vector<sys::RdmaDeviceResources>> before_attach_;
   RestrackMrSeed seed_;

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/sysfs.h"
 #include "sys/mlx5_cq_dump.h"
+#include "sys/rdma_owners.h"
 
 namespace rdmascope {
 namespace {
@@ -126,7 +127,8 @@ ResourcesMapping MapResources(const std::vector<sys::RdmaDeviceResources>& devic
         Count(entry, by_pid[device.name][*entry.pid]);
         ++objects_per_pid[*entry.pid];
       } else {
-        // No pid and no kernel name: the owner is exiting and no longer has a pid here.
+        // No pid and no kernel name, not even through its PD or context: its process is
+        // exiting (or outside this pid namespace).
         const Owner owner = entry.kernel_name.empty()
                                 ? Owner{"unknown", "unknown"}
                                 : Owner{std::string(kKernelPid), entry.kernel_name};
@@ -226,7 +228,7 @@ ResourcesCollector::ResourcesCollector(const ResourcesOptions& options,
 }
 
 CollectResult ResourcesCollector::Collect(MetricSet& out) const {
-  const auto devices = source_->Read();
+  auto devices = source_->Read();
   if (!devices) {
     if (devices.error() == EPROTONOSUPPORT) {
       return {.no_data = true,
@@ -236,6 +238,8 @@ CollectResult ResourcesCollector::Collect(MetricSet& out) const {
                              std::strerror(devices.error()));
   }
   if (devices->empty()) return {.no_data = true, .detail = "no RDMA device"};
+  // The kernel names the creating thread, or nobody once it has exited: by process.
+  sys::ResolveOwners(*devices, [this](uint32_t tid) { return sys::ThreadGroupOf(procfs_, tid); });
   const auto comm_of = [this](uint32_t pid) { return ProcessComm(procfs_, pid); };
   const ResourcesMapping mapping = MapResources(*devices, devices_, max_processes_, comm_of, out);
   std::string detail = std::to_string(devices->size()) + " devices, " +

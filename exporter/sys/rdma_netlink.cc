@@ -146,6 +146,12 @@ int OnEntryAttribute(const nlattr* attr, void* data) {
     case RDMA_NLDEV_ATTR_RES_PID:
       out.pid = U32(attr);
       break;
+    case RDMA_NLDEV_ATTR_RES_PDN:  // a PD's own pdn is its id, taken above
+      out.pdn = U32(attr);
+      break;
+    case RDMA_NLDEV_ATTR_RES_CTXN:
+      out.ctxn = U32(attr);
+      break;
     case RDMA_NLDEV_ATTR_RES_KERN_NAME:
       if (auto name = String(attr)) out.kernel_name = std::move(*name);
       break;

@@ -31,9 +31,13 @@ std::string_view ResourceKindName(RdmaResourceKind kind);
 
 struct RdmaResourceEntry {
   RdmaResourceKind kind = RdmaResourceKind::kPd;
-  // User-space owner. Absent with no kernel_name either when the owner has no pid in our
-  // namespace any more (an exiting task whose objects are being torn down).
+  // User-space owner: as dumped, the id of the *thread* that created the object, absent
+  // (with no kernel_name either) once that thread has exited; ResolveOwners()
+  // (sys/rdma_owners.h) makes it the process, from a parent when the thread is gone.
   std::optional<uint32_t> pid;
+  bool pid_from_parent = false;        // set by ResolveOwners()
+  std::optional<uint32_t> pdn;         // the PD of an MR, QP or SRQ (user objects)
+  std::optional<uint32_t> ctxn;        // the context of a PD or CQ (user objects)
   std::string kernel_name;             // kernel owner (ib_core, rdma_cm...), when there is no pid
   std::optional<uint32_t> id;          // pdn, cqn, lqpn, mrn, srqn, ctxn or cm_idn
   std::optional<uint32_t> cq_entries;  // CQ: actual capacity (cqe)

@@ -296,10 +296,17 @@ TEST(MrRestrack, NoRestrackNoSeed) {
 // --- registrations while the probes attach (issue 27): the window between the two dumps ---
 
 // Thread 4243 of the trainer registered mrn 9.
-uint32_t TgidOf(uint32_t pid) { return pid == 4243 ? 4242 : pid; }
+std::optional<uint32_t> TgidOf(uint32_t pid) { return pid == 4243 ? 4242 : pid; }
+
+// A dump with its owners resolved, as MrSeedTracker reads it.
+std::vector<RdmaDeviceResources> Resolved(const std::string& moment) {
+  std::vector<RdmaDeviceResources> devices = Dump(moment);
+  sys::ResolveOwners(devices, TgidOf);
+  return devices;
+}
 
 TEST(MrRestrackWindow, RegionsOnlyTheSecondDumpListsAreTheWindowsAndBelongToTheirProcess) {
-  const RestrackMrSeed seed(Dump("before_attach"), Dump("after_attach"), TgidOf);
+  const RestrackMrSeed seed(Resolved("before_attach"), Resolved("after_attach"));
   EXPECT_EQ(seed.size(), 7U);
   EXPECT_EQ(seed.window_size(), 2U);
   const auto by_pid = ByPid(seed);
@@ -309,7 +316,7 @@ TEST(MrRestrackWindow, RegionsOnlyTheSecondDumpListsAreTheWindowsAndBelongToThei
 }
 
 TEST(MrRestrackWindow, TheKernelPathTellsItsOwnRegionsByMrn) {
-  RestrackMrSeed seed(Dump("before_attach"), Dump("after_attach"), TgidOf);
+  RestrackMrSeed seed(Resolved("before_attach"), Resolved("after_attach"));
   // The probes recorded mrn 8 (its handler's entry came after the attach), and carry mrn 1
   // on another device index: not rxe0's mrn 1, which is the seed's.
   const MrTrackedKeys tracked{.kernel_path = true, .restrack_ids = {{1, 8}, {2, 1}}};
@@ -325,7 +332,7 @@ TEST(MrRestrackWindow, TheKernelPathTellsItsOwnRegionsByMrn) {
 }
 
 TEST(MrRestrackWindow, UprobesTellTheirsByProcessAndLkey) {
-  RestrackMrSeed seed(Dump("before_attach"), Dump("after_attach"), TgidOf);
+  RestrackMrSeed seed(Resolved("before_attach"), Resolved("after_attach"));
   // mrn 9's lkey under its process (restrack lists the thread): the probes counted it.
   EXPECT_EQ(seed.DropTracked({.lkeys = {{4242, 2306}, {5151, 2049}}}), 1U);
   const auto by_pid = ByPid(seed);
@@ -334,11 +341,11 @@ TEST(MrRestrackWindow, UprobesTellTheirsByProcessAndLkey) {
 }
 
 TEST(MrRestrackWindow, UprobesDropWindowRegionsWithoutAnLkey) {
-  std::vector<RdmaDeviceResources> after = Dump("after_attach");
+  std::vector<RdmaDeviceResources> after = Resolved("after_attach");
   for (RdmaDeviceResources& device : after) {
     for (sys::RdmaResourceEntry& entry : device.entries) entry.mr_lkey.reset();
   }
-  RestrackMrSeed seed(Dump("before_attach"), after, TgidOf);
+  RestrackMrSeed seed(Resolved("before_attach"), after);
   // Without CAP_NET_ADMIN no lkey: counted by the probes or not cannot be told, so the
   // window's regions are left out rather than perhaps counted twice.
   EXPECT_EQ(seed.DropTracked({}), 2U);
@@ -379,6 +386,44 @@ TEST(MrRestrackWindow, TrackerChecksTheWindowAtEachScrapeUntilTheGraceEnds) {
   EXPECT_EQ(walks, 3U) << "the window is settled: no more walks";
 }
 
+TEST(MrRestrackWindow, ARegionWhoseThreadExitedStaysWithItsProcessThroughItsPd) {
+  // Thread 4243 registered mrn 9 during the attach, then exited: restrack lists mrn 9 with
+  // no pid from then on (nldev.c fill_res_name_pid), but the trainer still holds it. Its PD
+  // (pdn 1, created by the main thread) names the process; NetlinkMrSource dumps the PDs.
+  const auto with_pd = [](std::vector<RdmaDeviceResources> devices, bool thread_gone) {
+    for (RdmaDeviceResources& device : devices) {
+      if (device.name != "rxe0") continue;
+      for (sys::RdmaResourceEntry& entry : device.entries) {
+        if (thread_gone && entry.kind == RdmaResourceKind::kMr && entry.id == 9U) entry.pid.reset();
+      }
+      device.entries.push_back({.kind = RdmaResourceKind::kPd, .pid = 4242, .id = 1});
+    }
+    return devices;
+  };
+  auto source = std::make_unique<ScriptedSource>(std::vector<ScriptedSource::Answer>{
+      with_pd(Dump("before_attach"), false), with_pd(Dump("after_attach"), false),
+      with_pd(Dump("after_attach"), true)});
+  MrSeedTracker tracker(std::move(source), 0, TgidOf);
+  const auto start = std::chrono::steady_clock::time_point{} + std::chrono::hours(1);
+  tracker.BeforeAttach();
+  tracker.AfterAttach(start);
+  MrSnapshot snapshot;
+  // The probes tracked mrn 8 (it is theirs); mrn 9 is the seed's, and stays after its
+  // thread's exit.
+  EXPECT_EQ(
+      tracker.Apply(
+          start + std::chrono::seconds(1), [](uint32_t) { return std::string("trainer"); },
+          [] {
+            return std::optional<MrTrackedKeys>({.kernel_path = true, .restrack_ids = {{1, 8}}});
+          },
+          snapshot),
+      6U);
+  ASSERT_FALSE(snapshot.processes.empty());
+  EXPECT_EQ(snapshot.processes[0].pid, 4242U);
+  EXPECT_EQ(snapshot.processes[0].outstanding_regions, 5);
+  EXPECT_EQ(snapshot.processes[0].outstanding_bytes, kTrainerBytes + 16384);
+}
+
 TEST(MrRestrackWindow, ThreadGroupFromProcStatus) {
   const testing::TempDir dir;
   const std::filesystem::path proc = dir.path();
@@ -389,10 +434,10 @@ TEST(MrRestrackWindow, ThreadGroupFromProcStatus) {
                                          "Tgid:\t4242\nNgid:\t0\nPid:\t4243\n";
   std::ofstream(proc / "77/status") << "Name:\tx\nTgid:\tnot a number\n";
   std::ofstream(proc / "78/status") << "Name:\tTgid:\t5\n";  // a comm that looks like the field
-  EXPECT_EQ(ThreadGroupOf(proc, 4243), 4242U);
-  EXPECT_EQ(ThreadGroupOf(proc, 77), std::nullopt);
-  EXPECT_EQ(ThreadGroupOf(proc, 78), std::nullopt);
-  EXPECT_EQ(ThreadGroupOf(proc, 99), std::nullopt) << "gone";
+  EXPECT_EQ(sys::ThreadGroupOf(proc, 4243), 4242U);
+  EXPECT_EQ(sys::ThreadGroupOf(proc, 77), std::nullopt);
+  EXPECT_EQ(sys::ThreadGroupOf(proc, 78), std::nullopt);
+  EXPECT_EQ(sys::ThreadGroupOf(proc, 99), std::nullopt) << "gone";
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mr.h"
@@ -100,6 +102,28 @@ TEST(MrStackSites, SitesGoWhenUnreferencedAtTwoCollectionsOrWithTheirImage) {
   sites.DropImages({image});
   EXPECT_EQ(sites.stats().sites, 0U);
   EXPECT_EQ(sites.stats().unwound_bytes, 0U);
+}
+
+TEST(MrStackSites, AWaitingCallerFindsItsSamplesUnwoundWhileAnotherCallerRuns) {
+  // /debug/mr/stacks drains the ring then unwinds with Wait::kYes while the poller runs its
+  // own rounds: whichever of the two takes a sample, it is unwound when the request looks.
+  MrStackSites sites({}, "/proc", -1, -1);
+  const uint32_t self = static_cast<uint32_t>(getpid());
+  const MrStackSites::Image image{self, 1, 42};
+  std::atomic<bool> stop{false};
+  std::thread poller([&] {
+    while (!stop.load()) sites.Process();
+  });
+  int missing = 0;
+  for (uint64_t site = 1; site <= 300; ++site) {
+    const auto sample = Sample(self, site, 4096);
+    sites.Add(sample.data(), sample.size());
+    sites.Process(MrStackSites::Wait::kYes);
+    if (!sites.Find(image, site)) ++missing;
+  }
+  stop = true;
+  poller.join();
+  EXPECT_EQ(missing, 0);
 }
 
 TEST(MrStackSites, AProcessThatIsGoneDropsItsSamples) {

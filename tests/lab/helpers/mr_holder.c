@@ -3,9 +3,13 @@
  *
  * usage: mr_holder DEVICE SIZES READY_FILE STEP_FILE STEPPED_FILE DROP EXTRA_SIZES
  *   SIZES, EXTRA_SIZES: comma-separated byte counts.
- * Registers SIZES in order, creates READY_FILE; once STEP_FILE exists, deregisters the first
- * DROP of them, registers EXTRA_SIZES and creates STEPPED_FILE; then sleeps until killed. */
+ * Registers SIZES in order from a thread that then exits, creates READY_FILE; once STEP_FILE
+ * exists, deregisters the first DROP of them, registers EXTRA_SIZES and creates STEPPED_FILE;
+ * then sleeps until killed. The registering thread is gone before any exporter starts:
+ * restrack lists those regions with no pid (nldev.c fill_res_name_pid), so only their PD
+ * (allocated by the main thread) tells whose they are. */
 #include <infiniband/verbs.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,8 @@ static int register_all(const char* list) {
   return failed;
 }
 
+static void* register_initial(void* sizes) { return (void*)(long)register_all(sizes); }
+
 static void touch(const char* path) {
   FILE* file = fopen(path, "w");
   if (file) fclose(file);
@@ -60,7 +66,12 @@ int main(int argc, char** argv) {
     fprintf(stderr, "cannot open %s\n", argv[1]);
     return 1;
   }
-  if (register_all(argv[2])) return 1;
+  pthread_t registrar;
+  void* failed = NULL;
+  if (pthread_create(&registrar, NULL, register_initial, argv[2]) != 0 ||
+      pthread_join(registrar, &failed) != 0 || failed) {
+    return 1;
+  }
   touch(argv[3]);
   while (access(argv[4], F_OK) != 0) usleep(50 * 1000);
   const int drop = atoi(argv[6]);

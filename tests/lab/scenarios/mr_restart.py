@@ -36,7 +36,12 @@ def check(lab):
         return scrape, (value(scrape, "rdma_mr_outstanding_regions", pid=pid),
                         value(scrape, "rdma_mr_outstanding_bytes", pid=pid))
 
-    # Started after the registrations: the probes saw none of them, restrack all.
+    # Started after the registrations: the probes saw none of them, restrack all (with no
+    # pid: their thread has exited; their PD names the process).
+    no_pid = [line for line in lab.blocks["restrack_before"]
+              if " mrn " in line and " pid " not in line and "[" not in line]
+    expect("restrack lists the 5 regions of the exited thread without a pid", len(no_pid),
+           len(SIZES))
     seeded, got = figures("scrape_seeded")
     expect("started after 5 registrations: regions, bytes", got,
            (float(len(SIZES)), float(sum(SIZES))))

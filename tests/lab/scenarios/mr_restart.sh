@@ -3,6 +3,8 @@
 # (seeded from the kernel's restrack); the program then deregisters 2 and registers 2 more:
 # the counts follow, the new ones counted once; a restarted exporter finds the same figures;
 # after the program exits its series are gone. Default MR tracking (the kernel path here).
+# The 5 are registered by a thread that has exited by then: restrack lists them without a
+# pid, and they are found to be the program's through their PD.
 . /scenarios/lib.sh
 SIZES=65536,65536,131072,262144,4096
 EXTRA=8192,16384
