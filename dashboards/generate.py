@@ -48,8 +48,39 @@ def variables(*extra):
                        f'label_values(rdmascope_build_info{{{CLUSTER_LABEL}=~"$cluster"'
                        f'{"," + SITE_MATCHERS if SITE_MATCHERS else ""}}}, instance)'),
     ]
-    base += [query_variable(name, label, query) for name, label, query in extra]
+    for entry in extra:
+        if isinstance(entry, dict):
+            base.append(entry)  # built by the dashboard (workload_variables)
+        elif len(entry) == 4:  # (name, label, query, allValue)
+            base.append(query_variable(*entry[:3], allValue=entry[3]))
+        else:
+            base.append(query_variable(*entry))
     return {"list": base}
+
+
+# Which workload's processes the per-process panels show: a label of
+# rdma_process_workload_info (the workload collector's series, one per exported pid) and its
+# values. All is ".*", which also matches processes whose series lacks that label; a process
+# without a workload series at all (the workload collector disabled) is not shown.
+WORKLOAD_LABELS = ("pod_uid", "slurm_job_id", "systemd_unit", "container_id")
+
+
+def workload_variables():
+    return [
+        {"name": "workload_label", "type": "custom", "label": "Workload by",
+         "query": ",".join(WORKLOAD_LABELS), "multi": False, "includeAll": False,
+         "current": {"text": WORKLOAD_LABELS[0], "value": WORKLOAD_LABELS[0]},
+         "options": [{"text": label, "value": label, "selected": i == 0}
+                     for i, label in enumerate(WORKLOAD_LABELS)]},
+        ("workload", "Workload",
+         f"label_values(rdma_process_workload_info{{{SEL}}}, $workload_label)", ".*"),
+    ]
+
+
+def of_workload(expr):
+    """EXPR (per process) restricted to the processes of the selected workloads."""
+    return (f"({expr}) and on ({CLUSTER_LABEL}, instance, pid) "
+            f'rdma_process_workload_info{{{SEL},$workload_label=~"$workload"}}')
 
 
 def panel(kind, title, description, targets, unit="short", width=12, height=8, **extra):
@@ -197,16 +228,16 @@ def memory_registrations():
                      "Registrations per process from eBPF uprobes on libibverbs: leaks, leak "
                      "suspects, pinned memory against its limits, churn and alignment.", [
         timeseries("Outstanding bytes", "Registered and not deregistered (RdmaMrLeak).",
-                   [(f"rdma_mr_outstanding_bytes{{{SEL},{c}}}", "{{instance}} {{comm}} {{pid}}")],
+                   [(of_workload(f"rdma_mr_outstanding_bytes{{{SEL},{c}}}"), "{{instance}} {{comm}} {{pid}}")],
                    "bytes"),
         timeseries("Leak suspects", "Bytes of regions older than --collector.mr.leak-age; the "
                    "call sites are at /debug/mr/stacks on the exporter.",
-                   [(f"rdma_mr_leak_suspect_bytes{{{SEL},{c}}}", "{{instance}} {{comm}} {{pid}}")],
+                   [(of_workload(f"rdma_mr_leak_suspect_bytes{{{SEL},{c}}}"), "{{instance}} {{comm}} {{pid}}")],
                    "bytes"),
         timeseries("Pinned memory and its limit", "VmPin against RLIMIT_MEMLOCK "
                    "(RdmaPinnedMemoryHitsLockedLimitIn48h).",
-                   [(f"rdma_process_pinned_bytes{{{SEL},{c}}}", "{{comm}} {{pid}} pinned"),
-                    (f"rdma_process_locked_memory_limit_bytes{{{SEL},{c}}}", "{{comm}} {{pid}} limit")],
+                   [(of_workload(f"rdma_process_pinned_bytes{{{SEL},{c}}}"), "{{comm}} {{pid}} pinned"),
+                    (of_workload(f"rdma_process_locked_memory_limit_bytes{{{SEL},{c}}}"), "{{comm}} {{pid}} limit")],
                    "bytes"),
         timeseries("Pinned memory in 48 hours", "Linear prediction from the last 6 hours, "
                    "against 90% of the host's memory (RdmaPinnedMemoryExhaustsHostIn48h).",
@@ -216,11 +247,11 @@ def memory_registrations():
                    "bytes"),
         timeseries("Registrations and deregistrations", "Per second; both high is churn "
                    "(RdmaMrRegistrationChurn).",
-                   [(f"rate(rdma_mr_registrations_total{{{SEL},{c}}}[$__rate_interval])",
+                   [(of_workload(f"rate(rdma_mr_registrations_total{{{SEL},{c}}}[$__rate_interval])"),
                      "{{comm}} {{pid}} reg"),
-                    (f"rate(rdma_mr_deregistrations_total{{{SEL},{c}}}[$__rate_interval])",
+                    (of_workload(f"rate(rdma_mr_deregistrations_total{{{SEL},{c}}}[$__rate_interval])"),
                      "{{comm}} {{pid}} dereg"),
-                    (f"rate(rdma_mr_registration_failures_total{{{SEL},{c}}}[$__rate_interval])",
+                    (of_workload(f"rate(rdma_mr_registration_failures_total{{{SEL},{c}}}[$__rate_interval])"),
                      "{{comm}} {{pid}} failed")], "ops"),
         timeseries("Registration latency (p50, p99)", "Time inside ibv_reg_mr.",
                    [(f"histogram_quantile(0.5, sum by (le, comm) (rate(rdma_mr_registration_duration_seconds_bucket{{{SEL},{c}}}[$__rate_interval])))",
@@ -243,7 +274,8 @@ def memory_registrations():
         timeseries("Events lost", "Not tracked because a BPF map was full (RdmascopeEventsLost).",
                    [(f"increase(rdma_mr_lost_total{{{SEL}}}[$__rate_interval])", "{{instance}} {{reason}}")],
                    "short"),
-    ], [("comm", "Command", f'label_values(rdma_process_pinned_bytes{{{SEL}}}, comm)')])
+    ], [("comm", "Command", f'label_values(rdma_process_pinned_bytes{{{SEL}}}, comm)'),
+        *workload_variables()])
 
 
 def queues():
@@ -253,37 +285,37 @@ def queues():
                      "the objects each process holds.", [
         table("CQ sizing", "Capacity, feeding depth and their ratio per CQ: below 1.5 risks "
               "overflow (RdmaCqUndersized).",
-              [(f"rdma_cq_capacity_entries{{{SEL}}}", ""),
-               (f"rdma_cq_feeding_wrs{{{SEL}}}", ""),
-               (f"rdma_cq_capacity_entries{{{SEL}}} / (rdma_cq_feeding_wrs{{{SEL}}} > 0)", "")]),
+              [(of_workload(f"rdma_cq_capacity_entries{{{SEL}}}"), ""),
+               (of_workload(f"rdma_cq_feeding_wrs{{{SEL}}}"), ""),
+               (of_workload(f"rdma_cq_capacity_entries{{{SEL}}} / (rdma_cq_feeding_wrs{{{SEL}}} > 0)"), "")]),
         timeseries("CQ fill (preload library)", "Completions expected and not yet polled, over "
                    "capacity (RdmaCqNearFull).",
-                   [(f"rdma_cq_outstanding_entries{{{SEL}}} / rdma_cq_capacity_entries{{{SEL}}}",
+                   [(of_workload(f"rdma_cq_outstanding_entries{{{SEL}}} / rdma_cq_capacity_entries{{{SEL}}}"),
                      "{{comm}} {{pid}} cq {{cq}}")], "percentunit"),
         timeseries("CQ fill (mlx5 hardware)", "The device's producer minus consumer counter, "
                    "over capacity.",
-                   [(f"rdma_cq_hardware_occupancy_entries{{{SEL}}} / rdma_cq_hardware_capacity_entries{{{SEL}}}",
+                   [(of_workload(f"rdma_cq_hardware_occupancy_entries{{{SEL}}} / rdma_cq_hardware_capacity_entries{{{SEL}}}"),
                      "{{comm}} {{pid}} cqn {{cqn}}")], "percentunit"),
         timeseries("Poll batch fullness", "Completions returned over entries asked: near 1 the "
                    "poller falls behind.",
-                   [(f"rate(rdma_cq_polled_completions_total{{{SEL}}}[$__rate_interval]) / "
-                     f"rate(rdma_cq_poll_requested_entries_total{{{SEL}}}[$__rate_interval])",
+                   [(of_workload(f"rate(rdma_cq_polled_completions_total{{{SEL}}}[$__rate_interval]) / "
+                     f"rate(rdma_cq_poll_requested_entries_total{{{SEL}}}[$__rate_interval])"),
                      "{{comm}} {{pid}} cq {{cq}}")], "percentunit"),
         timeseries("SRQ fill against its limit", "Receives posted and not consumed (preload "
                    "library), and the armed limit (RdmaSrqBelowLimit).",
-                   [(f"rdma_srq_posted_wrs{{{SEL}}}", "{{comm}} {{pid}} srq {{srq}} posted"),
-                    (f"rdma_srq_limit_wrs{{{SEL}}}", "{{comm}} {{pid}} srq {{srq}} limit")], "short"),
+                   [(of_workload(f"rdma_srq_posted_wrs{{{SEL}}}"), "{{comm}} {{pid}} srq {{srq}} posted"),
+                    (of_workload(f"rdma_srq_limit_wrs{{{SEL}}}"), "{{comm}} {{pid}} srq {{srq}} limit")], "short"),
         timeseries("Asynchronous events", "Events applications receive (CQ_ERR, "
                    "SRQ_LIMIT_REACHED, QP_FATAL, PORT_ERR...).",
-                   [(f"increase(rdma_async_events_total{{{SEL}}}[$__rate_interval]) > 0",
+                   [(of_workload(f"increase(rdma_async_events_total{{{SEL}}}[$__rate_interval]) > 0"),
                      "{{comm}} {{pid}} {{event}}")], "short"),
         timeseries("QPs by type and state", "From the kernel's resource tracking.",
                    [(f"sum by (instance, type, state) (rdma_process_qps{{{SEL}}})",
                      "{{instance}} {{type}} {{state}}")], "short"),
         table("Objects per process", "PD, CQ, QP, MR, SRQ, context and CM ids each process "
               "holds (RDMA netlink).",
-              [(f"rdma_process_resources{{{SEL}}}", "")]),
-    ])
+              [(of_workload(f"rdma_process_resources{{{SEL}}}"), "")]),
+    ], workload_variables())
 
 
 def cpu_memory():

@@ -82,6 +82,13 @@ done
 { printf '\x27'; head -c 4096 /proc/meminfo; } >"$corpus/proc/seed-meminfo"
 { printf '\x16'; printf '4242 (a (b) c) S 1 4242 4242 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 4 0 12345 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n'; } \
   >"$corpus/proc/seed-stat-comm"
+# /proc/<pid>/cgroup of a Kubernetes container (hybrid host, cgroupfs driver in v1), a Slurm
+# step on cgroup v2 and this process.
+{ printf '\x00'; printf '12:memory:/kubepods/burstable/pod0c1e3f3a-2b6d-4f6a-9d3e-7a2b1c0d9e8f/%064d\n1:name=systemd:/system.slice/containerd.service\n0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0c1e3f3a_2b6d_4f6a_9d3e_7a2b1c0d9e8f.slice/cri-containerd-%064d.scope\n' 1 2; } \
+  >"$corpus/proc/seed-cgroup-kubepods"
+{ printf '\x00'; printf '0::/system.slice/slurmstepd.scope/job_4711/step_0+1/user/task_0 (deleted)\n'; } \
+  >"$corpus/proc/seed-cgroup-slurm"
+{ printf '\x00'; cat /proc/self/cgroup; } >"$corpus/proc/seed-cgroup"
 
 # Listen addresses and serve flags.
 i=0

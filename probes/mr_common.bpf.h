@@ -259,21 +259,27 @@ struct {
   __type(value, struct mr_stack_sample);
 } sample_scratch SEC(".maps");
 
-/* Whether `word` points into one of the image's code ranges (sorted by start). */
+/* Whether `word` points into one of the image's code ranges (sorted by start).
+ * Branch-free halvings: with a branch per halving the verifier follows every path of every
+ * walk step (2^7 per word inside bpf_loop's callback), and kernels that verify a callback until
+ * its states converge (6.7+) refused the program at the 1M-instruction limit (E2BIG). User
+ * addresses are below 2^47, so the sign of word - start says which side of it word lies. */
 static __always_inline int in_code(const struct mr_code_ranges* ranges, __u64 word) {
   __u32 count = ranges->count;
   if (count == 0 || count > MR_CODE_RANGES) return 0;
-  if (word < ranges->start[0]) return 0;
-  /* The last range starting at or below `word`: log2(64) + 1 halvings. */
-  __u32 lo = 0, hi = count;
+  if (word < ranges->start[0] || word >= (1ULL << 47)) return 0;
+  /* The last range starting at or below `word`: log2(64) + 1 halvings, lo < hi throughout
+   * (when hi = lo + 1, mid = lo and start[lo] <= word: nothing moves). */
+  __u64 lo = 0, hi = count;
+#pragma unroll
   for (int i = 0; i < 7; i++) {
-    if (lo + 1 >= hi) break;
-    __u32 mid = (lo + hi) / 2;
-    if (ranges->start[mid & (MR_CODE_RANGES - 1)] <= word) {
-      lo = mid;
-    } else {
-      hi = mid;
-    }
+    __u64 mid = ((lo + hi) / 2) & (MR_CODE_RANGES - 1);
+    /* All ones when word < start[mid]: keep lo and take mid as hi; else the other way. The
+     * empty asm hides that it is 0 or ~0, or clang turns the masks back into branches. */
+    __u64 below = -(((word - ranges->start[mid]) >> 63) & 1);
+    asm volatile("" : "+r"(below));
+    lo = (lo & below) | (mid & ~below);
+    hi = (mid & below) | (hi & ~below);
   }
   return word < ranges->end[lo & (MR_CODE_RANGES - 1)];
 }

@@ -10,6 +10,7 @@
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
+#include "collectors/workload.h"
 
 namespace rdmascope {
 namespace {
@@ -54,7 +55,12 @@ std::unique_ptr<Collector> MakeHostTuning(const ServeConfig& config) {
   return std::make_unique<HostTuningCollector>(config.sysfs, config.procfs, config.host);
 }
 
-constexpr std::array<CollectorEntry, 8> kCollectors{{
+std::unique_ptr<Collector> MakeWorkload(const ServeConfig& config) {
+  return std::make_unique<WorkloadCollector>(config.procfs);
+}
+
+// Order matters once: `workload` describes the processes of the series listed before it.
+constexpr std::array<CollectorEntry, 9> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
@@ -78,6 +84,10 @@ constexpr std::array<CollectorEntry, 8> kCollectors{{
      "Host tuning: PCIe link of RDMA devices against their capability, huge pages, THP, "
      "numa_balancing, CPU frequency governors (sysfs, procfs)",
      true, &MakeHostTuning},
+    {"workload",
+     "The Kubernetes pod and container, Slurm job and step or systemd unit of each process the "
+     "collectors above export (/proc/PID/cgroup)",
+     true, &MakeWorkload},
 }};
 
 }  // namespace

@@ -43,6 +43,9 @@ const CollectorNeeds kNeeds[] = {
     {"occupancy", {}, {CAP_SYS_PTRACE}},
     // sysfs and procfs settings readable by anyone.
     {"host", {}, {}},
+    // /proc/PID/cgroup is 0444 with no ptrace check (fs/proc/base.c, ONE("cgroup", S_IRUGO,
+    // proc_cgroup_show)); only a hidepid= mount of /proc hides other users' processes.
+    {"workload", {}, {}},
 };
 
 struct CapFree {

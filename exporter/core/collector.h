@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -33,10 +34,19 @@ struct BadRequest : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// The families the collectors listed before this one produced in the same scrape.
+using EarlierFamilies = std::span<const prometheus::MetricFamily>;
+
 class Collector {
  public:
   virtual ~Collector() = default;
   virtual CollectResult Collect(MetricSet& out) const = 0;
+  // What the framework calls. A collector that describes other collectors' series (the
+  // workload each exported pid runs for) overrides it and reads them, rather than reading
+  // the host a second time to find the same processes; it is listed after them.
+  virtual CollectResult CollectAfter(EarlierFamilies /*earlier*/, MetricSet& out) const {
+    return Collect(out);
+  }
   virtual void AddDebugRoutes(DebugRoutes& /*routes*/) {}
   // Why an eBPF probe set did not attach (the collector then serves a degraded view); empty
   // for collectors without probes. --probe.strict turns this into a start-up failure.

@@ -69,12 +69,13 @@ CollectorRunner::CollectorRunner(std::vector<NamedCollector> collectors, BuildIn
   for (const auto& entry : collectors_) states_.push_back({.name = entry.name});
 }
 
-CollectorState CollectorRunner::RunOne(const NamedCollector& entry, MetricSet& out) const {
+CollectorState CollectorRunner::RunOne(const NamedCollector& entry, EarlierFamilies earlier,
+                                       MetricSet& out) const {
   CollectorState state{.name = entry.name};
   state.last_run = std::chrono::system_clock::now();
   const auto start = std::chrono::steady_clock::now();
   try {
-    const CollectResult result = entry.collector->Collect(out);
+    const CollectResult result = entry.collector->CollectAfter(earlier, out);
     state.health = result.no_data ? CollectorHealth::kNoData : CollectorHealth::kOk;
     state.detail = result.detail;
   } catch (const std::exception& e) {
@@ -97,7 +98,7 @@ std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
   for (size_t i = 0; i < collectors_.size(); ++i) {
     const NamedCollector& entry = collectors_[i];
     MetricSet out;
-    CollectorState state = RunOne(entry, out);
+    CollectorState state = RunOne(entry, families, out);
     duplicates_dropped_[i] += out.dropped_duplicates();
     state.series = out.sample_count();
     if (state.health != CollectorHealth::kFailed) {

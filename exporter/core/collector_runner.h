@@ -52,7 +52,7 @@ class CollectorRunner : public prometheus::Collectable {
   DebugRoutes CollectDebugRoutes();
 
  private:
-  CollectorState RunOne(const NamedCollector& entry, MetricSet& out) const;
+  CollectorState RunOne(const NamedCollector& entry, EarlierFamilies earlier, MetricSet& out) const;
 
   std::vector<NamedCollector> collectors_;
   BuildInfo build_;

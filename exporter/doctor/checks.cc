@@ -87,6 +87,22 @@ std::string NoSubjectReason(const Snapshot& now, const Check& check) {
   return "nothing on this host for this check to look at (none of the series it reads)";
 }
 
+// A finding about a process names the workload it runs for (rdma_process_workload_info: the
+// pod, Slurm job or systemd unit), which is whom its advice is for on a shared host.
+void AddWorkload(const Snapshot& now, Finding& finding) {
+  const auto pid = std::find_if(finding.scope.begin(), finding.scope.end(),
+                                [](const auto& entry) { return entry.first == "pid"; });
+  if (pid == finding.scope.end()) return;
+  const std::vector<const Sample*> info =
+      now.Find("rdma_process_workload_info", {{"pid", pid->second}});
+  if (info.size() != 1) return;
+  for (const char* label : {"namespace", "pod", "container", "pod_uid", "container_id",
+                            "slurm_job_id", "slurm_step_id", "systemd_unit"}) {
+    const std::string value = info.front()->Label(label);
+    if (!value.empty()) finding.scope.emplace_back(label, value);
+  }
+}
+
 }  // namespace
 
 std::span<const Check> AllChecks() { return kChecks; }
@@ -111,6 +127,7 @@ std::vector<Finding> RunChecks(const Snapshot& now, const Snapshot* before,
       findings.push_back(NothingToCheck(std::string(check.id), std::string(check.area),
                                         std::string(check.runbook), NoSubjectReason(now, check)));
     }
+    for (Finding& finding : found) AddWorkload(now, finding);
     std::move(found.begin(), found.end(), std::back_inserter(findings));
   }
   return findings;

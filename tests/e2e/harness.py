@@ -44,9 +44,13 @@ def reachable_copy(program):
 class Exporter:
     """`rdmascope serve` on 127.0.0.1:<free port>, optionally inside a network namespace."""
 
-    def __init__(self, binary, args=(), netns=None, timeout=10, prefix=(), env=None):
+    def __init__(self, binary, args=(), netns=None, timeout=60, prefix=(), env=None):
         """prefix: arguments between `binary` and `serve` (e.g. runuser's -u USER -- PATH);
-        env: variables added to the exporter's environment (LD_PRELOAD seams, libfiu)."""
+        env: variables added to the exporter's environment (LD_PRELOAD seams, libfiu).
+        timeout: for the exporter to listen, a guard against a hang, not a speed check.
+        Building the collectors loads and attaches the MR and verbs probes: under 1 s here,
+        but 11 s when the verifier worked through an MR program to its limit (E2BIG, fixed
+        in session 15; host_mr_* catch the probes not attaching), and more on a loaded host."""
         self.log = tempfile.NamedTemporaryFile(prefix="rdmascope-log-", delete=False)
         os.chmod(self.log.name, 0o666)  # writable by an unprivileged exporter too
         cmd = [binary, *prefix, "serve", "--web.listen-address=127.0.0.1:0", *args]
@@ -116,6 +120,19 @@ class Exporter:
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+class Checker:
+    """Expectations that print "ok"/"FAIL" as they go and collect what failed."""
+
+    def __init__(self):
+        self.failures = []
+
+    def expect(self, what, got, want):
+        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
+              ("" if got == want else f" (want {want})"))
+        if got != want:
+            self.failures.append(what)
 
 
 def parse(text):

@@ -25,17 +25,6 @@ THREADS, HOLD, SIZE = 8, 25, 8192
 value = harness.value
 
 
-class Checker:
-    def __init__(self):
-        self.failures = []
-
-    def expect(self, what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-              ("" if got == want else f" (want {want})"))
-        if got != want:
-            self.failures.append(what)
-
-
 def start(workload, args, env):
     proc = subprocess.Popen([workload, *map(str, args)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, env=env, text=True)
@@ -98,7 +87,7 @@ def main(binary, workload, library, many_workload):
     if os.geteuid() != 0:
         print("SKIP: BPF needs root")
         return harness.SKIP
-    check = Checker()
+    check = harness.Checker()
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
     attach_during_loop(check, binary, workload, library, env, jumps=False)
     attach_during_loop(check, binary, workload, library, env, jumps=True)

@@ -26,13 +26,8 @@ def occ_files(directory):
 
 
 def main(binary, workload, library, preload):
-    failures = []
-
-    def expect(what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-              ("" if got == want else f" (want {want})"))
-        if got != want:
-            failures.append(what)
+    check = harness.Checker()
+    failures, expect = check.failures, check.expect
 
     with tempfile.TemporaryDirectory() as stats_dir:
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library), LD_PRELOAD=preload,

@@ -27,14 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
 import machine  # noqa: E402
 
-failures = []
-
-
-def expect(what, got, want):
-    print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-          ("" if got == want else f" (want {want})"))
-    if got != want:
-        failures.append(what)
+CHECK = harness.Checker()
+failures, expect = CHECK.failures, CHECK.expect
 
 
 def occ_files(directory):

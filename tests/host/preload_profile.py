@@ -23,14 +23,8 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
 
-failures = []
-
-
-def expect(what, got, want):
-    print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-          ("" if got == want else f" (want {want})"))
-    if got != want:
-        failures.append(what)
+CHECK = harness.Checker()
+failures, expect = CHECK.failures, CHECK.expect
 
 
 def buckets(samples, pid, direction):

@@ -19,13 +19,8 @@ def main(binary, workload, library):
     if os.geteuid() != 0:
         print("SKIP: BPF needs root")
         return harness.SKIP
-    failures = []
-
-    def expect(what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-              ("" if got == want else f" (want {want})"))
-        if got != want:
-            failures.append(what)
+    check = harness.Checker()
+    failures, expect = check.failures, check.expect
 
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.verbs",

@@ -50,8 +50,8 @@ def site_failures(generate):
             if cluster != 'label_values(rdmascope_build_info{job="rdmascope"}, site)':
                 failures.append(f"{name}: site rendering's cluster variable: {cluster}")
             exprs = [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
-            exprs += [re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1", v["definition"])
-                      for v in board["templating"]["list"][3:]]
+            exprs += [re.sub(r"^label_values\((.*),\s*\$?\w+\)$", r"\1", v["definition"])
+                      for v in board["templating"]["list"][3:] if v["type"] != "custom"]
             instance = board["templating"]["list"][2]["definition"]
             if not all(matcher in instance for matcher in (site[0], site[2])):
                 failures.append(f"{name}: site rendering's instance variable: {instance}")
@@ -82,8 +82,11 @@ def main(directory):
         if variables[:3] != ["datasource", "cluster", "instance"]:
             failures.append(f"{name}: variables datasource, cluster, instance first: {variables}")
         for variable in board["templating"]["list"][1:]:
-            # label_values(SELECTOR, LABEL): the selector must be chained on the variables above.
-            selector = re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1", variable["definition"])
+            if variable["type"] == "custom":
+                continue  # a fixed list of values: nothing to filter
+            # label_values(SELECTOR, LABEL): the selector must be chained on the variables above
+            # (LABEL may itself be a variable: $workload_label).
+            selector = re.sub(r"^label_values\((.*),\s*\$?\w+\)$", r"\1", variable["definition"])
             if variable["name"] == "cluster":
                 chained = True
             elif variable["name"] == "instance":

@@ -86,6 +86,38 @@ TEST(DoctorChecks, CqAdviceGivesTheMinimumAndThePowerOfTwo) {
   EXPECT_EQ(cq[0].scope, expected);
 }
 
+// A finding about a process names its workload (the workload collector's info series), and
+// only that process's.
+TEST(DoctorChecks, AProcessFindingNamesItsWorkload) {
+  Families f;
+  f.Gauge("rdma_cq_capacity_entries",
+          {{"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}, {"cq", "3"}}, 31);
+  f.Gauge("rdma_cq_feeding_wrs",
+          {{"device", "mlx5_0"}, {"pid", "4242"}, {"comm", "trainer"}, {"cq", "3"}}, 128);
+  f.Gauge("rdma_cq_capacity_entries",
+          {{"device", "mlx5_0"}, {"pid", "7"}, {"comm", "other"}, {"cq", "1"}}, 31);
+  f.Gauge("rdma_cq_feeding_wrs",
+          {{"device", "mlx5_0"}, {"pid", "7"}, {"comm", "other"}, {"cq", "1"}}, 128);
+  f.Gauge("rdma_process_workload_info",
+          {{"pid", "4242"},
+           {"comm", "trainer"},
+           {"pod_uid", "0c1e3f3a-2b6d-4f6a-9d3e-7a2b1c0d9e8f"},
+           {"slurm_job_id", "4711"}},
+          1);
+  const auto cq =
+      WithId(RunChecks(f.Build(0, testing::AllRan()), nullptr, {}), "queues.cq_capacity");
+  ASSERT_EQ(cq.size(), 2U);
+  const Scope trainer_scope{{"device", "mlx5_0"},
+                            {"pid", "4242"},
+                            {"comm", "trainer"},
+                            {"cq", "3"},
+                            {"pod_uid", "0c1e3f3a-2b6d-4f6a-9d3e-7a2b1c0d9e8f"},
+                            {"slurm_job_id", "4711"}};
+  const Scope other_scope{{"device", "mlx5_0"}, {"pid", "7"}, {"comm", "other"}, {"cq", "1"}};
+  EXPECT_EQ(cq[0].scope, trainer_scope);
+  EXPECT_EQ(cq[1].scope, other_scope);
+}
+
 TEST(DoctorChecks, CqBetweenOneAndOneAndAHalfTimesWarns) {
   Families f;
   f.Gauge("rdma_cq_capacity_entries", {{"cq", "1"}}, 140);

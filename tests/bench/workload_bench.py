@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Benchmark (reported, never asserted) of workload attribution (issue 28): what
+rdma_process_workload_info costs a scrape at 1,000 RDMA processes in 200 containers.
+
+1,000 programs hold a memory region each (the libibverbs stand-in, tracked by the mr probes),
+five per container, in real cgroup v2 directories of the kubelet's systemd-driver shape. Two
+exporters serve them side by side, one with the workload collector and one without, scraped
+by one real Prometheus (keep-alive, gzip) every second: scrape durations as Prometheus
+measured them, the exporters' CPU per scrape and RSS, and the workload collector's own
+duration (rdmascope_collector_duration_seconds).
+
+Usage: workload_bench.py RDMASCOPE MR_WORKLOAD FAKEVERBS_LIB OUTPUT_DIR [--seconds N]"""
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+import harness  # noqa: E402
+from prometheus_run import Prometheus, cpu_seconds, memory_kib, wait_listening  # noqa: E402
+
+PROCESSES, CONTAINERS = 1000, 200
+NS = "rdmascope-workload-bench"
+PORTS = {"with_workload": 9731, "without_workload": 9732}
+
+
+def cgroup2_mount():
+    with open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                return fields[1]
+    return None
+
+
+def start_exporter(binary, library, port, workload):
+    args = ["ip", "netns", "exec", NS, binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
+            "--collector.disable-defaults", "--collector.mr", f"--probe.library={library}"]
+    if workload:
+        args.append("--collector.workload")
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_listening(NS, port, proc, timeout=60)
+    return proc
+
+
+def scrape_text(port):
+    return subprocess.run(["ip", "netns", "exec", NS, "curl", "-sf",
+                           f"http://127.0.0.1:{port}/metrics"],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("workload")
+    parser.add_argument("library")
+    parser.add_argument("outdir")
+    parser.add_argument("--seconds", type=int, default=60)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: BPF, cgroups and network namespaces need root")
+        return harness.SKIP
+    prometheus = shutil.which("prometheus")
+    mount = cgroup2_mount()
+    if not prometheus or not mount:
+        print(f"SKIP: prometheus {prometheus}, cgroup2 mount {mount}")
+        return harness.SKIP
+    # Two pipes per program.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
+    os.makedirs(args.outdir, exist_ok=True)
+    base = os.path.join(mount, f"rdmascope-bench-{os.getpid()}")
+    containers = []
+    for _ in range(CONTAINERS):
+        uid = str(uuid.uuid4())
+        path = os.path.join(base, "kubepods.slice", "kubepods-burstable.slice",
+                            f"kubepods-burstable-pod{uid.replace('-', '_')}.slice",
+                            f"cri-containerd-{uuid.uuid4().hex * 2}.scope")
+        os.makedirs(path)
+        containers.append(path)
+    subprocess.run(["ip", "netns", "add", NS], check=True)
+    subprocess.run(["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"], check=True)
+    exporters, programs = {}, []
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(args.library))
+    try:
+        for name, port in PORTS.items():
+            exporters[name] = start_exporter(args.binary, args.library, port,
+                                             name == "with_workload")
+        started = time.monotonic()
+        for i in range(PROCESSES):
+            procs_file = os.path.join(containers[i % CONTAINERS], "cgroup.procs")
+
+            def enter(path=procs_file):
+                with open(path, "w") as f:
+                    f.write(str(os.getpid()))
+            programs.append(subprocess.Popen(
+                [args.workload, "1", "2", "8192", "1", "0", "0"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, env=env, text=True, preexec_fn=enter))
+        for program in programs:
+            program.stdout.readline()
+        print(f"{PROCESSES} programs in {CONTAINERS} containers started in "
+              f"{time.monotonic() - started:.1f} s")
+        described = scrape_text(PORTS["with_workload"]).count("rdma_process_workload_info{")
+        exported = scrape_text(PORTS["without_workload"]).count("rdma_mr_outstanding_regions{")
+        print(f"workload series {described}, processes exported {exported}")
+        workdir = tempfile.mkdtemp(prefix="rdmascope-workload-bench-")
+        cpu_before = {name: cpu_seconds(proc.pid) for name, proc in exporters.items()}
+        with Prometheus(NS, prometheus, workdir,
+                        {name: f"127.0.0.1:{port}" for name, port in PORTS.items()},
+                        port=9733) as prom:
+            time.sleep(args.seconds)
+            durations = prom.samples("scrape_duration_seconds")
+            collector = prom.samples(
+                'rdmascope_collector_duration_seconds{collector="workload"}')
+            scrapes = {name: len(values) for name, values in durations.items()}
+        cpu = {name: cpu_seconds(proc.pid) - cpu_before[name] for name, proc in exporters.items()}
+        memory = {name: memory_kib(proc.pid) for name, proc in exporters.items()}
+        shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        for program in programs:
+            if program.poll() is None:
+                program.stdin.write("\n")
+                program.stdin.flush()
+        for program in programs:
+            try:
+                program.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                program.kill()
+        for proc in exporters.values():
+            proc.terminate()
+            proc.wait()
+        subprocess.run(["ip", "netns", "del", NS])
+        for root, _, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
+            try:
+                os.rmdir(root)
+            except OSError:
+                pass
+
+    def ms(values, q):
+        ordered = sorted(values)
+        return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    lines = [
+        "## Workload attribution at 1,000 processes in 200 containers (issue 28)",
+        "",
+        f"{PROCESSES} programs holding one region each, {PROCESSES // CONTAINERS} per container, "
+        f"in {CONTAINERS} cgroup v2 directories of the kubelet's systemd-driver shape; two "
+        f"exporters (`--collector.mr`, one with `--collector.workload`), scraped by one "
+        f"Prometheus every 1 s for {args.seconds} s. {described} workload series for "
+        f"{exported} exported processes.",
+        "",
+        "| exporter | scrapes | scrape median | p90 | CPU per scrape | VmRSS | VmHWM |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in PORTS:
+        values = durations.get(name, [])
+        if not values:
+            lines.append(f"| {name} | 0 | - | - | - | - | - |")
+            continue
+        lines.append(
+            f"| {name} | {scrapes[name]} | {ms(values, 0.5):.2f} ms | {ms(values, 0.9):.2f} ms | "
+            f"{1000 * cpu[name] / max(1, scrapes[name]):.2f} ms | "
+            f"{memory[name].get('VmRSS', 0) / 1024:.1f} MiB | "
+            f"{memory[name].get('VmHWM', 0) / 1024:.1f} MiB |")
+    own = collector.get("with_workload", [])
+    if own:
+        lines += ["", f"The workload collector itself (rdmascope_collector_duration_seconds): "
+                      f"median {ms(own, 0.5):.2f} ms, p90 {ms(own, 0.9):.2f} ms per scrape."]
+    report = "\n".join(lines) + "\n"
+    print(report)
+    with open(os.path.join(args.outdir, "workload.md"), "w") as f:
+        f.write(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Host tier: rdma_process_workload_info names the workload of each process the mr collector
+exports, from real cgroup v2 directories in the shapes the kubelet (systemd and cgroupfs
+drivers), Slurm's cgroup/v2 plugin and systemd make, with a registering program started inside
+each (issue 28).
+
+- each program's MR series have one workload series with exactly the expected labels;
+- a process in no workload's cgroup has one with pid and comm only (joins keep it);
+- a process moved to another cgroup while it runs is described by its new one;
+- a process that exits loses its workload series with its MR series.
+
+The directories are made under a test directory of the cgroup2 mount (the host's, or one
+mounted for the test), never in the host's own kubepods or system slices."""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+import harness  # noqa: E402
+
+REGIONS, LEAKED, SIZE = 4, 2, 8192
+
+
+def cgroup2_mount():
+    """Where a cgroup2 hierarchy is mounted, and a cleanup function (unmounts one we mounted)."""
+    with open("/proc/self/mounts") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if fields[2] == "cgroup2":
+                return fields[1], lambda: None
+    path = tempfile.mkdtemp(prefix="rdmascope-cgroup2-")
+    subprocess.run(["mount", "-t", "cgroup2", "none", path], check=True)
+
+    def unmount():
+        subprocess.run(["umount", path], check=False)
+        os.rmdir(path)
+    return path, unmount
+
+
+class Program:
+    """mr_workload started inside a cgroup directory (it moves itself there before exec)."""
+
+    def __init__(self, workload, library, cgroup_dir):
+        env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
+
+        def enter():
+            if cgroup_dir:
+                with open(os.path.join(cgroup_dir, "cgroup.procs"), "w") as procs:
+                    procs.write(str(os.getpid()))
+        self.proc = subprocess.Popen([workload, "1", str(REGIONS), str(SIZE), str(LEAKED), "0",
+                                      "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=env, text=True, preexec_fn=enter)
+        ready = self.proc.stdout.readline().split()
+        if ready[:1] != ["READY"]:
+            raise RuntimeError(f"workload did not start: {ready}")
+        self.pid = ready[1]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=30)
+
+
+def workload_labels(samples, pid):
+    found = harness.series(samples, "rdma_process_workload_info", pid=pid)
+    if len(found) != 1:
+        return None if not found else f"{len(found)} series"
+    return dict(next(iter(found)))
+
+
+def main(binary, workload, library):
+    if os.geteuid() != 0:
+        print("SKIP: BPF and cgroup directories need root")
+        return harness.SKIP
+    mount, unmount = cgroup2_mount()
+    base = os.path.join(mount, f"rdmascope-test-{os.getpid()}")
+    uid = str(uuid.uuid4())
+    uid2 = str(uuid.uuid4())
+    cid = uuid.uuid4().hex * 2  # 64 hex digits
+    cid2 = uuid.uuid4().hex * 2
+    shapes = {
+        "kubernetes-systemd": (
+            "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+            f"{uid.replace('-', '_')}.slice/cri-containerd-{cid}.scope",
+            {"pod_uid": uid, "container_id": f"containerd://{cid}"}),
+        "kubernetes-cgroupfs": (
+            f"kubepods/besteffort/pod{uid2}/{cid2}", {"pod_uid": uid2, "container_id": cid2}),
+        "slurm": (
+            "system.slice/slurmstepd.scope/job_4711/step_0/user/task_0",
+            {"slurm_job_id": "4711", "slurm_step_id": "0", "systemd_unit": "slurmstepd.scope"}),
+        "systemd": ("system.slice/rdma-storage.service", {"systemd_unit": "rdma-storage.service"}),
+        # The test's own directory: under no workload's shape.
+        "none": ("", {}),
+    }
+    moved_to = os.path.join(base, "system.slice", "rdma-moved.service")
+    check = harness.Checker()
+    failures, expect = check.failures, check.expect
+
+    programs = {}
+    try:
+        for relative, _ in shapes.values():
+            os.makedirs(os.path.join(base, relative), exist_ok=True)
+        os.makedirs(moved_to, exist_ok=True)
+        with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
+                                       "--collector.workload",
+                                       f"--probe.library={library}"]) as exporter:
+            samples = harness.parse(exporter.metrics())
+            if harness.value(samples, "rdmascope_probe_attached", probe="mr") != 1.0:
+                print(exporter.read_log())
+                print("FAIL: mr probes not attached")
+                return 1
+            for name, (relative, _) in shapes.items():
+                programs[name] = Program(workload, library, os.path.join(base, relative))
+            samples = harness.parse(exporter.metrics())
+            for name, (_, labels) in shapes.items():
+                pid = programs[name].pid
+                expect(f"{name}: outstanding regions",
+                       harness.value(samples, "rdma_mr_outstanding_regions", pid=pid),
+                       float(LEAKED))
+                expect(f"{name}: workload labels", workload_labels(samples, pid),
+                       {"pid": pid, "comm": "mr_workload", **labels})
+
+            # Moved while it runs (as `systemctl` or a job scheduler's adopt step would).
+            mover = programs["systemd"]
+            with open(os.path.join(moved_to, "cgroup.procs"), "w") as procs:
+                procs.write(mover.pid)
+            samples = harness.parse(exporter.metrics())
+            expect("moved: workload labels", workload_labels(samples, mover.pid),
+                   {"pid": mover.pid, "comm": "mr_workload", "systemd_unit": "rdma-moved.service"})
+
+            # Exited: no MR series, no workload series.
+            gone = programs.pop("slurm")
+            gone.stop()
+            deadline = time.monotonic() + 10
+            while True:
+                samples = harness.parse(exporter.metrics())
+                if not harness.series(samples, "rdma_mr_outstanding_regions", pid=gone.pid) or \
+                        time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            expect("exited: MR series", harness.series(samples, "rdma_mr_outstanding_regions",
+                                                      pid=gone.pid), {})
+            expect("exited: workload series", workload_labels(samples, gone.pid), None)
+            expect("workload collector succeeded",
+                   harness.value(samples, "rdmascope_collector_success", collector="workload"),
+                   1.0)
+    finally:
+        for program in programs.values():
+            program.stop()
+        # Deepest first; a directory still holding a process stays (and says so).
+        for root, dirs, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
+            try:
+                os.rmdir(root)
+            except OSError as error:
+                print(f"note: {root} not removed: {error}")
+        unmount()
+    if failures:
+        print("FAIL: " + ", ".join(failures))
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))

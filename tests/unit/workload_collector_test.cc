@@ -1,0 +1,131 @@
+// The workload collector: one rdma_process_workload_info per pid that the collectors before it
+// exported in the same scrape, from a fake /proc/PID/cgroup; nothing for owners without a
+// process, for processes gone since, or when it runs alone.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "collectors/workload.h"
+#include "core/collector_runner.h"
+#include "unit/fixture_tree.h"
+
+namespace rdmascope {
+namespace {
+
+constexpr MetricDesc kHeld{"rdma_process_resources", "objects", prometheus::MetricType::Gauge};
+constexpr MetricDesc kPinned{"rdma_process_pinned_bytes", "VmPin", prometheus::MetricType::Gauge};
+const std::string kId(64, 'e');
+
+// Exports series for pids the way the resources and mr collectors do, owners without a
+// process included.
+class Owners : public Collector {
+ public:
+  CollectResult Collect(MetricSet& out) const override {
+    out.Add(kHeld, {{"device", "mlx5_0"}, {"pid", "100"}, {"comm", "trainer"}}, 3);
+    out.Add(kHeld, {{"device", "mlx5_1"}, {"pid", "100"}, {"comm", "trainer"}}, 1);
+    out.Add(kHeld, {{"device", "mlx5_0"}, {"pid", "kernel"}, {"comm", "ib_core"}}, 9);
+    out.Add(kHeld, {{"device", "mlx5_0"}, {"pid", "unknown"}, {"comm", "unknown"}}, 1);
+    out.Add(kPinned, {{"pid", "200"}, {"comm", "slurm_rank"}}, 4096);
+    out.Add(kPinned, {{"pid", "300"}, {"comm", "storage"}}, 4096);
+    out.Add(kPinned, {{"pid", "400"}, {"comm", "exited"}}, 4096);
+    out.Add(kPinned, {{"pid", "0x1f"}, {"comm", "odd"}}, 1);
+    return {};
+  }
+};
+
+void WriteCgroup(const std::filesystem::path& procfs, const std::string& pid,
+                 const std::string& content) {
+  std::filesystem::create_directories(procfs / pid);
+  std::ofstream(procfs / pid / "cgroup") << content;
+}
+
+// pid -> labels of its info series (label name -> value).
+std::map<std::string, std::map<std::string, std::string>> InfoSeries(
+    const std::vector<prometheus::MetricFamily>& families) {
+  std::map<std::string, std::map<std::string, std::string>> series;
+  for (const auto& family : families) {
+    if (family.name != "rdma_process_workload_info") continue;
+    for (const auto& metric : family.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& label : metric.label) labels[label.name] = label.value;
+      EXPECT_EQ(metric.gauge.value, 1);
+      series[labels["pid"]] = labels;
+    }
+  }
+  return series;
+}
+
+class WorkloadCollectorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WriteCgroup(procfs_.path(), "100",
+                "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_"
+                "3333_4444_555555555555.slice/cri-containerd-" +
+                    kId + ".scope\n");
+    WriteCgroup(procfs_.path(), "200",
+                "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n");
+    WriteCgroup(procfs_.path(), "300", "0::/\n");
+    // pid 400 exited between the other collectors' reading and this one's: no cgroup file.
+  }
+
+  std::vector<prometheus::MetricFamily> Scrape() {
+    std::vector<NamedCollector> collectors;
+    collectors.push_back({"owners", std::make_unique<Owners>()});
+    collectors.push_back({"workload", std::make_unique<WorkloadCollector>(procfs_.path())});
+    CollectorRunner runner(std::move(collectors), BuildInfo{"1", "r"}, procfs_.path());
+    return runner.Collect();
+  }
+
+  testing::TempDir procfs_;
+};
+
+TEST_F(WorkloadCollectorTest, DescribesEachExportedProcessOnce) {
+  const auto series = InfoSeries(Scrape());
+  ASSERT_EQ(series.size(), 3U) << "100, 200, 300: not kernel, unknown, 0x1f nor the exited 400";
+  EXPECT_EQ(series.at("100"),
+            (std::map<std::string, std::string>{{"pid", "100"},
+                                                {"comm", "trainer"},
+                                                {"pod_uid", "11111111-2222-3333-4444-555555555555"},
+                                                {"container_id", "containerd://" + kId}}));
+  EXPECT_EQ(series.at("200"),
+            (std::map<std::string, std::string>{{"pid", "200"},
+                                                {"comm", "slurm_rank"},
+                                                {"slurm_job_id", "4711"},
+                                                {"slurm_step_id", "0"},
+                                                {"systemd_unit", "slurmstepd.scope"}}));
+  // In the root cgroup: the series carries the process only, so that joins keep it.
+  EXPECT_EQ(series.at("300"),
+            (std::map<std::string, std::string>{{"pid", "300"}, {"comm", "storage"}}));
+}
+
+TEST_F(WorkloadCollectorTest, FollowsAProcessMovedToAnotherCgroup) {
+  EXPECT_EQ(InfoSeries(Scrape()).at("300").count("systemd_unit"), 0U);
+  WriteCgroup(procfs_.path(), "300", "0::/system.slice/storage-target.service\n");
+  EXPECT_EQ(InfoSeries(Scrape()).at("300").at("systemd_unit"), "storage-target.service");
+}
+
+TEST_F(WorkloadCollectorTest, AloneItHasNoProcessToDescribe) {
+  WorkloadCollector collector(procfs_.path());
+  MetricSet out;
+  const CollectResult result = collector.Collect(out);
+  EXPECT_TRUE(result.no_data);
+  EXPECT_EQ(out.sample_count(), 0U);
+}
+
+TEST_F(WorkloadCollectorTest, ReusesParsesAcrossScrapesOfOneCollector) {
+  std::vector<NamedCollector> collectors;
+  collectors.push_back({"owners", std::make_unique<Owners>()});
+  collectors.push_back({"workload", std::make_unique<WorkloadCollector>(procfs_.path())});
+  CollectorRunner runner(std::move(collectors), BuildInfo{"1", "r"}, procfs_.path());
+  const auto first = InfoSeries(runner.Collect());
+  WriteCgroup(procfs_.path(), "200", "0::/system.slice/slurmstepd.scope/job_4712/step_1/user\n");
+  const auto second = InfoSeries(runner.Collect());
+  EXPECT_EQ(first.at("100"), second.at("100"));
+  EXPECT_EQ(second.at("200").at("slurm_job_id"), "4712") << "a new content is parsed again";
+  EXPECT_EQ(second.at("200").at("slurm_step_id"), "1");
+}
+
+}  // namespace
+}  // namespace rdmascope
