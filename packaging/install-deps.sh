@@ -24,6 +24,7 @@ build_pkgs=(
   protobuf-compiler libprotobuf-dev      # profile: pprof's profile.proto, compiled and written
   golang-github-google-pprof-dev         # ... the profile.proto itself (pprof's sources)
   libcmark-dev                           # docs/runbook.md -> /runbook's HTML, at build time
+  libgrpc++-dev protobuf-compiler-grpc   # workload: the CRI client (librdmascope_grpc.so)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev              # unit tests
@@ -33,6 +34,7 @@ test_pkgs=(
   curl procps python3 python3-yaml       # python3-yaml: rule checks, alerting lab
   prometheus-node-exporter hyperfine wrk # benchmarks side by side
   hey                                    # load bench: keep-alive gzip scrapers (issue 18)
+  python3-grpcio                         # host tier: a fake container runtime (CRI) server
   fiu-utils libfiu-dev                   # fault tier: libfiu's POSIX fault injection
   qemu-system-x86 busybox-static cpio    # soft-RoCE lab tier
   ibverbs-utils perftest rdma-core

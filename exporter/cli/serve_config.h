@@ -15,6 +15,7 @@
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
+#include "collectors/workload.h"
 #include "core/capabilities.h"
 #include "core/log.h"
 #include "doctor/options.h"
@@ -59,6 +60,7 @@ struct ServeConfig {
   HostTuningOptions host;
   PerfOptions perf;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
+  WorkloadOptions workload;
   // --doctor.lookback: what /doctor judges counter rates over (docs/doctor.md, "History mode").
   double doctor_lookback_seconds = doctor::kDefaultLookbackSeconds;
   // --capabilities.keep: what `serve` keeps once the collectors are built. Unset: what the

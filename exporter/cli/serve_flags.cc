@@ -2,6 +2,8 @@
 
 #include <array>
 #include <regex>
+#include <string>
+#include <tuple>
 
 #include "collectors/registry.h"
 #include "http/listen_address.h"
@@ -416,6 +418,42 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       })
       ->default_str("60s")
       ->group("Collector host");
+  serve
+      .add_option(
+          "--collector.workload.cri-endpoint", config.workload.cri_endpoint,
+          "The container runtime's CRI socket, asked for the pod, namespace and container "
+          "names of containers (gRPC target, e.g. unix:///run/containerd/containerd.sock); "
+          "auto: the first of containerd's, CRI-O's and cri-dockerd's default sockets that "
+          "exists at start; none: cgroups only. Whoever can connect to that socket controls "
+          "every container of the node (docs/security.md)")
+      ->capture_default_str()
+      ->group("Collector workload");
+  for (const auto& [flag, field, help, fallback] :
+       {std::tuple{"--collector.workload.cri-timeout", &config.workload.cri_timeout,
+                   "How long a call to the container runtime may take; scrapes never wait for "
+                   "it (they use the last answer)",
+                   "2s"},
+        std::tuple{"--collector.workload.cri-refresh-interval",
+                   &config.workload.cri_refresh_interval,
+                   "How often the container runtime is asked for the running containers; sooner "
+                   "(at most every 5s) when a process runs in a container it has not named",
+                   "30s"}}) {
+    serve
+        .add_option_function<std::string>(
+            flag,
+            [target = field](const std::string& text) {
+              *target = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::nanoseconds(*ParseDurationNs(text)));
+            },
+            help)
+        ->check([](const std::string& text) {
+          const auto ns = ParseDurationNs(text);
+          return ns && *ns >= 1000000 ? std::string()
+                                      : "not a duration of at least 1ms like 2s or 1m: " + text;
+        })
+        ->default_str(fallback)
+        ->group("Collector workload");
+  }
   serve
       .add_option("--collector.perf.event", config.perf.events,
                   "Perf event to count, repeatable: a libpfm4 name (cycles, LLC-load-misses, "

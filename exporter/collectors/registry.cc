@@ -11,6 +11,7 @@
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
 #include "collectors/workload.h"
+#include "core/log.h"
 
 namespace rdmascope {
 namespace {
@@ -56,7 +57,26 @@ std::unique_ptr<Collector> MakeHostTuning(const ServeConfig& config) {
 }
 
 std::unique_ptr<Collector> MakeWorkload(const ServeConfig& config) {
-  return std::make_unique<WorkloadCollector>(config.procfs);
+  std::unique_ptr<sys::ContainerNames> names;
+  const std::string endpoint = ResolveCriEndpoint(config.workload.cri_endpoint, "/");
+  if (!endpoint.empty()) {
+    std::error_code ec;
+    auto library =
+        sys::FindGrpcLibrary(std::filesystem::read_symlink("/proc/self/exe", ec).parent_path());
+    if (library) {
+      log::Info("container names from the container runtime", {{"endpoint", endpoint}});
+      names = std::make_unique<sys::ContainerNames>(
+          sys::CriOptions{.endpoint = endpoint,
+                          .timeout = config.workload.cri_timeout,
+                          .refresh_interval = config.workload.cri_refresh_interval,
+                          .library = *library});
+    } else {
+      log::Warn("no container names: the gRPC library is missing", {{"err", library.error()}});
+    }
+  } else if (config.workload.cri_endpoint == "auto") {
+    log::Debug("no container runtime socket found: container names are not asked for");
+  }
+  return std::make_unique<WorkloadCollector>(config.procfs, std::move(names));
 }
 
 // Order matters once: `workload` describes the processes of the series listed before it.

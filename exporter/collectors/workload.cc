@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -15,8 +16,9 @@ using prometheus::MetricType;
 constexpr MetricDesc kWorkloadInfo{
     "rdma_process_workload_info",
     "The workload a process exported by another rdmascope series runs for, from its cgroup: "
-    "Kubernetes pod_uid and container_id, Slurm slurm_job_id and slurm_step_id, the "
-    "systemd_unit (labels without a value are omitted). Join on (instance, pid).",
+    "Kubernetes pod_uid and container_id (namespace, pod and container named by the "
+    "container runtime), Slurm slurm_job_id and slurm_step_id, the systemd_unit (labels "
+    "without a value are omitted). Join on (instance, pid).",
     MetricType::Gauge};
 
 // A cgroup file is a few hundred bytes; v1 hosts list a dozen hierarchies.
@@ -50,7 +52,21 @@ std::map<std::string, std::string> ExportedProcesses(EarlierFamilies earlier) {
 
 }  // namespace
 
-WorkloadCollector::WorkloadCollector(std::filesystem::path procfs) : procfs_(std::move(procfs)) {}
+std::string ResolveCriEndpoint(const std::string& configured, const std::filesystem::path& root) {
+  if (configured == "none" || configured.empty()) return "";
+  if (configured != "auto") return configured;
+  std::error_code ec;
+  for (const std::string& endpoint : sys::DefaultCriEndpoints(root)) {
+    if (std::filesystem::is_socket(endpoint.substr(std::string_view("unix://").size()), ec)) {
+      return endpoint;
+    }
+  }
+  return "";
+}
+
+WorkloadCollector::WorkloadCollector(std::filesystem::path procfs,
+                                     std::unique_ptr<sys::ContainerNames> names)
+    : procfs_(std::move(procfs)), names_(std::move(names)) {}
 
 CollectResult WorkloadCollector::Collect(MetricSet& out) const { return CollectAfter({}, out); }
 
@@ -82,12 +98,28 @@ CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet
     const std::optional<std::string> content =
         sysfs::ReadFile(procfs_ / pid / "cgroup", kMaxCgroupFile);
     if (!content) continue;
-    const sys::Workload workload = Parse(*content);
+    sys::Workload workload = Parse(*content);
+    // The runtime's names for the container; the cgroup's pod UID wins where both have one.
+    std::optional<sys::CriContainer> named;
+    if (names_ != nullptr && !workload.container_id.empty()) {
+      std::string_view id = workload.container_id;
+      if (const size_t scheme = id.find("://"); scheme != std::string_view::npos) {
+        id.remove_prefix(scheme + 3);
+      }
+      named = names_->Lookup(id);
+      if (named && workload.pod_uid.empty()) workload.pod_uid = named->pod_uid;
+    }
     std::vector<Label> labels{{"pid", pid}};
     if (!comm.empty()) labels.emplace_back("comm", comm);
+    const std::string none;
     const std::pair<std::string_view, const std::string&> fields[] = {
-        {"pod_uid", workload.pod_uid},           {"container_id", workload.container_id},
-        {"slurm_job_id", workload.slurm_job_id}, {"slurm_step_id", workload.slurm_step_id},
+        {"namespace", named ? named->pod_namespace : none},
+        {"pod", named ? named->pod : none},
+        {"container", named ? named->container : none},
+        {"pod_uid", workload.pod_uid},
+        {"container_id", workload.container_id},
+        {"slurm_job_id", workload.slurm_job_id},
+        {"slurm_step_id", workload.slurm_step_id},
         {"systemd_unit", workload.systemd_unit},
     };
     for (const auto& [name, value] : fields) {

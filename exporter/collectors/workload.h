@@ -6,21 +6,42 @@
 // It reads no process list of its own: the pids are those of the series the collectors listed
 // before it produced (CollectAfter), so "every process rdmascope exports" holds by
 // construction and a process is found once, by the collector that knows it is an RDMA one.
+//
+// Containers get their Kubernetes names (pod, namespace, container) from the container
+// runtime's CRI socket when one is configured or found (sys/cri_names.h): never waited for.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "core/collector.h"
 #include "sys/cgroup_workload.h"
+#include "sys/cri_names.h"
 
 namespace rdmascope {
 
+struct WorkloadOptions {
+  // --collector.workload.cri-endpoint: a gRPC target ("unix:///run/containerd/containerd.sock"),
+  // "auto" (the first default socket of containerd, CRI-O, cri-dockerd that exists at start)
+  // or "none".
+  std::string cri_endpoint = "auto";
+  std::chrono::milliseconds cri_timeout{2000};
+  std::chrono::milliseconds cri_refresh_interval{30000};
+};
+
+// The endpoint "auto" stands for here (the first default socket present under `root`), or
+// the one given; empty for "none" or when no default socket exists.
+std::string ResolveCriEndpoint(const std::string& configured, const std::filesystem::path& root);
+
 class WorkloadCollector : public Collector {
  public:
-  explicit WorkloadCollector(std::filesystem::path procfs);
+  // `names`: the container runtime to ask for names; null: cgroups only.
+  explicit WorkloadCollector(std::filesystem::path procfs,
+                             std::unique_ptr<sys::ContainerNames> names = nullptr);
 
   // Alone (no other collector before it), there is no process to describe.
   CollectResult Collect(MetricSet& out) const override;
@@ -32,6 +53,7 @@ class WorkloadCollector : public Collector {
   sys::Workload Parse(const std::string& content) const;
 
   const std::filesystem::path procfs_;
+  const std::unique_ptr<sys::ContainerNames> names_;
   mutable std::mutex mutex_;  // guards the caches (scrapes may run at once)
   mutable std::map<std::string, sys::Workload> parsed_;
   mutable std::map<std::string, sys::Workload> parsed_previous_;

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/log.h"
+#include "core/private_library.h"
 #include "http/gzip.h"
 
 namespace rdmascope::profile {
@@ -13,23 +14,11 @@ namespace {
 using AbiFn = const char* (*)();
 using SerializeFn = int (*)(const ProfileData*, std::string*, std::string*);
 
-std::string DlError(const std::string& fallback) {
-  const char* error = dlerror();
-  return error != nullptr ? error : fallback;
-}
-
 }  // namespace
 
 std::expected<std::filesystem::path, std::string> FindPprofLibrary(
     const std::filesystem::path& executable_dir) {
-  const std::filesystem::path installed =
-      std::filesystem::path(RDMASCOPE_PPROF_INSTALL_DIR) / kPprofLibraryName;
-  std::error_code ec;
-  for (const std::filesystem::path& candidate : {executable_dir / kPprofLibraryName, installed}) {
-    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
-  }
-  return std::unexpected(std::string(kPprofLibraryName) + " found neither in " +
-                         executable_dir.string() + " nor in " + RDMASCOPE_PPROF_INSTALL_DIR);
+  return FindPrivateLibrary(kPprofLibraryName, executable_dir, RDMASCOPE_PPROF_INSTALL_DIR);
 }
 
 std::expected<std::string, std::string> EncodePprof(const ProfileData& data,

@@ -66,6 +66,16 @@ class Program:
             self.proc.wait(timeout=30)
 
 
+def remove_cgroups(base):
+    """Removes the test's cgroup directories, deepest first; one still holding a process stays
+    (and says so)."""
+    for root, _, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
+        try:
+            os.rmdir(root)
+        except OSError as error:
+            print(f"note: {root} not removed: {error}")
+
+
 def workload_labels(samples, pid):
     found = harness.series(samples, "rdma_process_workload_info", pid=pid)
     if len(found) != 1:
@@ -152,12 +162,7 @@ def main(binary, workload, library):
     finally:
         for program in programs.values():
             program.stop()
-        # Deepest first; a directory still holding a process stays (and says so).
-        for root, dirs, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
-            try:
-                os.rmdir(root)
-            except OSError as error:
-                print(f"note: {root} not removed: {error}")
+        remove_cgroups(base)
         unmount()
     if failures:
         print("FAIL: " + ", ".join(failures))

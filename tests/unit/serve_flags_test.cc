@@ -199,5 +199,20 @@ TEST(ServeFlags, RejectsBadValues) {
   EXPECT_THROW(Parse({"--collector.nonexistent"}), CLI::ExtrasError);
 }
 
+TEST(ServeFlags, WorkloadRuntimeFlags) {
+  const ServeConfig defaults = Parse({});
+  EXPECT_EQ(defaults.workload.cri_endpoint, "auto");
+  EXPECT_EQ(defaults.workload.cri_timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(defaults.workload.cri_refresh_interval, std::chrono::milliseconds(30000));
+  const ServeConfig set = Parse({"--collector.workload.cri-endpoint=unix:///run/crio/crio.sock",
+                                 "--collector.workload.cri-timeout=500ms",
+                                 "--collector.workload.cri-refresh-interval=1m"});
+  EXPECT_EQ(set.workload.cri_endpoint, "unix:///run/crio/crio.sock");
+  EXPECT_EQ(set.workload.cri_timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(set.workload.cri_refresh_interval, std::chrono::milliseconds(60000));
+  EXPECT_THROW(Parse({"--collector.workload.cri-timeout=0s"}), CLI::ValidationError);
+  EXPECT_THROW(Parse({"--collector.workload.cri-refresh-interval=soon"}), CLI::ValidationError);
+}
+
 }  // namespace
 }  // namespace rdmascope

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""A stand-in for a container runtime's CRI socket, for tests: runtime.v1.RuntimeService/
+ListContainers on a unix socket, answering with the containers a JSON file lists (read again at
+each call: [{"id", "pod", "namespace", "uid", "container"}]) as containerd's CRI plugin does,
+with the kubelet's labels. While a file named HANG sits beside the JSON file, each call hangs
+for 60 s first (a runtime that stopped answering).
+
+Debian's python3-grpcio (so /usr/bin/python3), and no generated code: the messages are encoded
+by hand (field numbers of k8s.io/cri-api's runtime/v1/api.proto).
+
+Usage: fake_cri_server.py SOCKET CONTAINERS_JSON   (prints READY once listening; stops on
+SIGTERM, at once, calls in flight or not). Each call is appended to CONTAINERS_JSON + ".calls" (one line per call)."""
+
+import json
+import os
+import signal
+import sys
+import time
+from concurrent import futures
+
+import grpc
+
+
+def varint(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def field(number, payload):
+    """A length-delimited field (string, bytes, message)."""
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def container(entry):
+    labels = {
+        "io.kubernetes.pod.name": entry["pod"],
+        "io.kubernetes.pod.namespace": entry["namespace"],
+        "io.kubernetes.pod.uid": entry["uid"],
+        "io.kubernetes.container.name": entry["container"],
+    }
+    body = field(1, entry["id"]) + field(2, "sandbox-" + entry["id"][:12])
+    body += field(3, field(1, entry["container"]) + varint(2 << 3 | 0) + varint(0))  # metadata
+    body += varint(6 << 3 | 0) + varint(1)  # state: CONTAINER_RUNNING
+    for key, value in labels.items():
+        body += field(8, field(1, key) + field(2, value))
+    return field(1, body)
+
+
+def main(socket_path, containers_json):
+    hang_file = os.path.join(os.path.dirname(containers_json), "HANG")
+
+    def list_containers(request, context):
+        with open(containers_json + ".calls", "a") as calls:
+            calls.write(f"{time.time()} {len(request)}\n")
+        if os.path.exists(hang_file):
+            time.sleep(60)
+        with open(containers_json) as f:
+            entries = json.load(f)
+        return b"".join(container(entry) for entry in entries)
+
+    handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", {
+        "ListContainers": grpc.unary_unary_rpc_method_handler(
+            list_containers, request_deserializer=lambda raw: raw,
+            response_serializer=lambda raw: raw),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port(f"unix://{socket_path}")
+    server.start()
+    # Gone at once, as a runtime that dies: a call held by HANG would keep the interpreter
+    # (its worker thread) for the rest of its 60 s.
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    print("READY", flush=True)
+    server.wait_for_termination()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:3]))
