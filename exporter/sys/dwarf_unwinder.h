@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "sys/elf_cache.h"
 #include "sys/symbolizer.h"
 
 namespace rdmascope::sys {
@@ -67,12 +68,15 @@ const char* MethodName(UnwindMethod method);
 
 // Thread-safe. Caches one libdwfl session per process (its modules, their ELF files and CFI)
 // until the process exits (its pidfd, or its start time in PID/stat) or Retain() drops it: a
-// warm unwind reads no file.
+// warm unwind reads no file. The sessions' ELF files come from an ElfCache: the processes of
+// one program share them (the CFI is parsed per session).
 class DwarfUnwinder {
  public:
-  // `procfs`: where PID/maps and PID/stat are read (a fake tree in tests; the vDSO is only
-  // found under the real /proc).
-  explicit DwarfUnwinder(std::filesystem::path procfs = "/proc");
+  // `procfs`: where PID/maps and PID/stat are read, and the files through PID/root (a fake
+  // tree in tests; the vDSO is only found under the real /proc). `elf_cache`: shared with
+  // other unwinders, or nullptr for one of its own.
+  explicit DwarfUnwinder(std::filesystem::path procfs = "/proc",
+                         std::shared_ptr<ElfCache> elf_cache = nullptr);
   ~DwarfUnwinder();
   DwarfUnwinder(const DwarfUnwinder&) = delete;
   DwarfUnwinder& operator=(const DwarfUnwinder&) = delete;
@@ -91,6 +95,8 @@ class DwarfUnwinder {
                                bool inline_frames = true);
   // Drops the sessions of processes not in `live_pids`.
   void Retain(const std::vector<uint32_t>& live_pids);
+  // The ELF cache's figures (shared with any other unwinder of the same cache).
+  ElfCacheStats elf_stats() const;
 
  private:
   struct Process;
@@ -106,6 +112,7 @@ class DwarfUnwinder {
                                  std::chrono::steady_clock::time_point deadline);
 
   const std::filesystem::path procfs_;
+  const std::shared_ptr<ElfCache> elf_cache_;
   std::mutex mutex_;  // guards processes_ only
   std::map<uint32_t, std::shared_ptr<Process>> processes_;
   static constexpr size_t kMaxProcesses = 256;

@@ -11,7 +11,9 @@ unwind_cli unwinds the copy against the live process and prints the symbolised f
   (d) a 64-byte copy: truncated with a reason, no crash;
   (e) the process gone before the unwind: "process gone", nothing past the instruction pointer;
   (f) through a stripped shared library (its .eh_frame only): its internal function unnamed,
-      main named.
+      main named;
+  (g) two live processes of one program unwound by one unwinder: both named, the second's ELF
+      files served by the first's entries of the ELF cache (sys/elf_cache).
 
     dwarf_unwind.py UNWIND_CLI TARGET_OMIT TARGET_FP TARGET_CPP TARGET_LIB"""
 
@@ -53,17 +55,30 @@ def unwind(cli, pid, path, *extra):
     result = {"frames": []}
     for line in out.stdout.splitlines():
         key, _, value = line.partition(" ")
+        # "also-" lines: the second process of --also, in result["also"].
+        target = result
+        if key.startswith("also-"):
+            target = result.setdefault("also", {"frames": []})
+            key = key[len("also-"):]
         if key == "frame":
             function, offset, module, inlined = value.split("\t")
-            result["frames"].append({"function": function, "offset": int(offset, 16),
+            target["frames"].append({"function": function, "offset": int(offset, 16),
                                      "module": module, "inlined": inlined == "inlined"})
+        elif key == "elf":  # --stats: "entries N unused N ..."
+            words = value.split()
+            target["elf"] = {name: int(number) for name, number in zip(words[::2], words[1::2])}
         else:
-            result[key] = value
+            target[key] = value
     print(f"  {os.path.basename(path)} {' '.join(extra)}: method {result.get('method')}, "
           f"truncated {result.get('truncated')}, stop {result.get('stop')!r}")
-    for frame in result["frames"]:
-        print(f"    {frame['function']}+{frame['offset']:#x} ({frame['module']})"
-              + (" [inlined]" if frame["inlined"] else ""))
+    for part in [result] + ([result["also"]] if "also" in result else []):
+        if part is not result:
+            print(f"  also: method {part.get('method')}, stop {part.get('stop')!r}")
+        for frame in part["frames"]:
+            print(f"    {frame['function']}+{frame['offset']:#x} ({frame['module']})"
+                  + (" [inlined]" if frame["inlined"] else ""))
+    if "elf" in result:
+        print(f"  elf cache: {result['elf']}")
     return result
 
 
@@ -162,6 +177,28 @@ def main(cli, target_omit, target_fp, target_cpp, target_lib):
         checks.expect("(f) its exported function is named from .dynsym",
                       frames[2]["function"] if len(frames) > 2 else None, "unwind_mid_call")
         checks.expect("(f) the rbp walk does not reach main", "main" in names(fp), False)
+
+        print("(g) two processes of one program, one unwinder")
+        first, second = (os.path.join(work, name) for name in ("twin1", "twin2"))
+        procs = [capture(target_omit, first, STACK_BYTES, "wait")]
+        try:
+            procs.append(capture(target_omit, second, STACK_BYTES, "wait"))
+            both = unwind(cli, procs[0].pid, first, "--also", str(procs[1].pid), second,
+                          "--stats")
+        finally:
+            for proc in procs:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+        checks.expect("(g) the first process's frames", names(both)[:3], chain)
+        checks.expect("(g) the second process's frames",
+                      names(both.get("also", {"frames": []}))[:3], chain)
+        elf = both.get("elf", {})
+        # The program and libc at least; each file mapped once, the second process finding
+        # every file it needed (the same frames, the same modules) already mapped.
+        checks.expect("(g) the files of the stacks, each mapped once",
+                      (elf.get("entries", 0) >= 2, elf.get("misses"), elf.get("unused")),
+                      (True, elf.get("entries"), 0))
+        checks.expect("(g) the second process shared them", elf.get("hits"), elf.get("entries"))
 
         # The limits, on a real stack: 2 frames, truncated.
         dwarf, _ = unwound_live(cli, target_omit, work, "limit", STACK_BYTES, "--max-frames", "2")

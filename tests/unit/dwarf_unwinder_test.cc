@@ -1,15 +1,19 @@
 // sys::DwarfUnwinder without a live process: a fake procfs maps this test binary at a fixed
 // address, and stacks are built word by word against functions written in assembly below (so
 // that their code and CFI are known whatever the compiler flags). Real stacks of real programs
-// are the host test's (tests/host/dwarf_unwind.py).
+// are the host test's (tests/host/dwarf_unwind.py). The fake processes' PID/root is a link to
+// "/", through which the ELF cache (sys/elf_cache) finds the binary; without it, libdwfl opens
+// the file by its path in the maps.
 #include "sys/dwarf_unwinder.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "unit/fixture_tree.h"
 
@@ -107,8 +111,12 @@ class DwarfUnwinderTest : public ::testing::Test {
  protected:
   void SetUp() override { MapAt(kPid, kBase, 12345); }
 
-  void MapAt(uint32_t pid, uint64_t base, uint64_t start_ticks) {
+  void MapAt(uint32_t pid, uint64_t base, uint64_t start_ticks, bool root = true) {
     const std::filesystem::path dir = procfs_.path() / std::to_string(pid);
+    std::filesystem::create_directories(dir);
+    if (root && !std::filesystem::is_symlink(dir / "root")) {
+      std::filesystem::create_directory_symlink("/", dir / "root");
+    }
     char line[4096];
     std::snprintf(line, sizeof line, "%llx-%llx r-xp 00000000 08:01 4711 %s\n",
                   static_cast<unsigned long long>(base),
@@ -121,9 +129,13 @@ class DwarfUnwinderTest : public ::testing::Test {
 
   // A capture of kPid: rip, rbp, and the stack words from rsp = kStack.
   CapturedStack Capture(uint64_t rip, uint64_t rbp, const std::vector<uint64_t>& words) {
+    return CaptureOf(kPid, rip, rbp, words);
+  }
+  CapturedStack CaptureOf(uint32_t pid, uint64_t rip, uint64_t rbp,
+                          const std::vector<uint64_t>& words) {
     bytes_.resize(words.size() * 8);
-    std::memcpy(bytes_.data(), words.data(), bytes_.size());
-    CapturedStack captured{.pid = kPid};
+    if (!words.empty()) std::memcpy(bytes_.data(), words.data(), bytes_.size());  // no null
+    CapturedStack captured{.pid = pid};
     captured.regs[kDwarfRip] = rip;
     captured.regs[kDwarfRsp] = kStack;
     captured.regs[kDwarfRbp] = rbp;
@@ -131,9 +143,9 @@ class DwarfUnwinderTest : public ::testing::Test {
     return captured;
   }
 
-  std::vector<std::string> Names(const UnwoundStack& unwound) {
+  std::vector<std::string> Names(const UnwoundStack& unwound, uint32_t pid = kPid) {
     std::vector<std::string> names;
-    for (const Frame& frame : unwinder_.Symbolize(kPid, unwound)) names.push_back(frame.Describe());
+    for (const Frame& frame : unwinder_.Symbolize(pid, unwound)) names.push_back(frame.Describe());
     return names;
   }
 
@@ -291,6 +303,117 @@ TEST_F(DwarfUnwinderTest, ProcessGoneOrReplaced) {
   // Retain() drops it; the next unwind makes a new session.
   unwinder_.Retain({});
   EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs.size(), 2U);
+}
+
+// Two processes of one program (this binary at two addresses): the second session's module
+// gets the file the first one mapped, and each unwinds with its own layout.
+TEST_F(DwarfUnwinderTest, TwoProcessesOfOneProgramShareItsFile) {
+  constexpr uint32_t kTwin = kPid + 7;
+  constexpr uint64_t kMoved = 0x300000000;
+  MapAt(kTwin, kMoved, 777);
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const UnwoundStack first = unwinder_.Unwind(Capture(alpha, 0, {beta + 1, 0}), kPatient);
+  EXPECT_EQ(first.pcs, (std::vector<uint64_t>{alpha, beta + 1}));
+  const ElfCacheStats after_first = unwinder_.elf_stats();
+  EXPECT_EQ(after_first.entries, 1U);
+  EXPECT_EQ(after_first.misses, 1U);
+  EXPECT_EQ(after_first.hits, 0U);
+  EXPECT_EQ(after_first.bytes, std::filesystem::file_size(self_));
+
+  const uint64_t moved = kMoved - kBase;
+  const UnwoundStack second =
+      unwinder_.Unwind(CaptureOf(kTwin, alpha + moved, 0, {beta + moved + 1, 0}), kPatient);
+  EXPECT_EQ(second.pcs, (std::vector<uint64_t>{alpha + moved, beta + moved + 1}));
+  EXPECT_EQ(second.method, UnwindMethod::kDwarf);
+  EXPECT_EQ(second.stop_reason, "");
+  EXPECT_EQ(Names(second, kTwin),
+            (std::vector<std::string>{"rdmascope_unwind_alpha+0x0", "rdmascope_unwind_beta+0x1"}));
+  const ElfCacheStats after_second = unwinder_.elf_stats();
+  EXPECT_EQ(after_second.entries, 1U);
+  EXPECT_EQ(after_second.misses, 1U);
+  EXPECT_EQ(after_second.hits, 1U);
+  EXPECT_EQ(after_second.declined, 0U);
+  EXPECT_EQ(after_second.unused, 0U);  // both sessions hold it
+
+  // Sessions dropped: the file waits, unused, for the next process of the program.
+  unwinder_.Retain({});
+  EXPECT_EQ(unwinder_.elf_stats().unused, 1U);
+  EXPECT_EQ(unwinder_.Unwind(Capture(alpha, 0, {beta + 1, 0}), kPatient).pcs.size(), 2U);
+  EXPECT_EQ(unwinder_.elf_stats().hits, 2U);
+  EXPECT_EQ(unwinder_.elf_stats().unused, 0U);
+}
+
+// One cache for two unwinders (one per exporter): the second finds the first's file.
+TEST_F(DwarfUnwinderTest, UnwindersShareACache) {
+  const auto cache = std::make_shared<ElfCache>();
+  DwarfUnwinder one(procfs_.path(), cache);
+  DwarfUnwinder two(procfs_.path(), cache);
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const CapturedStack captured = Capture(alpha, 0, {beta + 1, 0});
+  EXPECT_EQ(one.Unwind(captured, kPatient).pcs.size(), 2U);
+  EXPECT_EQ(two.Unwind(captured, kPatient).pcs.size(), 2U);
+  EXPECT_EQ(cache->stats().entries, 1U);
+  EXPECT_EQ(cache->stats().hits, 1U);
+  EXPECT_EQ(two.elf_stats().hits, 1U);
+  EXPECT_EQ(unwinder_.elf_stats().entries, 0U);  // the fixture's unwinder has its own
+}
+
+// Processes of one program unwound from several threads at once (the sessions of different
+// processes run concurrently): each session's own descriptor over the one mapped file.
+TEST_F(DwarfUnwinderTest, ThreadsUnwindProcessesOfOneProgramAtOnce) {
+  constexpr int kProcesses = 4;
+  constexpr int kRounds = 50;
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  for (uint32_t i = 1; i < kProcesses; ++i) MapAt(kPid + 100 + i, kBase + i * kSpan, 1000 + i);
+  std::atomic<int> wrong = 0;
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < kProcesses; ++i) {
+    threads.emplace_back([&, i] {
+      const uint32_t pid = i == 0 ? kPid : kPid + 100 + i;
+      const uint64_t moved = i * kSpan;
+      const std::vector<uint64_t> words{beta + moved + 1, 0};
+      std::vector<uint8_t> bytes(words.size() * 8);
+      std::memcpy(bytes.data(), words.data(), bytes.size());
+      CapturedStack captured{.pid = pid};
+      captured.regs[kDwarfRip] = alpha + moved;
+      captured.regs[kDwarfRsp] = kStack;
+      captured.stack = bytes;
+      for (int round = 0; round < kRounds; ++round) {
+        const UnwoundStack unwound = unwinder_.Unwind(captured, kPatient);
+        const std::vector<Frame> frames = unwinder_.Symbolize(pid, unwound);
+        if (unwound.pcs != std::vector<uint64_t>{alpha + moved, beta + moved + 1} ||
+            frames.size() != 2 || frames[1].Describe() != "rdmascope_unwind_beta+0x1") {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const ElfCacheStats stats = unwinder_.elf_stats();
+  EXPECT_EQ(stats.entries, 1U);
+  // One open per session: a hit, or a miss when sessions map the file at the same moment.
+  EXPECT_EQ(stats.hits + stats.misses, static_cast<uint64_t>(kProcesses));
+}
+
+// No PID/root to open the file through (or the cache declines it): libdwfl opens it by its
+// path in the maps, as without a cache, and unwinds the same.
+TEST_F(DwarfUnwinderTest, WithoutTheProcessRootLibdwflOpensTheFile) {
+  constexpr uint32_t kRootless = kPid + 9;
+  MapAt(kRootless, kBase, 888, /*root=*/false);
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const UnwoundStack unwound =
+      unwinder_.Unwind(CaptureOf(kRootless, alpha, 0, {beta + 1, 0}), kPatient);
+  EXPECT_EQ(unwound.pcs, (std::vector<uint64_t>{alpha, beta + 1}));
+  EXPECT_EQ(unwound.method, UnwindMethod::kDwarf);
+  EXPECT_EQ(Names(unwound, kRootless)[1], "rdmascope_unwind_beta+0x1");
+  const ElfCacheStats stats = unwinder_.elf_stats();
+  EXPECT_EQ(stats.entries, 0U);
+  EXPECT_EQ(stats.declined, 1U);
 }
 
 // Registers and bytes that are anything: no crash, every limit kept, and the first frame is

@@ -5,17 +5,26 @@
 //   stop REASON
 //   frame FUNCTION<TAB>OFFSET<TAB>MODULE<TAB>inlined|-     (innermost first)
 //
-//   unwind_cli PID CAPTURE_FILE [--frame-pointers] [--no-inline] [--max-frames N] [--bench N]
+//   unwind_cli PID CAPTURE_FILE [--also PID CAPTURE_FILE] [--stats] [--frame-pointers]
+//              [--no-inline] [--max-frames N] [--bench N]
+// --also: then a second process's capture with the same unwinder (and ELF cache), printed
+// as the same lines with "also-" before each key ("also-method dwarf", "also-frame ...").
+// --stats: the ELF cache's figures at the end, "elf entries N unused N bytes N hits N
+// misses N declined N".
 // --frame-pointers: the rbp walk alone (what a frame-pointer unwinder sees).
 // --no-inline: symbolised without inline frames (the Symbolizer's default).
 // --bench N: CPU time per unwind, cold (a new unwinder: maps, ELF files and CFI read) and
-// warm (N unwinds on one unwinder), printed as "bench cold_us X warm_us Y".
+// warm (N unwinds on one unwinder), printed as "bench cold_us X warm_us Y frames F"; with
+// --also, the first unwind of the second process too, after the first process's on the same
+// unwinder (its files shared) and on an unwinder of its own (nothing shared), appended as
+// "second_shared_us S second_unshared_us U".
 #include <time.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,20 +37,54 @@ using rdmascope::sys::DwarfUnwinder;
 using rdmascope::sys::UnwindLimits;
 using rdmascope::sys::UnwoundStack;
 
+// A capture file's registers and stack, for `pid`.
+struct Capture {
+  std::vector<uint8_t> file;
+  CapturedStack captured;
+};
+
+std::optional<Capture> ReadCapture(const char* pid, const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  Capture capture{.file = std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
+                                               std::istreambuf_iterator<char>()),
+                  .captured = {.pid = static_cast<uint32_t>(std::stoul(pid))}};
+  const size_t header = sizeof capture.captured.regs;
+  if (capture.file.size() < header) {
+    std::fprintf(stderr, "%s: %zu bytes, shorter than the registers\n", path, capture.file.size());
+    return std::nullopt;
+  }
+  std::memcpy(capture.captured.regs.data(), capture.file.data(), header);
+  capture.captured.stack = std::span<const uint8_t>(capture.file).subspan(header);
+  return capture;
+}
+
 double ThreadCpuMicros() {
   timespec now{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
   return static_cast<double>(now.tv_sec) * 1e6 + static_cast<double>(now.tv_nsec) / 1e3;
 }
 
-int Bench(const CapturedStack& captured, long runs) {
+double TimedUnwind(DwarfUnwinder& unwinder, const CapturedStack& captured) {
+  const double start = ThreadCpuMicros();
+  unwinder.Unwind(captured);
+  return ThreadCpuMicros() - start;
+}
+
+int Bench(const CapturedStack& captured, const CapturedStack* also, long runs) {
   constexpr int kColdRuns = 20;
   double cold = 0;
+  double shared = 0;
+  double unshared = 0;
   for (int i = 0; i < kColdRuns; ++i) {
     DwarfUnwinder fresh;
-    const double start = ThreadCpuMicros();
-    fresh.Unwind(captured);
-    cold += ThreadCpuMicros() - start;
+    cold += TimedUnwind(fresh, captured);
+    if (also == nullptr) continue;
+    shared += TimedUnwind(fresh, *also);
+    // The first process unwound first here too, so that both figures follow the same work.
+    DwarfUnwinder first;
+    first.Unwind(captured);
+    DwarfUnwinder own;
+    unshared += TimedUnwind(own, *also);
   }
   DwarfUnwinder warm;
   warm.Unwind(captured);
@@ -49,9 +92,30 @@ int Bench(const CapturedStack& captured, long runs) {
   size_t frames = 0;
   for (long i = 0; i < runs; ++i) frames += warm.Unwind(captured).pcs.size();
   const double per_warm = (ThreadCpuMicros() - start) / static_cast<double>(runs);
-  std::printf("bench cold_us %.1f warm_us %.2f frames %zu\n", cold / kColdRuns, per_warm,
+  std::printf("bench cold_us %.1f warm_us %.2f frames %zu", cold / kColdRuns, per_warm,
               frames / static_cast<size_t>(runs));
+  if (also != nullptr) {
+    std::printf(" second_shared_us %.1f second_unshared_us %.1f", shared / kColdRuns,
+                unshared / kColdRuns);
+  }
+  std::printf("\n");
   return 0;
+}
+
+void Print(DwarfUnwinder& unwinder, const CapturedStack& captured, const UnwindLimits& limits,
+           bool frame_pointers, bool inline_frames, const char* prefix) {
+  const UnwoundStack unwound = frame_pointers ? unwinder.UnwindFramePointers(captured, limits)
+                                              : unwinder.Unwind(captured, limits);
+  std::printf("%smethod %s\n%struncated %d\n%sstop %s\n", prefix,
+              rdmascope::sys::MethodName(unwound.method), prefix, unwound.truncated ? 1 : 0, prefix,
+              unwound.stop_reason.c_str());
+  for (const rdmascope::sys::Frame& frame :
+       unwinder.Symbolize(captured.pid, unwound, inline_frames)) {
+    std::printf("%sframe %s\t0x%llx\t%s\t%s\n", prefix,
+                frame.function.empty() ? "??" : frame.function.c_str(),
+                static_cast<unsigned long long>(frame.offset), frame.module.c_str(),
+                frame.inlined ? "inlined" : "-");
+  }
 }
 
 }  // namespace
@@ -59,20 +123,28 @@ int Bench(const CapturedStack& captured, long runs) {
 int main(int argc, char** argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s PID CAPTURE_FILE [--frame-pointers] [--no-inline] [--max-frames N] "
-                 "[--bench N]\n",
+                 "usage: %s PID CAPTURE_FILE [--also PID CAPTURE_FILE] [--stats] "
+                 "[--frame-pointers] [--no-inline] [--max-frames N] [--bench N]\n",
                  argv[0]);
     return 2;
   }
   bool frame_pointers = false;
   bool inline_frames = true;
+  bool stats = false;
   long bench = 0;
+  const char* also_pid = nullptr;
+  const char* also_path = nullptr;
   UnwindLimits limits;
   for (int i = 3; i < argc; ++i) {
     if (std::strcmp(argv[i], "--frame-pointers") == 0) {
       frame_pointers = true;
     } else if (std::strcmp(argv[i], "--no-inline") == 0) {
       inline_frames = false;
+    } else if (std::strcmp(argv[i], "--stats") == 0) {
+      stats = true;
+    } else if (std::strcmp(argv[i], "--also") == 0 && i + 2 < argc) {
+      also_pid = argv[++i];
+      also_path = argv[++i];
     } else if (std::strcmp(argv[i], "--max-frames") == 0 && i + 1 < argc) {
       limits.max_frames = std::stoul(argv[++i]);
     } else if (std::strcmp(argv[i], "--bench") == 0 && i + 1 < argc) {
@@ -82,30 +154,22 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::ifstream in(argv[2], std::ios::binary);
-  const std::vector<uint8_t> file((std::istreambuf_iterator<char>(in)),
-                                  std::istreambuf_iterator<char>());
-  CapturedStack captured{.pid = static_cast<uint32_t>(std::stoul(argv[1]))};
-  const size_t header = sizeof captured.regs;
-  if (file.size() < header) {
-    std::fprintf(stderr, "%s: %zu bytes, shorter than the registers\n", argv[2], file.size());
-    return 2;
-  }
-  std::memcpy(captured.regs.data(), file.data(), header);
-  captured.stack = std::span<const uint8_t>(file).subspan(header);
-  if (bench > 0) return Bench(captured, bench);
+  const std::optional<Capture> capture = ReadCapture(argv[1], argv[2]);
+  std::optional<Capture> also;
+  if (also_pid != nullptr) also = ReadCapture(also_pid, also_path);
+  if (!capture || (also_pid != nullptr && !also)) return 2;
+  if (bench > 0) return Bench(capture->captured, also ? &also->captured : nullptr, bench);
 
   DwarfUnwinder unwinder;
-  const UnwoundStack unwound = frame_pointers ? unwinder.UnwindFramePointers(captured, limits)
-                                              : unwinder.Unwind(captured, limits);
-  std::printf("method %s\ntruncated %d\nstop %s\n", rdmascope::sys::MethodName(unwound.method),
-              unwound.truncated ? 1 : 0, unwound.stop_reason.c_str());
-  for (const rdmascope::sys::Frame& frame :
-       unwinder.Symbolize(captured.pid, unwound, inline_frames)) {
-    std::printf("frame %s\t0x%llx\t%s\t%s\n",
-                frame.function.empty() ? "??" : frame.function.c_str(),
-                static_cast<unsigned long long>(frame.offset), frame.module.c_str(),
-                frame.inlined ? "inlined" : "-");
+  Print(unwinder, capture->captured, limits, frame_pointers, inline_frames, "");
+  if (also) Print(unwinder, also->captured, limits, frame_pointers, inline_frames, "also-");
+  if (stats) {
+    const rdmascope::sys::ElfCacheStats elf = unwinder.elf_stats();
+    std::printf(
+        "elf entries %llu unused %llu bytes %llu hits %llu misses %llu declined %llu\n",
+        static_cast<unsigned long long>(elf.entries), static_cast<unsigned long long>(elf.unused),
+        static_cast<unsigned long long>(elf.bytes), static_cast<unsigned long long>(elf.hits),
+        static_cast<unsigned long long>(elf.misses), static_cast<unsigned long long>(elf.declined));
   }
   return 0;
 }
