@@ -143,8 +143,11 @@ void MapPerf(const std::vector<PerfEventState>& events, const std::vector<PerfSa
   for (const auto& [key, sum] : sums) {
     const std::string& name = events[key.first].name;
     const std::string node = std::to_string(per_cpu ? topology.NodeOf(key.second) : key.second);
+    // Named: a Label views its string, and a temporary would be gone before Add() reads it
+    // (ASan: stack-use-after-scope with --collector.perf.per-cpu).
+    const std::string cpu = std::to_string(key.second);
     std::vector<Label> labels{{"event", name}, {"node", node}};
-    if (per_cpu) labels.emplace_back("cpu", std::to_string(key.second));
+    if (per_cpu) labels.emplace_back("cpu", cpu);
     if (sum.any) out.Add(kEvents, labels, sum.value);
     const auto time = times.find(key);
     if (time != times.end() && time->second.first > 0) {
