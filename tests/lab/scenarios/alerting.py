@@ -76,15 +76,20 @@ def delivered():
 
 
 def query_dashboards(port):
-    """Runs every dashboard query against the live Prometheus (variables: all values).
-    Returns (queries, errors, queries with data)."""
+    """Runs every dashboard query against the live Prometheus (query variables: all values;
+    custom variables, which may stand for a label name such as $workload_label: their current
+    value, as Grafana fills them). Returns (queries, errors, queries with data)."""
     queries, errors, with_data = 0, [], 0
     for path in sorted(glob.glob(os.path.join(REPO, "dashboards", "*.json"))):
         with open(path) as f:
             board = json.load(f)
+        custom = {v["name"]: v["current"]["value"] for v in board["templating"]["list"]
+                  if v["type"] == "custom"}
         for panel in board["panels"]:
             for target in panel.get("targets", []):
                 expr = re.sub(r"\$\{?__rate_interval\}?", "1m", target["expr"])
+                for name, value in custom.items():
+                    expr = re.sub(r"\$\{?" + name + r"\b\}?", value, expr)
                 expr = re.sub(r"\$\{?\w+\}?", ".*", expr)
                 queries += 1
                 url = (f"http://127.0.0.1:{port}/api/v1/query?" +
