@@ -248,7 +248,7 @@ struct DwarfUnwinder::Process {
   const uint64_t start_ticks;
   const std::shared_ptr<ElfCache> elf_cache;
   const std::string root;  // PROCFS/PID/root: the files as the process sees them
-  std::mutex mutex;  // a Dwfl is not thread-safe: one unwind or symbolisation at a time
+  std::mutex mutex;        // a Dwfl is not thread-safe: one unwind or symbolisation at a time
   Dwfl* dwfl = nullptr;
   // The architecture for dwfl_attach_state: an x86-64 ELF header in memory. Without it libdwfl
   // would borrow the backend of the first module, which a later re-report may drop.

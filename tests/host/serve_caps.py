@@ -57,17 +57,6 @@ def thread_status(pid):
     return threads
 
 
-class Checks:
-    def __init__(self):
-        self.failures = []
-
-    def expect(self, what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got}" +
-              ("" if got == want else f" (want {want})"))
-        if got != want:
-            self.failures.append(what)
-
-
 def check_threads(checks, case, pid, kept_mask, bounding_mask=None):
     threads = thread_status(pid)
     # Main thread, the /doctor thread and --web.threads=2 HTTP threads at least.
@@ -159,7 +148,7 @@ def main(binary, mr_workload, verbs_workload, library, security_md):
 def check_all(binary, mr_workload, verbs_workload, library, security_md):
     start, serving = documented_lists(security_md)
     print(f"documented: start-up {start}, serving {serving}")
-    checks = Checks()
+    checks = harness.Checker()
     checks.expect("CAP_SYS_ADMIN and CAP_BPF never kept",
                   {"CAP_SYS_ADMIN", "CAP_BPF"} & set(serving), set())
     ambient = ",".join("+" + name.lower()[4:] for name in start)
