@@ -23,6 +23,7 @@
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
 #include "collectors/verbs.h"
+#include "collectors/workload.h"
 #include "core/collector_runner.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -133,6 +134,11 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
       << " s, ended: " << data.end_reason;
   if (data.exit_status) out << " (exit status " << *data.exit_status << ")";
   out << "\n";
+  if (!data.workload.empty()) {
+    out << "  workload:";
+    for (const auto& [name, value] : data.workload) out << " " << name << "=" << value;
+    out << "\n";
+  }
   const profile::MrSummary& mr = data.mr;
   out << "  memory registrations: " << mr.registrations << " ("
       << doctor::Bytes(static_cast<double>(mr.registered_bytes)) << "), " << mr.deregistrations
@@ -390,7 +396,11 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
   const auto probe_errors = ProbeErrors(collectors);
   profile::ProfileSession* session_ptr = nullptr;
   std::function<std::vector<VerbsQp>(uint32_t)> qp_source;
+  std::function<WorkloadLabels(uint32_t)> workload_source;
   for (NamedCollector& entry : collectors) {
+    if (const auto* workload = dynamic_cast<const WorkloadCollector*>(entry.collector.get())) {
+      workload_source = [workload](uint32_t pid) { return workload->Describe(pid); };
+    }
     if (const auto* verbs = dynamic_cast<const VerbsCollector*>(entry.collector.get())) {
       qp_source = [verbs](uint32_t pid) { return verbs->Qps(pid); };
     }
@@ -421,7 +431,8 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
                                           .command = options.command,
                                           .procfs = config.procfs,
                                           .sysfs = config.sysfs,
-                                          .qps = qp_source};
+                                          .qps = qp_source,
+                                          .workload = workload_source};
   std::optional<profile::ProfileSession> session;
   OwnPerf own_perf;
   pid_t child = -1;

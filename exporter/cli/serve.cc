@@ -12,7 +12,9 @@
 #include <stdexcept>
 
 #include "cli/doctor.h"
+#include "collectors/mr.h"
 #include "collectors/registry.h"
+#include "collectors/workload.h"
 #include "core/capabilities.h"
 #include "core/collector_runner.h"
 #include "core/sd_notify.h"
@@ -70,6 +72,18 @@ std::vector<NamedCollector> BuildCollectors(const ServeConfig& config) {
       throw std::runtime_error("--probe.strict: the " + name + " probes did not attach: " + error);
     }
     collectors.push_back({name, std::move(collector)});
+  }
+  // /debug/mr/stacks names each process's workload as rdma_process_workload_info does.
+  const WorkloadCollector* workload = nullptr;
+  for (const NamedCollector& entry : collectors) {
+    if (const auto* found = dynamic_cast<const WorkloadCollector*>(entry.collector.get())) {
+      workload = found;
+    }
+  }
+  for (NamedCollector& entry : collectors) {
+    if (auto* mr = dynamic_cast<MrCollector*>(entry.collector.get()); mr && workload) {
+      mr->SetWorkloadSource([workload](uint32_t pid) { return workload->Describe(pid); });
+    }
   }
   return collectors;
 }

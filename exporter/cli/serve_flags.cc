@@ -437,7 +437,13 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
                    &config.workload.cri_refresh_interval,
                    "How often the container runtime is asked for the running containers; sooner "
                    "(at most every 5s) when a process runs in a container it has not named",
-                   "30s"}}) {
+                   "30s"},
+        std::tuple{"--collector.workload.recheck-interval", &config.workload.recheck_interval,
+                   "How long a process's cgroup reading is kept before it is read again (a "
+                   "process moved to another cgroup shows its new workload within this time; "
+                   "one that exits, or whose pid is reused, at the next scrape; spread by pid "
+                   "between 3/4 of it and all of it)",
+                   "60s"}}) {
     serve
         .add_option_function<std::string>(
             flag,

@@ -494,11 +494,17 @@ std::string MrCollector::StacksJson(std::string_view query) const {
       if (!site.unwind_stop.empty()) stack["unwind_stop"] = site.unwind_stop;
       stacks.push_back(std::move(stack));
     }
-    processes.push_back({{"pid", proc.pid},
-                         {"comm", proc.comm},
-                         {"outstanding_regions", proc.outstanding_regions},
-                         {"outstanding_bytes", proc.outstanding_bytes},
-                         {"stacks", stacks}});
+    nlohmann::json entry = {{"pid", proc.pid},
+                            {"comm", proc.comm},
+                            {"outstanding_regions", proc.outstanding_regions},
+                            {"outstanding_bytes", proc.outstanding_bytes},
+                            {"stacks", stacks}};
+    if (workload_source_) {
+      nlohmann::json workload = nlohmann::json::object();
+      for (auto& [name, value] : workload_source_(proc.pid)) workload[name] = std::move(value);
+      entry["workload"] = std::move(workload);
+    }
+    processes.push_back(std::move(entry));
   }
   body["processes"] = processes;
   body["regions_walked"] = report.regions_walked;

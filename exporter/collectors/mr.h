@@ -47,6 +47,10 @@ class MrCollector : public Collector {
   void SetExitObserver(std::function<void(const MrProcess& last)> observer) {
     if (probe_) probe_->SetExitObserver(std::move(observer));
   }
+  // Who runs each process (the workload collector's Describe): /debug/mr/stacks names the
+  // pod, Slurm job or unit that holds the leak beside its pid.
+  using WorkloadSource = std::function<std::vector<std::pair<std::string, std::string>>(uint32_t)>;
+  void SetWorkloadSource(WorkloadSource source) { workload_source_ = std::move(source); }
   static constexpr size_t kMaxStackFrames = 4096;
 
  private:
@@ -57,6 +61,7 @@ class MrCollector : public Collector {
   std::unique_ptr<UverbsHolders> pinned_;
   std::unique_ptr<sys::Symbolizer> symbolizer_ = std::make_unique<sys::Symbolizer>();
   std::string attach_error_;
+  WorkloadSource workload_source_;
   MrStacksLimits stacks_limits_;
   std::filesystem::path procfs_;
   bool by_comm_ = false;

@@ -76,7 +76,8 @@ std::unique_ptr<Collector> MakeWorkload(const ServeConfig& config) {
   } else if (config.workload.cri_endpoint == "auto") {
     log::Debug("no container runtime socket found: container names are not asked for");
   }
-  return std::make_unique<WorkloadCollector>(config.procfs, std::move(names));
+  return std::make_unique<WorkloadCollector>(config.procfs, std::move(names),
+                                             config.workload.recheck_interval);
 }
 
 // Order matters once: `workload` describes the processes of the series listed before it.

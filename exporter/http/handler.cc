@@ -25,7 +25,8 @@ HttpReply MethodNotAllowed(std::string allow) {
 
 }  // namespace
 
-std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path) {
+std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path,
+                              const DebugRoutes& routes) {
   std::string html =
       HtmlPageHead("rdmascope") + "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
       HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
@@ -35,7 +36,20 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
       std::string(kRunbookPath) +
       "\">Runbook</a>: what each alert means, how to confirm it, what to do</p>\n"
       "<p><a href=\"/-/healthy\">Health</a> and <a href=\"/-/ready\">readiness</a> for "
-      "probes (no authentication)</p>\n"
+      "probes (no authentication)</p>\n";
+  // The collectors' debug pages, where enabled.
+  for (const auto& [path, what] :
+       {std::pair{"/debug/workloads",
+                  "Workloads (JSON): the Kubernetes pod and container, Slurm job or systemd unit "
+                  "of each RDMA process, and the container runtime's state"},
+        std::pair{"/debug/mr/stacks",
+                  "Memory registration call sites (JSON): the code holding the most outstanding "
+                  "regions, per process and workload"}}) {
+    if (routes.contains(path)) {
+      html += "<p><a href=\"" + std::string(path) + "\">" + HtmlEscape(what) + "</a></p>\n";
+    }
+  }
+  html +=
       "<h2>Collectors</h2>\n<table><tr><th>collector</th><th>last status</th><th>detail</th>"
       "<th>series</th><th>duration</th></tr>\n";
   for (const CollectorState& state : runner.States()) {
@@ -117,7 +131,7 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
       if (!get_or_head) return MethodNotAllowed("GET, HEAD");
       return {200,
               {{"Content-Type", "text/html; charset=utf-8"}},
-              RenderLandingPage(*runner_, telemetry_path_)};
+              RenderLandingPage(*runner_, telemetry_path_, routes_)};
     }
     if (request.path == kRunbookPath) {
       if (!get_or_head) return MethodNotAllowed("GET, HEAD");

@@ -49,7 +49,9 @@ struct HttpReply {
   std::string body;  // HEAD: the server sends the headers (and Content-Length) only
 };
 
-std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path);
+// `routes`: the debug pages the collectors serve, linked when present.
+std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path,
+                              const DebugRoutes& routes = {});
 
 class HttpHandler {
  public:

@@ -81,6 +81,14 @@ std::string Header(const ProfileData& data) {
                      std::to_string(data.pid) + ")</h1>\n<table class=\"summary\">\n";
   html += Row("command", command.empty() ? "<span class=\"missing\">attached with --pid</span>"
                                          : "<code>" + HtmlEscape(command) + "</code>");
+  std::string workload;
+  for (const auto& [name, value] : data.workload) {
+    workload += (workload.empty() ? "" : ", ") + HtmlEscape(name) + " <code>" + HtmlEscape(value) +
+                "</code>";
+  }
+  html += Row("workload", workload.empty() ? "<span class=\"missing\">none found (not in a "
+                                             "container, Slurm job or systemd unit)</span>"
+                                           : workload);
   html += Row("window", HtmlEscape(Utc(data.start_unix_seconds) + ", " +
                                    FormatValue(data.duration_seconds, "seconds")));
   std::string end = HtmlEscape(data.end_reason);

@@ -216,6 +216,8 @@ void WriteProfileJson(const ProfileData& data, std::ostream& out) {
   json["command"] = data.command;
   json["pid"] = data.pid;
   json["comm"] = data.comm;
+  json["workload"] = Json::object();
+  for (const auto& [name, value] : data.workload) json["workload"][name] = value;
   json["start_unix_seconds"] = data.start_unix_seconds;
   json["duration_seconds"] = data.duration_seconds;
   json["end_reason"] = data.end_reason;

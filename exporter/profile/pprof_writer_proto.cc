@@ -123,6 +123,11 @@ std::string SerializePprof(const ProfileData& data) {
   profile.add_comment(strings.Index("rdmascope " + data.rdmascope_version +
                                     " memory registrations of pid " + std::to_string(data.pid) +
                                     " (" + data.comm + ")"));
+  if (!data.workload.empty()) {
+    std::string workload = "workload:";
+    for (const auto& [name, value] : data.workload) workload += " " + name + "=" + value;
+    profile.add_comment(strings.Index(workload));
+  }
   for (const std::string& note : data.notes) profile.add_comment(strings.Index(note));
 
   return profile.SerializeAsString();

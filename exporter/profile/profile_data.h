@@ -160,6 +160,9 @@ struct ProfileData {
   std::vector<std::string> command;  // empty in --pid mode
   uint32_t pid = 0;
   std::string comm;
+  // Who runs it: rdma_process_workload_info's labels (namespace, pod, container, pod_uid,
+  // container_id, slurm_job_id, slurm_step_id, systemd_unit), those with a value.
+  std::vector<std::pair<std::string, std::string>> workload;
   double start_unix_seconds = 0;
   double duration_seconds = 0;
   std::string end_reason;  // "exited", "duration", "interrupted"

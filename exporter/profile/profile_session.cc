@@ -286,6 +286,17 @@ void ProfileSession::Absorb(const std::vector<MetricFamily>& families, double t,
       seen = true;
     }
   }
+  // Its workload: as exported, else as the workload collector reads it while it runs.
+  if (const auto info = Find(families, "rdma_process_workload_info", match); info.size() == 1) {
+    workload_.clear();
+    for (const auto& label : info.front()->label) {
+      if (label.name != "pid" && label.name != "comm" && !label.value.empty()) {
+        workload_.emplace_back(label.name, label.value);
+      }
+    }
+  } else if (workload_.empty() && options_.workload && options_.pid != 0) {
+    workload_ = options_.workload(options_.pid);
+  }
   // The preload library's per-process series: gone once its stats file is (at exit).
   if (whole_collection && !Find(families, "rdma_process_message_size_bytes", match).empty()) {
     last_preload_families_ = families;
@@ -487,6 +498,8 @@ ProfileData ProfileSession::Finish(const std::string& end_reason, std::optional<
   // The view of the process: the last collection that still showed it.
   const std::vector<MetricFamily>& view = exited ? last_families_ : last.families;
   const doctor::Matchers match{{"pid", pid_text_}};
+
+  data.workload = workload_;
 
   MrSummary& mr = data.mr;
   if (mr_) {

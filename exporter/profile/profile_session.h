@@ -38,6 +38,9 @@ struct SessionOptions {
   std::filesystem::path sysfs = "/sys";
   // The QPs of a pid with their capacities (VerbsCollector::Qps); empty: no verbs collector.
   std::function<std::vector<VerbsQp>(uint32_t pid)> qps;
+  // Who runs a pid (WorkloadCollector::Describe), for a process no collector exported with
+  // rdma_process_workload_info (attached after its registrations); empty: no workload collector.
+  std::function<std::vector<std::pair<std::string, std::string>>(uint32_t pid)> workload;
 };
 
 // What the progress line on stderr shows.
@@ -123,6 +126,7 @@ class ProfileSession {
   std::vector<RegistrationStack> stacks_;  // the last walk, symbolised
   bool stacks_at_exit_ = false;
   std::string comm_;
+  std::vector<std::pair<std::string, std::string>> workload_;  // the last one seen
   std::map<std::string, QueueInfo> queues_;  // by kind/device/handle
   std::map<std::string, Timeline> timelines_;
   std::vector<std::string> notes_;

@@ -67,6 +67,7 @@ class ContainerNames {
     uint64_t attempts = 0;
   };
   Status status() const;
+  const std::string& endpoint() const { return options_.endpoint; }
 
   // Waits until the refresher has made `attempts` attempts in all (tests).
   bool WaitForAttempts(uint64_t attempts, std::chrono::milliseconds timeout) const;

@@ -5,8 +5,6 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <libelf.h>
-#include <poll.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +21,7 @@
 
 #include "core/process_metrics.h"
 #include "core/sysfs.h"
+#include "sys/process_handle.h"
 
 // How libdwfl is used (elfutils 0.188, libdwfl/dwfl_frame.c, frame_unwind.c):
 // - dwfl_attach_state() can be called once per Dwfl, and the Dwfl holds what is expensive: the
@@ -256,7 +255,7 @@ struct DwarfUnwinder::Process {
   Elf* arch = nullptr;
   Clock::time_point reported;
   std::atomic<bool> gone = false;  // the maps could not be read again: make a new session
-  int pidfd = -1;                  // refers to this process only (not to a later one with its pid)
+  ProcessHandle handle;            // this process only (not a later one with its pid)
   Walk* walk = nullptr;            // the sample being unwound, under `mutex`
   // One per module, its userdata (a list: their addresses must not move). Destroyed after
   // dwfl_end() (in the destructor's body), which ends the Elf*s over the cached files.
@@ -267,17 +266,10 @@ struct DwarfUnwinder::Process {
   ~Process() {
     if (dwfl != nullptr) dwfl_end(dwfl);
     if (arch != nullptr) elf_end(arch);
-    if (pidfd >= 0) close(pidfd);
   }
 
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
-
-  // A pidfd polls readable once its process has exited.
-  bool Exited() const {
-    pollfd poll_fd{.fd = pidfd, .events = POLLIN, .revents = 0};
-    return poll(&poll_fd, 1, 0) != 0;
-  }
 
   // (Re-)reads the modules. A re-report keeps the modules that did not change (libdwfl reuses
   // a module reported again with the same name and range, with its ELF and CFI).
@@ -413,7 +405,8 @@ std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, 
   // Still the same process? Its pidfd says so in one poll(); without one (a fake procfs, a
   // kernel before 5.3) its start time, from PID/stat (about 10 us on procfs).
   if (cached && !cached->gone) {
-    if (cached->pidfd >= 0 ? !cached->Exited() : StartTicks(pid) == cached->start_ticks) {
+    if (cached->handle.valid() ? !cached->handle.Exited()
+                               : StartTicks(pid) == cached->start_ticks) {
       return cached;
     }
   }
@@ -423,9 +416,9 @@ std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, 
   auto process = std::make_shared<Process>(
       pid, *start, (procfs_ / std::to_string(pid) / "root").string(), elf_cache_);
   if (procfs_ == "/proc") {
-    process->pidfd = static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
+    process->handle = ProcessHandle::Open(pid);
     // The pid may have been reused between the two reads: the pidfd must be this process's.
-    if (process->pidfd >= 0 && StartTicks(pid) != start) return nullptr;
+    if (process->handle.valid() && StartTicks(pid) != start) return nullptr;
   }
   if (!process->Report(procfs_, why) || !process->Attach(why)) return nullptr;
   std::lock_guard lock(mutex_);

@@ -24,20 +24,12 @@ import uuid
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
-from prometheus_run import Prometheus, cpu_seconds, memory_kib, wait_listening  # noqa: E402
+from prometheus_run import (Prometheus, cgroup2_mount, cpu_seconds, memory_kib,  # noqa: E402
+                            scrape_text, wait_listening)
 
 PROCESSES, CONTAINERS = 1000, 200
 NS = "rdmascope-workload-bench"
 PORTS = {"with_workload": 9731, "without_workload": 9732}
-
-
-def cgroup2_mount():
-    with open("/proc/self/mounts") as mounts:
-        for line in mounts:
-            fields = line.split()
-            if fields[2] == "cgroup2":
-                return fields[1]
-    return None
 
 
 def start_exporter(binary, library, port, workload):
@@ -48,12 +40,6 @@ def start_exporter(binary, library, port, workload):
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(NS, port, proc, timeout=60)
     return proc
-
-
-def scrape_text(port):
-    return subprocess.run(["ip", "netns", "exec", NS, "curl", "-sf",
-                           f"http://127.0.0.1:{port}/metrics"],
-                          capture_output=True, text=True, check=True).stdout
 
 
 def main():
@@ -107,8 +93,8 @@ def main():
             program.stdout.readline()
         print(f"{PROCESSES} programs in {CONTAINERS} containers started in "
               f"{time.monotonic() - started:.1f} s")
-        described = scrape_text(PORTS["with_workload"]).count("rdma_process_workload_info{")
-        exported = scrape_text(PORTS["without_workload"]).count("rdma_mr_outstanding_regions{")
+        described = scrape_text(NS, PORTS["with_workload"]).count("rdma_process_workload_info{")
+        exported = scrape_text(NS, PORTS["without_workload"]).count("rdma_mr_outstanding_regions{")
         print(f"workload series {described}, processes exported {exported}")
         workdir = tempfile.mkdtemp(prefix="rdmascope-workload-bench-")
         cpu_before = {name: cpu_seconds(proc.pid) for name, proc in exporters.items()}

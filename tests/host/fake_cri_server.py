@@ -9,7 +9,10 @@ Debian's python3-grpcio (so /usr/bin/python3), and no generated code: the messag
 by hand (field numbers of k8s.io/cri-api's runtime/v1/api.proto).
 
 Usage: fake_cri_server.py SOCKET CONTAINERS_JSON   (prints READY once listening; stops on
-SIGTERM, at once, calls in flight or not). Each call is appended to CONTAINERS_JSON + ".calls" (one line per call)."""
+SIGTERM, at once, calls in flight or not). Each call is appended to CONTAINERS_JSON + ".calls"
+(one line per call, as it arrives); each call answered also to CONTAINERS_JSON + ".timing": its
+start (epoch seconds), the handler's wall and CPU seconds (reading the file and encoding the
+answer; gRPC's own work not included), the containers listed and the response's bytes."""
 
 import json
 import os
@@ -59,13 +62,19 @@ def main(socket_path, containers_json):
     hang_file = os.path.join(os.path.dirname(containers_json), "HANG")
 
     def list_containers(request, context):
+        started = time.time()
         with open(containers_json + ".calls", "a") as calls:
-            calls.write(f"{time.time()} {len(request)}\n")
+            calls.write(f"{started} {len(request)}\n")
         if os.path.exists(hang_file):
             time.sleep(60)
+        wall, cpu = time.perf_counter(), time.thread_time()
         with open(containers_json) as f:
             entries = json.load(f)
-        return b"".join(container(entry) for entry in entries)
+        answer = b"".join(container(entry) for entry in entries)
+        wall, cpu = time.perf_counter() - wall, time.thread_time() - cpu
+        with open(containers_json + ".timing", "a") as timing:
+            timing.write(f"{started} {wall:.6f} {cpu:.6f} {len(entries)} {len(answer)}\n")
+        return answer
 
     handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", {
         "ListContainers": grpc.unary_unary_rpc_method_handler(

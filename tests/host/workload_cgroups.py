@@ -6,12 +6,16 @@ each (issue 28).
 
 - each program's MR series have one workload series with exactly the expected labels;
 - a process in no workload's cgroup has one with pid and comm only (joins keep it);
-- a process moved to another cgroup while it runs is described by its new one;
+- a process moved to another cgroup while it runs is described by its new one once the
+  recheck interval has passed (its last reading until then);
+- /debug/mr/stacks, /debug/workloads and `profile --pid` name the same workloads (the landing
+  page links the debug pages);
 - a process that exits loses its workload series with its MR series.
 
 The directories are made under a test directory of the cgroup2 mount (the host's, or one
 mounted for the test), never in the host's own kubepods or system slices."""
 
+import json
 import os
 import subprocess
 import sys
@@ -118,6 +122,7 @@ def main(binary, workload, library):
         os.makedirs(moved_to, exist_ok=True)
         with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
                                        "--collector.workload",
+                                       "--collector.workload.recheck-interval=2s",
                                        f"--probe.library={library}"]) as exporter:
             samples = harness.parse(exporter.metrics())
             if harness.value(samples, "rdmascope_probe_attached", probe="mr") != 1.0:
@@ -126,6 +131,7 @@ def main(binary, workload, library):
                 return 1
             for name, (relative, _) in shapes.items():
                 programs[name] = Program(workload, library, os.path.join(base, relative))
+            first_read = time.monotonic()
             samples = harness.parse(exporter.metrics())
             for name, (_, labels) in shapes.items():
                 pid = programs[name].pid
@@ -140,8 +146,53 @@ def main(binary, workload, library):
             with open(os.path.join(moved_to, "cgroup.procs"), "w") as procs:
                 procs.write(mover.pid)
             samples = harness.parse(exporter.metrics())
+            # Read again only after the recheck interval (1.5 to 2 s after the first reading;
+            # the pidfd says it is the same process): until then the last reading stands.
+            if time.monotonic() - first_read < 1.4:
+                labels = workload_labels(samples, mover.pid)
+                expect("moved, before the recheck interval: the last reading",
+                       labels.get("systemd_unit") if isinstance(labels, dict) else labels,
+                       "rdma-storage.service")
+            time.sleep(max(0.0, first_read + 2.2 - time.monotonic()))
+            samples = harness.parse(exporter.metrics())
             expect("moved: workload labels", workload_labels(samples, mover.pid),
                    {"pid": mover.pid, "comm": "mr_workload", "systemd_unit": "rdma-moved.service"})
+
+            shapes["systemd"] = (shapes["systemd"][0], {"systemd_unit": "rdma-moved.service"})
+
+            # The debug pages name the same workloads: /debug/mr/stacks beside each leak's
+            # stacks, /debug/workloads for every process described, linked from the landing page.
+            for name, (_, labels) in shapes.items():
+                pid = programs[name].pid
+                status, body = exporter.get(f"/debug/mr/stacks?pid={pid}")
+                listed = json.loads(body).get("processes", []) if status == 200 else []
+                expect(f"{name}: /debug/mr/stacks workload",
+                       listed[0].get("workload") if len(listed) == 1 else f"{status} {body[:200]}",
+                       {k: v for k, v in labels.items()})
+            status, body = exporter.get("/debug/workloads")
+            listed = {str(p["pid"]): p["workload"] for p in json.loads(body)["processes"]} \
+                if status == 200 else {}
+            expect("/debug/workloads", {name: listed.get(programs[name].pid) for name in shapes},
+                   {name: labels for name, (_, labels) in shapes.items()})
+            status, page = exporter.get("/")
+            expect("landing page links /debug/workloads", 'href="/debug/workloads"' in page, True)
+
+            # `profile --pid` of the Kubernetes one names its workload (profile.json, summary).
+            k8s_pid = programs["kubernetes-systemd"].pid
+            with tempfile.TemporaryDirectory() as out:
+                run = subprocess.run(
+                    [binary, "profile", f"--pid={k8s_pid}", "--duration=2s", f"--output={out}",
+                     "--collector.disable-defaults", "--collector.mr", "--collector.workload",
+                     f"--probe.library={library}"],
+                    capture_output=True, text=True, timeout=120)
+                try:
+                    with open(os.path.join(out, "profile.json")) as f:
+                        profiled = json.load(f).get("workload")
+                except (OSError, ValueError) as error:
+                    profiled = f"no profile.json ({error}): {run.stderr[-500:]}"
+                expect("profile.json workload", profiled, shapes["kubernetes-systemd"][1])
+                expect("profile summary names the workload",
+                       f"pod_uid={shapes['kubernetes-systemd'][1]['pod_uid']}" in run.stdout, True)
 
             # Exited: no MR series, no workload series.
             gone = programs.pop("slurm")

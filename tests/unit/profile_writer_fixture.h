@@ -26,6 +26,7 @@ inline ProfileData SampleProfile() {
   data.command = {"./mr_leaker", "--size=4M", "<b>bold</b>"};
   data.pid = 4242;
   data.comm = kHostileComm;
+  data.workload = {{"namespace", "training"}, {"pod", "llm-0 <script>"}, {"slurm_job_id", "4711"}};
   data.start_unix_seconds = 1780000000.5;
   data.duration_seconds = 10;
   data.end_reason = "exited";

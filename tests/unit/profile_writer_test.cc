@@ -232,6 +232,8 @@ TEST(HtmlReport, EscapesEveryStringOfTheProcess) {
   EXPECT_NE(html.find("lib&quot;odd&#39;.so"), std::string::npos);  // quotes in attributes too
   EXPECT_NE(html.find("&lt;b&gt;bold&lt;/b&gt;"), std::string::npos);
   EXPECT_NE(html.find("&lt;see docs&gt;"), std::string::npos);
+  EXPECT_NE(html.find("pod <code>llm-0 &lt;script&gt;</code>"), std::string::npos)
+      << "the workload is shown, escaped";
   // Every byte that is not UTF-8 was replaced: the document is valid UTF-8.
   EXPECT_EQ(html.find('\xfe'), std::string::npos);
   EXPECT_EQ(html.find('\xff'), std::string::npos);

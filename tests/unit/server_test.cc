@@ -55,6 +55,19 @@ TEST(LandingPage, ListsCollectorsAndEscapes) {
   EXPECT_NE(page.find("href=\"/metrics\""), std::string::npos);
 }
 
+TEST(LandingPage, LinksTheDebugPagesServed) {
+  std::vector<NamedCollector> collectors;
+  collectors.push_back({"ethtool", std::make_unique<Failing>()});
+  CollectorRunner runner(std::move(collectors), BuildInfo{"0.1.0", "abc"}, "/proc");
+  EXPECT_EQ(RenderLandingPage(runner, "/metrics").find("/debug/"), std::string::npos)
+      << "no page linked that is not served";
+  DebugRoutes routes;
+  routes["/debug/workloads"] = [](std::string_view) { return std::string("{}"); };
+  const std::string page = RenderLandingPage(runner, "/metrics", routes);
+  EXPECT_NE(page.find("href=\"/debug/workloads\""), std::string::npos) << page;
+  EXPECT_EQ(page.find("/debug/mr/stacks"), std::string::npos);
+}
+
 TEST(Gzip, AcceptEncoding) {
   EXPECT_TRUE(AcceptsGzip("gzip"));
   EXPECT_TRUE(AcceptsGzip("deflate, GZIP;q=0.5"));

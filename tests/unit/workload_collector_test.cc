@@ -2,9 +2,14 @@
 // exported in the same scrape, from a fake /proc/PID/cgroup; nothing for owners without a
 // process, for processes gone since, or when it runs alone.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "collectors/workload.h"
@@ -125,6 +130,120 @@ TEST_F(WorkloadCollectorTest, ReusesParsesAcrossScrapesOfOneCollector) {
   EXPECT_EQ(first.at("100"), second.at("100"));
   EXPECT_EQ(second.at("200").at("slurm_job_id"), "4712") << "a new content is parsed again";
   EXPECT_EQ(second.at("200").at("slurm_step_id"), "1");
+}
+
+TEST_F(WorkloadCollectorTest, DescribesOneProcessForTheDebugPages) {
+  const WorkloadCollector collector(procfs_.path());
+  EXPECT_EQ(collector.Describe(200), (WorkloadLabels{{"slurm_job_id", "4711"},
+                                                     {"slurm_step_id", "0"},
+                                                     {"systemd_unit", "slurmstepd.scope"}}))
+      << "read at once, before any scrape";
+  EXPECT_TRUE(collector.Describe(300).empty()) << "the root cgroup: no workload";
+  EXPECT_TRUE(collector.Describe(400).empty()) << "gone";
+}
+
+// A process read once is not read again while its pidfd says it runs, until the recheck
+// interval; a pid whose process exited is read again at once (it may name another process).
+// The fixture procfs has "self" pointing at this test's pid, so that its pids are pinned with
+// pidfds as the real /proc's are: pid CHILD is a real child process of the test.
+class ExportsPid : public Collector {
+ public:
+  explicit ExportsPid(std::string pid) : pid_(std::move(pid)) {}
+  CollectResult Collect(MetricSet& out) const override {
+    out.Add(kPinned, {{"pid", pid_}, {"comm", "trainer"}}, 4096);
+    return {};
+  }
+
+ private:
+  const std::string pid_;
+};
+
+class WorkloadCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directory_symlink(std::to_string(getpid()), procfs_.path() / "self");
+    child_ = fork();
+    ASSERT_GE(child_, 0);
+    if (child_ == 0) {
+      pause();
+      _exit(0);
+    }
+    pid_ = std::to_string(child_);
+    WriteCgroup(procfs_.path(), pid_, "0::/system.slice/first.service\n");
+  }
+  void TearDown() override { StopChild(); }
+
+  void StopChild() {
+    if (child_ <= 0) return;
+    kill(child_, SIGKILL);
+    waitpid(child_, nullptr, 0);
+    child_ = -1;
+  }
+
+  CollectorRunner Runner(std::chrono::milliseconds recheck) {
+    std::vector<NamedCollector> collectors;
+    collectors.push_back({"owners", std::make_unique<ExportsPid>(pid_)});
+    collectors.push_back(
+        {"workload", std::make_unique<WorkloadCollector>(procfs_.path(), nullptr, recheck)});
+    return CollectorRunner(std::move(collectors), BuildInfo{"1", "r"}, procfs_.path());
+  }
+
+  std::string Unit(CollectorRunner& runner) {
+    const auto series = InfoSeries(runner.Collect());
+    const auto it = series.find(pid_);
+    if (it == series.end()) return "(no series)";
+    const auto unit = it->second.find("systemd_unit");
+    return unit == it->second.end() ? "(no unit)" : unit->second;
+  }
+
+  testing::TempDir procfs_;
+  pid_t child_ = -1;
+  std::string pid_;
+};
+
+TEST_F(WorkloadCacheTest, KeepsAReadingWhileItsProcessRuns) {
+  CollectorRunner runner = Runner(std::chrono::seconds(60));
+  EXPECT_EQ(Unit(runner), "first.service");
+  WriteCgroup(procfs_.path(), pid_, "0::/system.slice/second.service\n");
+  EXPECT_EQ(Unit(runner), "first.service") << "read again before the recheck interval";
+}
+
+TEST_F(WorkloadCacheTest, ReadsAgainAfterTheRecheckInterval) {
+  CollectorRunner runner = Runner(std::chrono::milliseconds(0));
+  EXPECT_EQ(Unit(runner), "first.service");
+  WriteCgroup(procfs_.path(), pid_, "0::/system.slice/second.service\n");
+  EXPECT_EQ(Unit(runner), "second.service");
+}
+
+TEST_F(WorkloadCacheTest, ReadsAgainWhenThePidNoLongerNamesTheProcessReadBefore) {
+  CollectorRunner runner = Runner(std::chrono::seconds(60));
+  EXPECT_EQ(Unit(runner), "first.service");
+  // The process exits and (in this fixture) its pid now names a process of another unit.
+  StopChild();
+  WriteCgroup(procfs_.path(), pid_, "0::/system.slice/second.service\n");
+  EXPECT_EQ(Unit(runner), "second.service") << "the pidfd said the process read before exited";
+}
+
+TEST_F(WorkloadCacheTest, AProcessNoLongerExportedIsForgotten) {
+  CollectorRunner runner = Runner(std::chrono::seconds(60));
+  EXPECT_EQ(Unit(runner), "first.service");
+  std::filesystem::remove_all(procfs_.path() / pid_);
+  EXPECT_EQ(Unit(runner), "first.service") << "still running: the reading is kept";
+  StopChild();
+  EXPECT_EQ(Unit(runner), "(no series)") << "exited and its cgroup file gone: no series";
+}
+
+TEST_F(WorkloadCacheTest, TheDebugPageListsTheProcessesOfTheLastScrape) {
+  CollectorRunner runner = Runner(std::chrono::seconds(60));
+  DebugRoutes routes = runner.CollectDebugRoutes();
+  ASSERT_TRUE(routes.contains("/debug/workloads"));
+  EXPECT_TRUE(nlohmann::json::parse(routes.at("/debug/workloads")("")).at("processes").empty());
+  EXPECT_EQ(Unit(runner), "first.service");
+  const auto body = nlohmann::json::parse(routes.at("/debug/workloads")(""));
+  ASSERT_EQ(body.at("processes").size(), 1U) << body.dump();
+  EXPECT_EQ(body.at("processes")[0].at("pid"), child_);
+  EXPECT_EQ(body.at("processes")[0].at("workload").at("systemd_unit"), "first.service");
+  EXPECT_EQ(body.at("container_runtime").at("endpoint"), "") << "none configured";
 }
 
 }  // namespace
