@@ -428,6 +428,16 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
           "every container of the node (docs/security.md)")
       ->capture_default_str()
       ->group("Collector workload");
+  serve
+      .add_option(
+          "--collector.workload.kubelet-socket", config.workload_kubelet.socket,
+          "The kubelet's PodResources socket, asked which pod and container each device "
+          "plugin device (SR-IOV VF, sub-function) was handed to, for "
+          "rdma_device_workload_info (a path, or a gRPC target); auto: "
+          "/var/lib/kubelet/pod-resources/kubelet.sock if it exists at start; none: no device "
+          "series. It lists every pod's devices and CPUs, read only (docs/security.md)")
+      ->capture_default_str()
+      ->group("Collector workload");
   for (const auto& [flag, field, help, fallback] :
        {std::tuple{"--collector.workload.cri-timeout", &config.workload.cri_timeout,
                    "How long a call to the container runtime may take; scrapes never wait for "
@@ -437,6 +447,15 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
                    &config.workload.cri_refresh_interval,
                    "How often the container runtime is asked for the running containers; sooner "
                    "(at most every 5s) when a process runs in a container it has not named",
+                   "30s"},
+        std::tuple{"--collector.workload.kubelet-timeout", &config.workload_kubelet.timeout,
+                   "How long a call to the kubelet's PodResources API may take; scrapes never "
+                   "wait for it (they use the last answer)",
+                   "2s"},
+        std::tuple{"--collector.workload.kubelet-refresh-interval",
+                   &config.workload_kubelet.refresh_interval,
+                   "How often the kubelet is asked for the devices of pods (a device handed to a "
+                   "pod shows within this long)",
                    "30s"}}) {
     serve
         .add_option_function<std::string>(

@@ -65,8 +65,9 @@ std::string ResolveCriEndpoint(const std::string& configured, const std::filesys
 }
 
 WorkloadCollector::WorkloadCollector(std::filesystem::path procfs,
-                                     std::unique_ptr<sys::ContainerNames> names)
-    : procfs_(std::move(procfs)), names_(std::move(names)) {}
+                                     std::unique_ptr<sys::ContainerNames> names,
+                                     std::unique_ptr<DeviceWorkloads> devices)
+    : procfs_(std::move(procfs)), names_(std::move(names)), devices_(std::move(devices)) {}
 
 CollectResult WorkloadCollector::Collect(MetricSet& out) const { return CollectAfter({}, out); }
 
@@ -84,8 +85,12 @@ sys::Workload WorkloadCollector::Parse(const std::string& content) const {
 }
 
 CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet& out) const {
+  // The kubelet's devices of pods, whatever the processes.
+  const std::string devices = devices_ ? "; " + devices_->Collect(out) : "";
   const std::map<std::string, std::string> processes = ExportedProcesses(earlier);
-  if (processes.empty()) return {.no_data = true, .detail = "no process exported"};
+  if (processes.empty()) {
+    return {.no_data = devices.empty(), .detail = "no process exported" + devices};
+  }
   {
     // A new generation: what this scrape parses, plus what it finds in the last one's.
     std::lock_guard lock(mutex_);
@@ -129,7 +134,8 @@ CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet
     if (out.Add(kWorkloadInfo, labels, 1)) ++described;
   }
   return {.detail = std::to_string(described) + " of " + std::to_string(processes.size()) +
-                    " processes described, " + std::to_string(with_workload) + " with a workload"};
+                    " processes described, " + std::to_string(with_workload) + " with a workload" +
+                    devices};
 }
 
 }  // namespace rdmascope

@@ -9,6 +9,7 @@
 //
 // Containers get their Kubernetes names (pod, namespace, container) from the container
 // runtime's CRI socket when one is configured or found (sys/cri_names.h): never waited for.
+// The devices the kubelet handed to pods are described too (collectors/device_workload.h).
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <string>
 
+#include "collectors/device_workload.h"
 #include "core/collector.h"
 #include "sys/cgroup_workload.h"
 #include "sys/cri_names.h"
@@ -39,9 +41,11 @@ std::string ResolveCriEndpoint(const std::string& configured, const std::filesys
 
 class WorkloadCollector : public Collector {
  public:
-  // `names`: the container runtime to ask for names; null: cgroups only.
+  // `names`: the container runtime to ask for names; null: cgroups only. `devices`: the
+  // kubelet's devices of pods (rdma_device_workload_info); null: none.
   explicit WorkloadCollector(std::filesystem::path procfs,
-                             std::unique_ptr<sys::ContainerNames> names = nullptr);
+                             std::unique_ptr<sys::ContainerNames> names = nullptr,
+                             std::unique_ptr<DeviceWorkloads> devices = nullptr);
 
   // Alone (no other collector before it), there is no process to describe.
   CollectResult Collect(MetricSet& out) const override;
@@ -54,6 +58,7 @@ class WorkloadCollector : public Collector {
 
   const std::filesystem::path procfs_;
   const std::unique_ptr<sys::ContainerNames> names_;
+  const std::unique_ptr<DeviceWorkloads> devices_;
   mutable std::mutex mutex_;  // guards the caches (scrapes may run at once)
   mutable std::map<std::string, sys::Workload> parsed_;
   mutable std::map<std::string, sys::Workload> parsed_previous_;
