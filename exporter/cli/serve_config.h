@@ -61,6 +61,7 @@ struct ServeConfig {
   PerfOptions perf;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
   WorkloadOptions workload;
+  KubeletOptions workload_kubelet;  // --collector.workload.kubelet-* (the workload collector's)
   // --doctor.lookback: what /doctor judges counter rates over (docs/doctor.md, "History mode").
   double doctor_lookback_seconds = doctor::kDefaultLookbackSeconds;
   // --capabilities.keep: what `serve` keeps once the collectors are built. Unset: what the

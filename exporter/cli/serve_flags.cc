@@ -428,6 +428,16 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
           "every container of the node (docs/security.md)")
       ->capture_default_str()
       ->group("Collector workload");
+  serve
+      .add_option(
+          "--collector.workload.kubelet-socket", config.workload_kubelet.socket,
+          "The kubelet's PodResources socket, asked which pod and container each device "
+          "plugin device (SR-IOV VF, sub-function) was handed to, for "
+          "rdma_device_workload_info (a path, or a gRPC target); auto: "
+          "/var/lib/kubelet/pod-resources/kubelet.sock if it exists at start; none: no device "
+          "series. It lists every pod's devices and CPUs, read only (docs/security.md)")
+      ->capture_default_str()
+      ->group("Collector workload");
   for (const auto& [flag, field, help, fallback] :
        {std::tuple{"--collector.workload.cri-timeout", &config.workload.cri_timeout,
                    "How long a call to the container runtime may take; scrapes never wait for "
@@ -443,7 +453,16 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
                    "process moved to another cgroup shows its new workload within this time; "
                    "one that exits, or whose pid is reused, at the next scrape; spread by pid "
                    "between 3/4 of it and all of it)",
-                   "60s"}}) {
+                   "60s"},
+        std::tuple{"--collector.workload.kubelet-timeout", &config.workload_kubelet.timeout,
+                   "How long a call to the kubelet's PodResources API may take; scrapes never "
+                   "wait for it (they use the last answer)",
+                   "2s"},
+        std::tuple{"--collector.workload.kubelet-refresh-interval",
+                   &config.workload_kubelet.refresh_interval,
+                   "How often the kubelet is asked for the devices of pods (a device handed to a "
+                   "pod shows within this long)",
+                   "30s"}}) {
     serve
         .add_option_function<std::string>(
             flag,

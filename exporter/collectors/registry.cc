@@ -76,7 +76,27 @@ std::unique_ptr<Collector> MakeWorkload(const ServeConfig& config) {
   } else if (config.workload.cri_endpoint == "auto") {
     log::Debug("no container runtime socket found: container names are not asked for");
   }
-  return std::make_unique<WorkloadCollector>(config.procfs, std::move(names),
+  std::unique_ptr<DeviceWorkloads> devices;
+  const std::string kubelet = ResolveKubeletSocket(config.workload_kubelet.socket, "/");
+  if (!kubelet.empty()) {
+    std::error_code ec;
+    auto library =
+        sys::FindGrpcLibrary(std::filesystem::read_symlink("/proc/self/exe", ec).parent_path());
+    if (library) {
+      log::Info("devices of pods from the kubelet's PodResources API", {{"endpoint", kubelet}});
+      devices = std::make_unique<DeviceWorkloads>(
+          config.sysfs, std::make_unique<sys::PodResources>(sys::PodResourcesOptions{
+                            .endpoint = kubelet,
+                            .timeout = config.workload_kubelet.timeout,
+                            .refresh_interval = config.workload_kubelet.refresh_interval,
+                            .library = *library}));
+    } else {
+      log::Warn("no devices of pods: the gRPC library is missing", {{"err", library.error()}});
+    }
+  } else if (config.workload_kubelet.socket == "auto") {
+    log::Debug("no kubelet PodResources socket found: devices of pods are not asked for");
+  }
+  return std::make_unique<WorkloadCollector>(config.procfs, std::move(names), std::move(devices),
                                              config.workload.recheck_interval);
 }
 

@@ -99,9 +99,11 @@ std::string ResolveCriEndpoint(const std::string& configured, const std::filesys
 
 WorkloadCollector::WorkloadCollector(std::filesystem::path procfs,
                                      std::unique_ptr<sys::ContainerNames> names,
+                                     std::unique_ptr<DeviceWorkloads> devices,
                                      std::chrono::milliseconds recheck_interval)
     : procfs_(std::move(procfs)),
       names_(std::move(names)),
+      devices_(std::move(devices)),
       recheck_interval_(recheck_interval),
       own_procfs_(sys::IsOwnProcfs(procfs_)) {}
 
@@ -219,24 +221,41 @@ std::string WorkloadCollector::WorkloadsJson() const {
     processes.push_back({{"pid", pid}, {"workload", std::move(labels)}});
   }
   nlohmann::json body = {{"processes", std::move(processes)}};
-  nlohmann::json runtime = {{"endpoint", names_ != nullptr ? names_->endpoint() : ""}};
-  if (names_ != nullptr) {
-    const sys::ContainerNames::Status status = names_->status();
-    runtime["containers"] = status.containers;
-    runtime["attempts"] = status.attempts;
+  // A source's state: where it is asked, how often it was, its last answer's age and error.
+  const auto source = [](const std::string& endpoint, const auto& status) {
+    nlohmann::json state = {{"endpoint", endpoint}, {"attempts", status.attempts}};
     if (status.last_success) {
-      runtime["last_success_age_seconds"] =
+      state["last_success_age_seconds"] =
           std::chrono::duration<double>(Clock::now() - *status.last_success).count();
     }
-    if (!status.last_error.empty()) runtime["last_error"] = status.last_error;
+    if (!status.last_error.empty()) state["last_error"] = status.last_error;
+    return state;
+  };
+  nlohmann::json runtime = {{"endpoint", ""}};
+  if (names_ != nullptr) {
+    const sys::ContainerNames::Status status = names_->status();
+    runtime = source(names_->endpoint(), status);
+    runtime["containers"] = status.containers;
   }
+  nlohmann::json kubelet = {{"endpoint", ""}};
+  if (devices_ != nullptr) {
+    kubelet = source(devices_->pods().endpoint(), devices_->pods().status());
+    const auto pods = devices_->pods().Snapshot();
+    // One entry per pod, container and resource with devices, in the last answer.
+    kubelet["container_resources"] = pods ? pods->size() : 0;
+  }
+  body["kubelet"] = std::move(kubelet);
   body["container_runtime"] = std::move(runtime);
   return body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet& out) const {
+  // The kubelet's devices of pods, whatever the processes.
+  const std::string devices = devices_ ? "; " + devices_->Collect(out) : "";
   const std::vector<Exported> processes = ExportedProcesses(earlier);
-  if (processes.empty()) return {.no_data = true, .detail = "no process exported"};
+  if (processes.empty()) {
+    return {.no_data = devices.empty(), .detail = "no process exported" + devices};
+  }
   std::lock_guard lock(mutex_);
   ++scrape_;
   // A new generation: what this scrape parses, plus what it finds in the last one's.
@@ -272,7 +291,8 @@ CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet
   // Processes no longer exported: their pidfds are closed.
   std::erase_if(known_, [this](const auto& entry) { return entry.second.scrape != scrape_; });
   return {.detail = std::to_string(described) + " of " + std::to_string(processes.size()) +
-                    " processes described, " + std::to_string(with_workload) + " with a workload"};
+                    " processes described, " + std::to_string(with_workload) + " with a workload" +
+                    devices};
 }
 
 }  // namespace rdmascope

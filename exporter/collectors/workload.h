@@ -15,6 +15,8 @@
 // between, a pidfd held for it tells in one poll() for all of them whether its pid still names
 // it (sys/process_handle.h). Reading /proc/PID/cgroup for every process at every scrape cost
 // 6 us each, a quarter of a scrape of 1,000 processes (docs/benchmarks.md).
+//
+// The devices the kubelet handed to pods are described too (collectors/device_workload.h).
 #pragma once
 
 #include <chrono>
@@ -28,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectors/device_workload.h"
 #include "core/collector.h"
 #include "sys/cgroup_workload.h"
 #include "sys/cri_names.h"
@@ -56,9 +59,11 @@ using WorkloadLabels = std::vector<std::pair<std::string, std::string>>;
 
 class WorkloadCollector : public Collector {
  public:
-  // `names`: the container runtime to ask for names; null: cgroups only.
+  // `names`: the container runtime to ask for names; null: cgroups only. `devices`: the
+  // kubelet's devices of pods (rdma_device_workload_info); null: none.
   explicit WorkloadCollector(std::filesystem::path procfs,
                              std::unique_ptr<sys::ContainerNames> names = nullptr,
+                             std::unique_ptr<DeviceWorkloads> devices = nullptr,
                              std::chrono::milliseconds recheck_interval = std::chrono::seconds(60));
 
   // Alone (no other collector before it), there is no process to describe.
@@ -93,6 +98,7 @@ class WorkloadCollector : public Collector {
 
   const std::filesystem::path procfs_;
   const std::unique_ptr<sys::ContainerNames> names_;
+  const std::unique_ptr<DeviceWorkloads> devices_;
   const std::chrono::milliseconds recheck_interval_;
   // Pids read there can be pinned with pidfds (not a fixture directory, not another pid
   // namespace's procfs): without, every scrape reads every process's cgroup.

@@ -2,30 +2,27 @@
 // for the workload collector: a cgroup path says which container a process runs in, only the
 // runtime knows what Kubernetes calls it.
 //
-// A scrape never waits for the runtime: lookups read the last answer, a thread of its own asks
-// the runtime every refresh interval, and sooner (at most once per `miss_interval`) when a
-// lookup meets a container it does not know (one started since). A runtime that hangs costs
-// that thread its timeout; one that is gone leaves the last answer in place.
-//
-// Nothing starts before the first lookup (the first scrape): `serve` drops its capabilities
-// while it has one thread only, and loading librdmascope_grpc.so starts gRPC's own threads.
+// A scrape never waits for the runtime: lookups read the last answer, a thread of its own
+// (sys/background_refresh.h) asks the runtime every refresh interval, and sooner (at most once
+// per `miss_interval`) when a lookup meets a container it does not know (one started since). A
+// runtime that hangs costs that thread its timeout; one that is gone leaves the last answer in
+// place. Nothing starts before the first lookup (the first scrape).
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <expected>
 #include <filesystem>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
+#include "sys/background_refresh.h"
 #include "sys/cri_containers.h"
+#include "sys/grpc_library.h"
 
 namespace rdmascope::sys {
 
@@ -37,10 +34,6 @@ struct CriOptions {
   std::chrono::milliseconds miss_interval{5000};
   std::filesystem::path library;  // librdmascope_grpc.so; found with FindGrpcLibrary
 };
-
-// The library beside the executable (the build tree), else the installed one.
-std::expected<std::filesystem::path, std::string> FindGrpcLibrary(
-    const std::filesystem::path& executable_dir);
 
 // The sockets containerd, CRI-O and cri-dockerd listen on by default, as gRPC targets, in that
 // order, under `root` (the host's / as this process sees it).
@@ -73,25 +66,24 @@ class ContainerNames {
   bool WaitForAttempts(uint64_t attempts, std::chrono::milliseconds timeout) const;
 
  private:
-  void Run();
+  std::string Fetch();    // on the refresher's thread
+  void Publish(bool ok);  // with the refresher's lock held
   std::expected<std::vector<CriContainer>, std::string> ListThroughLibrary();
 
   const CriOptions options_;
   ListFn list_;
-  mutable std::mutex mutex_;
-  mutable std::condition_variable changed_;
+  // Guarded by refresh_.Lock():
   std::map<std::string, CriContainer, std::less<>> containers_;
-  Status status_;
-  bool started_ = false;
-  bool stopping_ = false;
-  bool miss_ = false;  // a lookup met an unknown container
   // Containers looked up and not found: those since the last attempt began, those the attempt
   // in flight was made for, and those an answer did not name (a container the runtime does
   // not manage, e.g. Docker's own beside containerd's CRI): these do not ask again.
   std::set<std::string, std::less<>> missed_, asked_, not_in_runtime_;
-  std::thread thread_;
-  // The library's entry point, once loaded (by the refresher thread only).
+  // The refresher thread's own: the answer of the attempt in flight, and the library's entry
+  // point once loaded.
+  std::expected<std::vector<CriContainer>, std::string> fetched_;
   RdmascopeCriListFn cri_list_ = nullptr;
+  // Last: destroyed first, so its thread is stopped before the members it uses.
+  BackgroundRefresh refresh_;
 };
 
 }  // namespace rdmascope::sys

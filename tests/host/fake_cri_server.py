@@ -58,6 +58,24 @@ def container(entry):
     return field(1, body)
 
 
+def serve(socket_path, service, method, answer):
+    """Serves one unary method on a unix socket, raw bytes in and out, until SIGTERM (gone at
+    once, as a runtime or kubelet that dies: a call held by HANG would keep the interpreter, its
+    worker thread, for the rest of its 60 s). Prints READY once listening."""
+    handler = grpc.method_handlers_generic_handler(service, {
+        method: grpc.unary_unary_rpc_method_handler(
+            answer, request_deserializer=lambda raw: raw, response_serializer=lambda raw: raw),
+    })
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    server.add_generic_rpc_handlers((handler,))
+    server.add_insecure_port(f"unix://{socket_path}")
+    server.start()
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    print("READY", flush=True)
+    server.wait_for_termination()
+    return 0
+
+
 def main(socket_path, containers_json):
     hang_file = os.path.join(os.path.dirname(containers_json), "HANG")
 
@@ -76,22 +94,7 @@ def main(socket_path, containers_json):
             timing.write(f"{started} {wall:.6f} {cpu:.6f} {len(entries)} {len(answer)}\n")
         return answer
 
-    handler = grpc.method_handlers_generic_handler("runtime.v1.RuntimeService", {
-        "ListContainers": grpc.unary_unary_rpc_method_handler(
-            list_containers, request_deserializer=lambda raw: raw,
-            response_serializer=lambda raw: raw),
-    })
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    server.add_generic_rpc_handlers((handler,))
-    server.add_insecure_port(f"unix://{socket_path}")
-    server.start()
-    # Gone at once, as a runtime that dies: a call held by HANG would keep the interpreter
-    # (its worker thread) for the rest of its 60 s.
-    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
-    print("READY", flush=True)
-    server.wait_for_termination()
-    return 0
-
+    return serve(socket_path, "runtime.v1.RuntimeService", "ListContainers", list_containers)
 
 if __name__ == "__main__":
     sys.exit(main(*sys.argv[1:3]))

@@ -81,6 +81,16 @@ def check_daemonset(ds, caps, failures):
         if mount:
             want(volumes[mount["name"]].get("hostPath", {}).get("path") == path,
                  f"{flag}'s mount is the host's {path}")
+    # The kubelet's PodResources socket (rdma_device_workload_info): its directory, read-only.
+    kubelet = next((a.split("=", 1)[1] for a in args
+                    if a.startswith("--collector.workload.kubelet-socket=")), "")
+    kubelet_dir = os.path.dirname(kubelet.removeprefix("unix://"))
+    mount = mounts.get(kubelet_dir)
+    want(mount is not None and mount.get("readOnly") is True and
+         volumes[mount["name"]].get("hostPath", {}).get("path") ==
+         "/var/lib/kubelet/pod-resources",
+         "--collector.workload.kubelet-socket in a read-only mount of the host's "
+         "/var/lib/kubelet/pod-resources")
     preload = mounts.get("/run/rdmascope")
     want(preload is not None and
          volumes[preload["name"]].get("hostPath", {}).get("path") == "/run/rdmascope",

@@ -214,5 +214,25 @@ TEST(ServeFlags, WorkloadRuntimeFlags) {
   EXPECT_THROW(Parse({"--collector.workload.cri-refresh-interval=soon"}), CLI::ValidationError);
 }
 
+TEST(ServeFlags, WorkloadKubeletFlags) {
+  const ServeConfig defaults = Parse({});
+  EXPECT_EQ(defaults.workload_kubelet.socket, "auto");
+  EXPECT_EQ(defaults.workload_kubelet.timeout, std::chrono::milliseconds(2000));
+  EXPECT_EQ(defaults.workload_kubelet.refresh_interval, std::chrono::milliseconds(30000));
+  const ServeConfig set = Parse({"--collector.workload.kubelet-socket=/host/kubelet.sock",
+                                 "--collector.workload.kubelet-timeout=250ms",
+                                 "--collector.workload.kubelet-refresh-interval=2m"});
+  EXPECT_EQ(set.workload_kubelet.socket, "/host/kubelet.sock");
+  EXPECT_EQ(set.workload_kubelet.timeout, std::chrono::milliseconds(250));
+  EXPECT_EQ(set.workload_kubelet.refresh_interval, std::chrono::milliseconds(120000));
+  EXPECT_EQ(Parse({"--collector.workload.kubelet-socket=none"}).workload_kubelet.socket, "none");
+  EXPECT_THROW(Parse({"--collector.workload.kubelet-timeout=0s"}), CLI::ValidationError);
+  EXPECT_THROW(Parse({"--collector.workload.kubelet-refresh-interval=often"}),
+               CLI::ValidationError);
+  // The CRI flags are the runtime's only.
+  EXPECT_EQ(Parse({"--collector.workload.cri-timeout=9s"}).workload_kubelet.timeout,
+            std::chrono::milliseconds(2000));
+}
+
 }  // namespace
 }  // namespace rdmascope

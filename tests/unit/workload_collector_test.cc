@@ -183,8 +183,8 @@ class WorkloadCacheTest : public ::testing::Test {
   CollectorRunner Runner(std::chrono::milliseconds recheck) {
     std::vector<NamedCollector> collectors;
     collectors.push_back({"owners", std::make_unique<ExportsPid>(pid_)});
-    collectors.push_back(
-        {"workload", std::make_unique<WorkloadCollector>(procfs_.path(), nullptr, recheck)});
+    collectors.push_back({"workload", std::make_unique<WorkloadCollector>(procfs_.path(), nullptr,
+                                                                          nullptr, recheck)});
     return CollectorRunner(std::move(collectors), BuildInfo{"1", "r"}, procfs_.path());
   }
 

@@ -1,6 +1,6 @@
-// librdmascope_grpc.so: the CRI client (sys/cri_containers.h), the only code that links
-// libgrpc++. One channel per endpoint, kept for the process's life: gRPC reconnects it by
-// itself when the runtime restarts.
+// librdmascope_grpc.so: the CRI client and the kubelet's PodResources client
+// (sys/cri_containers.h), the only code that links libgrpc++. One channel per endpoint, kept
+// for the process's life: gRPC reconnects it by itself when the runtime or kubelet restarts.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "cri_runtime.grpc.pb.h"
+#include "kubelet_podresources.grpc.pb.h"
 #include "sys/cri_containers.h"
 
 namespace {
@@ -71,6 +72,40 @@ __attribute__((visibility("default"))) int rdmascope_cri_list(
       };
       if (entry.container.empty()) entry.container = container.metadata().name();
       out->push_back(std::move(entry));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    *error = e.what();
+    return 1;
+  }
+}
+
+__attribute__((visibility("default"))) int rdmascope_podresources_list(
+    const char* endpoint, int timeout_ms, std::vector<rdmascope::sys::PodDevices>* out,
+    std::string* error) {
+  try {
+    auto stub = v1::PodResourcesLister::NewStub(ChannelFor(endpoint));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+    v1::ListPodResourcesResponse response;
+    const grpc::Status status = stub->List(&context, v1::ListPodResourcesRequest(), &response);
+    if (!status.ok()) {
+      *error = "PodResources List: " + status.error_message() + " (gRPC code " +
+               std::to_string(static_cast<int>(status.error_code())) + ")";
+      return 1;
+    }
+    out->clear();
+    for (const v1::PodResources& pod : response.pod_resources()) {
+      for (const v1::ContainerResources& container : pod.containers()) {
+        for (const v1::ContainerDevices& devices : container.devices()) {
+          out->push_back(
+              {.pod = pod.name(),
+               .pod_namespace = pod.namespace_(),
+               .container = container.name(),
+               .resource = devices.resource_name(),
+               .device_ids = {devices.device_ids().begin(), devices.device_ids().end()}});
+        }
+      }
     }
     return 0;
   } catch (const std::exception& e) {
