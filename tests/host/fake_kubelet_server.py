@@ -18,7 +18,6 @@ import os
 import sys
 import time
 
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_cri_server import field, serve, varint  # noqa: E402
 
