@@ -349,12 +349,57 @@ def cpu_memory():
     ])
 
 
+def fleet():
+    firing = f'alertstate="firing",{SEL}'
+    drift = f'alertname=~"RdmaFleet.*",{firing}'
+    return dashboard("rdmascope-fleet", "RDMA fleet drift",
+                     "Hosts whose settings differ from their peers' (the same NIC model in the "
+                     "same cluster), error rates far above the fleet's, and hosts missing: the "
+                     "alerts of the rdmascope.fleet-drift group (rules/rdmascope.fleet.rules.yml).", [
+        stat("Drifted hosts", "Hosts with a firing fleet drift alert (RdmaFleet*).",
+             f"count(count by ({CLUSTER_LABEL}, instance) (ALERTS{{{drift}}})) or vector(0)"),
+        stat("Hosts without RDMA device", "Answering hosts that export no RDMA device while "
+             "most of their cluster does (RdmaFleetHostWithoutRdmaDevice).",
+             f'count(ALERTS{{alertname="RdmaFleetHostWithoutRdmaDevice",{firing}}}) or vector(0)'),
+        stat("Exporters down", "Targets Prometheus cannot scrape (RdmascopeDown): their "
+             "settings are unknown.",
+             f'count(ALERTS{{alertname="RdmascopeDown",{firing}}}) or vector(0)'),
+        stat("Error rate outliers", "Ports counting errors or congestion more than 10 times "
+             "their fleet's median (RdmaFleetErrorRateOutlier).",
+             f'count(ALERTS{{alertname="RdmaFleetErrorRateOutlier",{firing}}}) or vector(0)'),
+        panel("table", "Drifted hosts",
+              "Each firing drift alert: the host, the setting, its value and the value most of "
+              "its peers have (majority), or the error whose rate is an outlier; and the "
+              "exporters that do not answer. A tie between two values fires nothing: see the "
+              "runbook's Fleet drift section.",
+              [(f'ALERTS{{alertname=~"RdmaFleet.*|RdmascopeDown",{firing}}}', "")],
+              "short", width=24, height=10,
+              transformations=[{"id": "organize", "options": {
+                  "excludeByName": {"Time": True, "Value": True, "__name__": True,
+                                    "alertstate": True},
+                  "indexByName": {name: i for i, name in enumerate(
+                      [CLUSTER_LABEL, "rack", "instance", "alertname", "severity", "device",
+                       "port", "setting", "setting_value", "majority_value", "error",
+                       "board_id", "hca_type", "job"])},
+                  "renameByName": {"setting_value": "host's value",
+                                   "majority_value": "peers' majority"}}}]),
+        timeseries("Drift alerts by kind", "Firing fleet drift alerts per alert name.",
+                   [(f"count by (alertname) (ALERTS{{{drift}}})", "{{alertname}}")], "short"),
+        timeseries("Error rate outliers", "Rates of the ports that are outliers "
+                   "(RdmaFleetErrorRateOutlier): errors or congestion per second by error.",
+                   [(f"rdma:fleet_error_rate:rate5m{{{SEL}}} and on ({CLUSTER_LABEL}, instance, "
+                     f'device, port, error) ALERTS{{alertname="RdmaFleetErrorRateOutlier",{firing}}}',
+                     "{{instance}} {{device}} {{port}} {{error}}")], "ops"),
+    ])
+
+
 DASHBOARDS = {
     "host-overview.json": host_overview,
     "nic-roce-health.json": nic_roce,
     "memory-registrations.json": memory_registrations,
     "queues.json": queues,
     "cpu-memory-controller.json": cpu_memory,
+    "fleet.json": fleet,
 }
 
 

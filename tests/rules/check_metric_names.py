@@ -45,8 +45,10 @@ def exposition_names(path):
 
 def metric_names(expr):
     """Metric names in a PromQL expression (strings, matchers, ranges, grouping clauses,
-    functions and keywords removed)."""
-    text = re.sub(r'"(\\\\.|[^"\\\\])*"|\'(\\\\.|[^\'\\\\])*\'|`[^`]*`', '""', expr)
+    functions, keywords and # comments removed). Strings and comments in one left-to-right pass:
+    a quote inside a comment opens no string, a # inside a string starts no comment."""
+    text = re.sub(r'"(\\\\.|[^"\\\\])*"|\'(\\\\.|[^\'\\\\])*\'|`[^`]*`|#[^\n]*',
+                  lambda m: " " if m.group(0).startswith("#") else '""', expr)
     text = re.sub(r"\{[^}]*\}", " ", text)
     text = re.sub(r"\[[^\]]*\]", " ", text)
     text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)

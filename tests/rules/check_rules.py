@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Checks the shipped Prometheus rules:
 1. `promtool check rules` (syntax, templates) on every rules file;
-2. every alert has a severity, a summary, a description and a runbook_url whose anchor exists
-   in docs/runbook.md; its summary is static per target: the only template values it may use
+2. every alert (of rdmascope.rules.yml and of the fleet rules) has a severity, a summary, a
+   description and a runbook_url whose anchor exists in docs/runbook.md; its summary is static per target: the only template values it may use
    are $labels.instance, $labels.device and $labels.port (Alertmanager shows one summary per
    group of alerts; the process, queue, counter or value belong in the description);
 3. no expression of rdmascope.rules.yml aggregates `by (...)` or matches `on (...)`: those
    name the labels to keep and drop every target label (cluster, job, external labels); the
    rules use `without (...)` and `ignoring (...)` with rdmascope's own labels instead;
 4. every alert has a firing and a not-firing case in rules/tests/*.yml, and every recording
-   rule a promql_expr_test;
+   rule a promql_expr_test (the fleet rules' too);
 5. rules/tests/target_labels.rules.test.yml is what --write-target-labels makes of the other
    test files (every case run as two clusters whose hosts share names, every input series with
    cluster and job, every expected alert and sample once per cluster with them);
@@ -18,8 +18,8 @@
    template that renders a wrong value fails);
 7. the rules files are what rules/generate.py renders with its defaults, and a site's
    rendering works: with a job selector, the two-cluster cases pass on series of that job and
-   fail on another job's; with other cluster and rack label names, the fleet cases pass on
-   series that carry those; runbook_url is the site's base with the same anchors;
+   fail on another job's; with other cluster and rack label names, the fleet cases (every test
+   file that loads the fleet rules) pass on series that carry those; runbook_url is the site's base with the same anchors;
 8. the opt-in rdmascope.node-exporter-compat.rules.yml: no `by (...)`/`on (...)` either, every
    rule a recording rule with a promql_expr_test, and each name in docs/node-exporter.md (the
    map that says where its values differ from node_exporter's).
@@ -38,6 +38,7 @@ import yaml
 
 TARGET_LABELS_FILE = "target_labels.rules.test.yml"
 COMPAT_FILE = "rdmascope.node-exporter-compat.rules.yml"
+FLEET_FILE = "rdmascope.fleet.rules.yml"
 COMPAT_DOC = "node-exporter.md"  # beside the runbook, in docs/
 CLUSTERS = ("a", "b")
 JOB = "rdmascope"
@@ -76,11 +77,13 @@ def site_rendering_failures(rules_dir):
         two_clusters = f.read()
     site_url = "https://wiki.example.com/rdma/runbook"
     two_clusters = re.sub(r"http://[^/\s]+/runbook#", site_url + "#", two_clusters)
-    with open(os.path.join(rules_dir, "tests", "fleet.rules.test.yml")) as f:
-        fleet = f.read()
     # The fleet cases with the labels renamed (not the recorded series' names).
-    fleet = re.sub(r'\bcluster(?==")|\bcluster(?=: )', "site", fleet)
-    fleet = re.sub(r'\brack(?==")|\brack(?=: )', "row", fleet)
+    fleet_cases = {}
+    for name in fleet_test_files(rules_dir):
+        with open(os.path.join(rules_dir, "tests", name)) as f:
+            fleet = f.read()
+        fleet = re.sub(r'\bcluster(?==")|\bcluster(?=: )', "site", fleet)
+        fleet_cases[name] = re.sub(r'\brack(?==")|\brack(?=: )', "row", fleet)
     firing_alerts = {test["alertname"] for case in yaml.safe_load(two_clusters)["tests"]
                      for test in case.get("alert_rule_test", []) if test.get("exp_alerts")}
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,13 +105,24 @@ def site_rendering_failures(rules_dir):
                                 f"job \"{JOB}\"'s series: " + ", ".join(unfiltered))
         out = os.path.join(tmp, "labels")
         render_site(rules_dir, out, "--cluster-label=site", "--rack-label=row")
-        with open(os.path.join(out, "tests", "fleet.rules.test.yml"), "w") as f:
-            f.write(fleet)
-        code, output = promtool_test(os.path.join(out, "tests"), "fleet.rules.test.yml")
-        if code != 0:
-            failures.append("fleet rules rendered with --cluster-label site --rack-label row "
-                            "fail their cases with those labels:\n" + output[-2000:])
+        for name, fleet in fleet_cases.items():
+            with open(os.path.join(out, "tests", name), "w") as f:
+                f.write(fleet)
+            code, output = promtool_test(os.path.join(out, "tests"), name)
+            if code != 0:
+                failures.append(f"fleet rules rendered with --cluster-label site --rack-label row "
+                                f"fail the cases of {name} with those labels:\n" + output[-2000:])
     return failures
+
+
+def fleet_test_files(rules_dir):
+    """The test files that load the fleet rules (their series carry cluster and rack)."""
+    names = []
+    for path in sorted(glob.glob(os.path.join(rules_dir, "tests", "*.yml"))):
+        with open(path) as f:
+            if FLEET_FILE in " ".join(yaml.safe_load(f).get("rule_files", [])):
+                names.append(os.path.basename(path))
+    return names
 
 
 def with_target(series, cluster):
@@ -189,19 +203,29 @@ def main(rules_dir, runbook, write_target_labels=False):
 
     with open(rules_file) as f:
         rules = yaml.safe_load(f)
+    # The fleet rules aggregate by cluster on purpose: checks 3 and 5 are not theirs.
+    with open(os.path.join(rules_dir, FLEET_FILE)) as f:
+        fleet_rules = yaml.safe_load(f)
     known_anchors = anchors(runbook)
     alerts, records = [], []
-    for group in rules["groups"]:
+    fleet_alerts, fleet_records = [], []
+    for group in rules["groups"] + fleet_rules["groups"]:
+        fleet = group in fleet_rules["groups"]
         for rule in group["rules"]:
             name = rule.get("alert") or rule.get("record")
-            if bad := TARGET_DROPPING.findall(rule["expr"]):
+            if fleet:
+                (fleet_alerts if "alert" in rule else fleet_records).append(name)
+                if "alert" not in rule:
+                    continue
+            elif bad := TARGET_DROPPING.findall(rule["expr"]):
                 failures.append(f"{name}: {', '.join(sorted(set(bad)))} (...) in its expression "
                                 "drops the target labels (cluster, job): use without (...) / "
                                 "ignoring (...) with rdmascope's own labels")
             if "alert" not in rule:
                 records.append(name)
                 continue
-            alerts.append(name)
+            if not fleet:
+                alerts.append(name)
             annotations = rule.get("annotations", {})
             if rule.get("labels", {}).get("severity") not in ("critical", "warning", "info"):
                 failures.append(f"{name}: severity")
@@ -291,9 +315,21 @@ def main(rules_dir, runbook, write_target_labels=False):
             failures.append(f"{name}: no promql_expr_test")
         if name not in clustered_records:
             failures.append(f"{name}: not shown with cluster and job in {TARGET_LABELS_FILE}")
+    for name in fleet_alerts:
+        if name not in firing:
+            failures.append(f"{FLEET_FILE}: {name}: no firing test case")
+        if name not in quiet:
+            failures.append(f"{FLEET_FILE}: {name}: no not-firing test case")
+    for name in sorted(set(fleet_records)):
+        if name not in recorded_tested:
+            failures.append(f"{FLEET_FILE}: {name}: no promql_expr_test")
     for name in compat_records:
         if name not in recorded_tested:
             failures.append(f"{COMPAT_FILE}: {name}: no promql_expr_test")
+    print(f"{FLEET_FILE}: {len(fleet_alerts)} alerts, "
+          f"{len(set(fleet_alerts) & firing & quiet)} with firing and quiet cases; "
+          f"{len(set(fleet_records))} recorded names, "
+          f"{len(set(fleet_records) & recorded_tested)} tested")
     print(f"{COMPAT_FILE}: {len(compat_records)} recording rules, "
           f"{len(recorded_tested & set(compat_records))} tested")
     print(f"{len(alerts)} alerts, {len(firing)} with firing cases, {len(quiet)} with quiet cases; "
