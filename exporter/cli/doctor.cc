@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "bpf/mr_probe.h"
+#include "cli/doctor_prometheus.h"
 #include "cli/http_get.h"
 #include "cli/serve.h"
 #include "core/collector_runner.h"
@@ -76,9 +77,52 @@ std::string NowRfc3339() {
   return buffer;
 }
 
-bool ColourWanted() {
+}  // namespace
+
+bool DoctorColourWanted() {
   const char* no_colour = std::getenv("NO_COLOR");  // https://no-color.org: set and not empty
   return isatty(STDOUT_FILENO) == 1 && (no_colour == nullptr || *no_colour == '\0');
+}
+
+namespace {
+
+// The client side of a server's TLS and authentication (`--PREFIX.ca-file`...), named as
+// Prometheus' scrape config and node_exporter's flags name them.
+void AddClientAccessFlags(CLI::App& doctor, const std::string& prefix, const std::string& server,
+                          doctor::ClientAccess& access) {
+  struct ClientFlag {
+    const char* name;
+    std::string doctor::ClientAccess::*member;
+    bool existing_file;
+    std::string help;
+  };
+  const ClientFlag flags[] = {
+      {"ca-file", &doctor::ClientAccess::ca_file, true,
+       "CA certificate(s) " + server +
+           "'s TLS certificate must chain to (https://; default: the system's)"},
+      {"cert-file", &doctor::ClientAccess::cert_file, true,
+       "Client certificate for " + server + " when it verifies clients (mutual TLS)"},
+      {"key-file", &doctor::ClientAccess::key_file, true,
+       "Private key of --" + prefix + ".cert-file"},
+      {"username", &doctor::ClientAccess::username, false,
+       "User name for " + server + "'s basic auth (with --" + prefix + ".password-file)"},
+      {"password-file", &doctor::ClientAccess::password_file, true,
+       "File holding the basic auth password (surrounding whitespace ignored); never a password "
+       "on the command line"},
+      {"bearer-token-file", &doctor::ClientAccess::bearer_token_file, true,
+       "File holding a bearer token sent to " + server +
+           " (Authorization: Bearer; surrounding whitespace ignored)"},
+  };
+  for (const ClientFlag& flag : flags) {
+    CLI::Option* option =
+        doctor.add_option("--" + prefix + "." + flag.name, access.*flag.member, flag.help);
+    if (flag.existing_file) option->check(CLI::ExistingFile);
+    option->group("Doctor");
+  }
+  doctor
+      .add_flag("--" + prefix + ".insecure-skip-verify", access.insecure_skip_verify,
+                "Accept any TLS certificate of " + server + " (no CA, no name check)")
+      ->group("Doctor");
 }
 
 }  // namespace
@@ -122,37 +166,36 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       })
       ->default_str("5s")
       ->group("Doctor");
-  // The client side of --web.config.file, named as Prometheus' scrape config and
-  // node_exporter's flags name it.
-  struct ClientFlag {
-    const char* name;
-    std::string doctor::DoctorOptions::*member;
-    bool existing_file;
-    const char* help;
-  };
-  static constexpr ClientFlag kClientFlags[] = {
-      {"--exporter.ca-file", &doctor::DoctorOptions::exporter_ca_file, true,
-       "CA certificate(s) the exporter's TLS certificate must chain to (https://; default: the "
-       "system's)"},
-      {"--exporter.cert-file", &doctor::DoctorOptions::exporter_cert_file, true,
-       "Client certificate for an exporter that verifies clients (mutual TLS)"},
-      {"--exporter.key-file", &doctor::DoctorOptions::exporter_key_file, true,
-       "Private key of --exporter.cert-file"},
-      {"--exporter.username", &doctor::DoctorOptions::exporter_username, false,
-       "User name for the exporter's basic auth (with --exporter.password-file)"},
-      {"--exporter.password-file", &doctor::DoctorOptions::exporter_password_file, true,
-       "File holding the basic auth password (surrounding whitespace ignored); never a password "
-       "on the command line"},
-  };
-  for (const ClientFlag& flag : kClientFlags) {
-    CLI::Option* option = doctor.add_option(flag.name, options.*flag.member, flag.help);
-    if (flag.existing_file) option->check(CLI::ExistingFile);
-    option->group("Doctor");
-  }
+  AddClientAccessFlags(doctor, "exporter", "the exporter", options.exporter_access);
   doctor
-      .add_flag("--exporter.insecure-skip-verify", options.exporter_insecure_skip_verify,
-                "Accept any TLS certificate of the exporter (no CA, no name check)")
-      ->group("Doctor");
+      .add_option("--prometheus", options.prometheus,
+                  "URL of a Prometheus (or Thanos, Mimir: its query API) scraping rdmascope: run "
+                  "the checks on every host (instance) it has, from its series instead of this "
+                  "host (docs/doctor.md, \"Fleet\")")
+      ->group("Doctor fleet");
+  doctor
+      .add_option("--prometheus.selector", options.prometheus_selector,
+                  "Label matchers every query carries, e.g. '{cluster=\"a\"}' (braces optional)")
+      ->group("Doctor fleet");
+  doctor
+      .add_option("--prometheus.job", options.prometheus_job,
+                  "The job that scrapes rdmascope (job=\"...\" added to every query); needed when "
+                  "several jobs scrape one instance")
+      ->group("Doctor fleet");
+  doctor
+      .add_option_function<std::string>(
+          "--prometheus.timeout",
+          [&options](const std::string& text) {
+            options.prometheus_timeout_ns = *ParseDurationNs(text);
+          },
+          "Longest wait for each query (Prometheus duration)")
+      ->check([](const std::string& text) {
+        const auto ns = ParseDurationNs(text);
+        return ns && *ns > 0 ? std::string() : "not a positive duration like 30s: " + text;
+      })
+      ->default_str("30s")
+      ->group("Doctor fleet");
+  AddClientAccessFlags(doctor, "prometheus", "the Prometheus", options.prometheus_access);
   doctor
       .add_option_function<std::string>(
           "--format",
@@ -240,12 +283,20 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
 }
 
 void FinishDoctorOptions(const doctor::DoctorOptions& options) {
-  if (options.exporter_cert_file.empty() != options.exporter_key_file.empty()) {
-    throw CLI::ValidationError("--exporter.cert-file/--exporter.key-file", "give both or neither");
-  }
-  if (options.exporter_username.empty() != options.exporter_password_file.empty()) {
-    throw CLI::ValidationError("--exporter.username/--exporter.password-file",
-                               "give both or neither");
+  for (const auto& [prefix, access] : {std::pair{"--exporter", &options.exporter_access},
+                                       std::pair{"--prometheus", &options.prometheus_access}}) {
+    const std::string flag(prefix);
+    if (access->cert_file.empty() != access->key_file.empty()) {
+      throw CLI::ValidationError(flag + ".cert-file/" + flag + ".key-file", "give both or neither");
+    }
+    if (access->username.empty() != access->password_file.empty()) {
+      throw CLI::ValidationError(flag + ".username/" + flag + ".password-file",
+                                 "give both or neither");
+    }
+    if (!access->username.empty() && !access->bearer_token_file.empty()) {
+      throw CLI::ValidationError(flag + ".username/" + flag + ".bearer-token-file",
+                                 "give one or the other");
+    }
   }
   // Each threshold's own range is checked by its flag's validator (the table in doctor/query.cc).
   if (!(options.cq_ratio_crit > 0 && options.cq_ratio_crit <= options.cq_ratio_warn)) {
@@ -360,31 +411,39 @@ std::string DoctorService::Report(std::string_view query) {
 
 namespace {
 
-// The client side of the exporter's --web.config.file. Throws when the password file cannot
-// be read: doctor was told how to log in and cannot, which is the user's to fix (exit 3).
-HttpClientOptions ClientOptions(const doctor::DoctorOptions& options) {
-  HttpClientOptions client{.ca_file = options.exporter_ca_file,
-                           .cert_file = options.exporter_cert_file,
-                           .key_file = options.exporter_key_file,
-                           .insecure_skip_verify = options.exporter_insecure_skip_verify,
-                           .username = options.exporter_username};
-  if (!options.exporter_password_file.empty()) {
-    std::ifstream in(options.exporter_password_file);
-    std::stringstream text;
-    text << in.rdbuf();
-    if (!in) {
-      throw std::runtime_error("cannot read --exporter.password-file " +
-                               options.exporter_password_file);
-    }
-    // As Prometheus' password_file: surrounding whitespace (the file's newline) is not part of it.
-    client.password = text.str();
-    const size_t first = client.password.find_first_not_of(" \t\r\n");
-    const size_t last = client.password.find_last_not_of(" \t\r\n");
-    client.password =
-        first == std::string::npos ? "" : client.password.substr(first, last - first + 1);
+// A secret kept in a file: surrounding whitespace (the file's newline) is not part of it, as in
+// Prometheus' password_file and bearer_token_file. Throws when it cannot be read: doctor was
+// told how to log in and cannot, which is the user's to fix (exit 3).
+std::string ReadSecret(const std::string& path, const std::string& flag) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::runtime_error("cannot read " + flag + " " + path);
+  const std::string secret = text.str();
+  const size_t first = secret.find_first_not_of(" \t\r\n");
+  const size_t last = secret.find_last_not_of(" \t\r\n");
+  return first == std::string::npos ? "" : secret.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+HttpClientOptions ClientOptions(const doctor::ClientAccess& access, const std::string& prefix) {
+  HttpClientOptions client{.ca_file = access.ca_file,
+                           .cert_file = access.cert_file,
+                           .key_file = access.key_file,
+                           .insecure_skip_verify = access.insecure_skip_verify,
+                           .username = access.username};
+  if (!access.password_file.empty()) {
+    client.password = ReadSecret(access.password_file, "--" + prefix + ".password-file");
+  }
+  if (!access.bearer_token_file.empty()) {
+    client.bearer_token =
+        ReadSecret(access.bearer_token_file, "--" + prefix + ".bearer-token-file");
   }
   return client;
 }
+
+namespace {
 
 // The report of a running exporter, or nullopt (with the reason logged) to collect here.
 std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& options) {
@@ -408,7 +467,7 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
   const std::string target = "/doctor" + (query.empty() ? "" : "?" + query);
   const auto answer =
       HttpGet(*parsed, target, std::chrono::milliseconds(options.exporter_timeout_ns / 1'000'000),
-              ClientOptions(options));
+              ClientOptions(options.exporter_access, "exporter"));
   std::string error;
   bool unreachable = false;
   if (!answer) {
@@ -419,18 +478,18 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
     while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
     error = "HTTP " + std::to_string(answer->status) + (body.empty() ? "" : ": " + body);
     if (answer->status == 401) {
-      error += options.exporter_username.empty()
+      error += options.exporter_access.username.empty()
                    ? " (the exporter asks for basic auth, --web.config.file: pass "
                      "--exporter.username and --exporter.password-file)"
-                   : " (the exporter refused user " + options.exporter_username +
-                         " or the password of " + options.exporter_password_file + ")";
+                   : " (the exporter refused user " + options.exporter_access.username +
+                         " or the password of " + options.exporter_access.password_file + ")";
     } else if (answer->status == 403) {
       // serve's --web.config.file answers 403 to a client without an accepted certificate.
-      error +=
-          options.exporter_cert_file.empty()
-              ? " (the exporter requires a client certificate, --web.config.file: pass "
-                "--exporter.cert-file and --exporter.key-file)"
-              : " (the exporter refused the client certificate " + options.exporter_cert_file + ")";
+      error += options.exporter_access.cert_file.empty()
+                   ? " (the exporter requires a client certificate, --web.config.file: pass "
+                     "--exporter.cert-file and --exporter.key-file)"
+                   : " (the exporter refused the client certificate " +
+                         options.exporter_access.cert_file + ")";
     }
   } else if (auto report = doctor::ParseJson(answer->body); !report) {
     error = "bad /doctor answer: " + report.error();
@@ -447,26 +506,28 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
   return std::nullopt;
 }
 
-std::string Render(const std::vector<doctor::Finding>& findings,
-                   const doctor::ReportContext& context, const doctor::DoctorOptions& options,
-                   const ServeConfig& config) {
-  return options.format == doctor::Format::kJson
-             ? doctor::RenderJson(findings, context)
-             : doctor::RenderText(findings, context, ColourWanted(),
-                                  options.show_skipped || config.log_level == log::Level::kDebug);
-}
-
 }  // namespace
+
+int PrintDoctorReport(const std::vector<doctor::Finding>& findings,
+                      const doctor::ReportContext& context, const doctor::DoctorOptions& options,
+                      bool show_skipped) {
+  const std::string report = options.format == doctor::Format::kJson
+                                 ? doctor::RenderJson(findings, context)
+                                 : doctor::RenderText(findings, context, DoctorColourWanted(),
+                                                      options.show_skipped || show_skipped);
+  std::fwrite(report.data(), 1, report.size(), stdout);
+  std::fflush(stdout);
+  return doctor::ExitCode(findings, options);
+}
 
 int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
   log::SetLevel(config.log_level);
+  if (!options.prometheus.empty()) return RunPrometheusDoctor(options);
   try {
     if (auto remote = FromExporter(options)) {
       doctor::SortFindings(remote->findings);
-      const std::string report = Render(remote->findings, remote->context, options, config);
-      std::fwrite(report.data(), 1, report.size(), stdout);
-      std::fflush(stdout);
-      return doctor::ExitCode(remote->findings, options);
+      return PrintDoctorReport(remote->findings, remote->context, options,
+                               config.log_level == log::Level::kDebug);
     }
     std::vector<NamedCollector> collectors = BuildCollectors(config);
     const std::map<std::string, std::string> probe_errors = ProbeErrors(collectors);
@@ -487,10 +548,7 @@ int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
         .generated = NowRfc3339(),
         .window_seconds = static_cast<double>(options.window_ns) / 1e9,
         .window_kind = before ? doctor::kWindowLive : doctor::kWindowNone};
-    const std::string report = Render(findings, context, options, config);
-    std::fwrite(report.data(), 1, report.size(), stdout);
-    std::fflush(stdout);
-    return doctor::ExitCode(findings, options);
+    return PrintDoctorReport(findings, context, options, config.log_level == log::Level::kDebug);
   } catch (const std::exception& e) {
     log::Error("doctor could not run", {{"err", e.what()}});
     return doctor::kExitCannotRun;

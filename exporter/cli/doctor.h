@@ -13,10 +13,12 @@
 #include <thread>
 #include <vector>
 
+#include "cli/http_get.h"
 #include "cli/serve_config.h"
 #include "core/collector_runner.h"
 #include "doctor/history.h"
 #include "doctor/options.h"
+#include "doctor/report.h"
 
 namespace rdmascope {
 
@@ -25,6 +27,19 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options);
 
 // After parsing: checks what CLI11 cannot (the CQ ratios' order). Throws CLI::ValidationError.
 void FinishDoctorOptions(const doctor::DoctorOptions& options);
+
+// The HTTP client options of `--PREFIX.*` (exporter, prometheus): its password and bearer token
+// read from their files. Throws when a file cannot be read.
+HttpClientOptions ClientOptions(const doctor::ClientAccess& access, const std::string& prefix);
+
+// Text reports in colour: stdout is a terminal and NO_COLOR is unset.
+bool DoctorColourWanted();
+
+// Writes the report in --format to stdout (text: every skipped check in full with
+// --show-skipped or `show_skipped`) and returns doctor's exit code for it.
+int PrintDoctorReport(const std::vector<doctor::Finding>& findings,
+                      const doctor::ReportContext& context, const doctor::DoctorOptions& options,
+                      bool show_skipped);
 
 // The address `doctor` tries when --exporter is not given: serve's default listen address.
 inline constexpr const char* kDefaultExporterUrl = "http://127.0.0.1:9879";

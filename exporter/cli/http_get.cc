@@ -172,6 +172,10 @@ std::expected<HttpAnswer, HttpError> HttpGet(const HttpUrl& url, const std::stri
   char detail[CURL_ERROR_SIZE] = {};
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(
       api.slist_append(nullptr, "Accept: application/json"), api.slist_free_all);
+  const std::string authorization = "Authorization: Bearer " + client.bearer_token;
+  if (!client.bearer_token.empty()) {
+    headers.reset(api.slist_append(headers.release(), authorization.c_str()));
+  }
   CURL* h = curl.get();
   api.easy_setopt(h, CURLOPT_URL, full.c_str());
   api.easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -33,6 +33,7 @@ struct HttpClientOptions {
   bool insecure_skip_verify = false;  // accept any server certificate and name
   std::string username;               // basic auth, sent only with a password
   std::string password;
+  std::string bearer_token;  // "Authorization: Bearer", as Prometheus' bearer_token_file sends it
 };
 
 struct HttpAnswer {

@@ -22,20 +22,32 @@ inline constexpr double kDefaultLookbackSeconds = 15 * 60;
 // counter whose value since it was last cleared exceeds its threshold is reported.
 std::map<std::string, double> DefaultIbaThresholds();
 
+// How to reach a server behind TLS and authentication (the exporter's --web.config.file, a
+// Prometheus' web config or its proxy): the CA its certificate chains to, a client certificate
+// and key (mTLS), basic auth or a bearer token read from a file (never on the command line,
+// where `ps` shows it).
+struct ClientAccess {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  bool insecure_skip_verify = false;
+  std::string username;
+  std::string password_file;
+  std::string bearer_token_file;
+};
+
 struct DoctorOptions {
   uint64_t window_ns = 10'000'000'000ULL;  // between the two collections; 0: one, no rates
   bool window_set = false;                 // --window given: passed on to /doctor as ?window=
   std::string exporter = "auto";           // URL, "auto" (the local serve if it answers), "none"
   uint64_t exporter_timeout_ns = 5'000'000'000ULL;  // the whole GET of /doctor
-  // An exporter behind --web.config.file (cli/http_get.h): the CA its certificate chains to,
-  // a client certificate and key (mTLS), basic auth with the password read from a file (never
-  // on the command line, where `ps` shows it).
-  std::string exporter_ca_file;
-  std::string exporter_cert_file;
-  std::string exporter_key_file;
-  bool exporter_insecure_skip_verify = false;
-  std::string exporter_username;
-  std::string exporter_password_file;
+  ClientAccess exporter_access;  // an exporter behind --web.config.file (cli/http_get.h)
+  // --prometheus: the fleet's checks from a Prometheus (or Thanos, Mimir) instead of this host.
+  std::string prometheus;                              // its URL; empty: this host
+  std::string prometheus_selector;                     // matchers added to every query: cluster="a"
+  std::string prometheus_job;                          // job="..." added to them
+  uint64_t prometheus_timeout_ns = 30'000'000'000ULL;  // each query
+  ClientAccess prometheus_access;
   Format format = Format::kText;
   bool show_skipped = false;       // text: a block per skipped check instead of one summary line
   bool fail_on_crit_only = false;  // --fail-on=crit: warn exits 0
