@@ -354,10 +354,12 @@ void DoctorService::Tick() {
 }
 
 void DoctorService::AddRoute(DebugRoutes& routes) {
-  routes["/doctor"] = [this](std::string_view query) { return Report(query); };
+  routes["/doctor"] = [this](std::string_view query) { return Report(query, false); };
+  // The same report for people: what /doctor answers a browser (http/handler.cc).
+  routes["/doctor.html"] = [this](std::string_view query) { return Report(query, true); };
 }
 
-std::string DoctorService::Report(std::string_view query) {
+std::string DoctorService::Report(std::string_view query, bool html) {
   // ?window=D: counters observed live over D (at most a minute: the request waits for it);
   // absent: rates over the kept counters of the last lookback (since start when younger).
   // Other parameters: thresholds, named as the --doctor.* flags without the prefix.
@@ -402,11 +404,12 @@ std::string DoctorService::Report(std::string_view query) {
   now.set_history(view);
   std::vector<doctor::Finding> findings = doctor::RunChecks(now, before, options);
   doctor::SortFindings(findings);
-  return doctor::RenderJson(
-      findings, {.host = HostName(),
-                 .generated = NowRfc3339(),
-                 .window_seconds = before == nullptr ? 0 : now.seconds() - before->seconds(),
-                 .window_kind = kind});
+  const doctor::ReportContext context{
+      .host = HostName(),
+      .generated = NowRfc3339(),
+      .window_seconds = before == nullptr ? 0 : now.seconds() - before->seconds(),
+      .window_kind = kind};
+  return html ? doctor::RenderHtml(findings, context) : doctor::RenderJson(findings, context);
 }
 
 namespace {

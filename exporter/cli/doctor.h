@@ -64,7 +64,8 @@ class DoctorService {
   // Registers /doctor.
   void AddRoute(DebugRoutes& routes);
   // The JSON body of /doctor?QUERY. Throws std::invalid_argument on a bad ?window=.
-  std::string Report(std::string_view query);
+  // JSON (schema_version 1), or the HTML page.
+  std::string Report(std::string_view query, bool html = false);
 
  private:
   void Tick();

@@ -4,6 +4,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/html.h"
+
 namespace rdmascope::doctor {
 namespace {
 
@@ -238,6 +240,49 @@ std::string RenderText(const std::vector<Finding>& findings, const ReportContext
     text += "\n";
   }
   return text;
+}
+
+std::string RenderHtml(const std::vector<Finding>& findings, const ReportContext& context) {
+  const std::map<Severity, int> count = Count(findings);
+  std::string html =
+      HtmlPageHead("rdmascope doctor: " + context.host) + "<h1>rdmascope doctor</h1>\n<p>" +
+      HtmlEscape(context.host) + ", " + HtmlEscape(context.generated) + " (counters " +
+      HtmlEscape(Window(context.window_seconds) + WindowKindText(context.window_kind)) +
+      ")</p>\n<p><a href=\"/doctor\">JSON</a> (schema_version 1) &middot; <a "
+      "href=\"/runbook\">Runbook</a></p>\n<p>";
+  for (Severity severity : kSeverities) {
+    html += "<span class=\"" + std::string(SeverityName(severity)) + "\">" +
+            std::to_string(count.at(severity)) + " " + std::string(SeverityName(severity)) +
+            "</span> ";
+  }
+  html += "</p>\n";
+  // Worst first within each area (SortFindings), as the text report; every field is the
+  // hosts' bytes (device and process names): escaped.
+  std::string area;
+  for (const Finding& finding : findings) {
+    if (finding.area != area) {
+      html += std::string(area.empty() ? "" : "</table>\n") + "<h2>" +
+              HtmlEscape(AreaTitle(finding.area)) +
+              "</h2>\n<table><tr><th>severity</th><th>check</th><th>scope</th><th>observed</th>"
+              "<th>expected</th><th>advice</th><th>fix</th></tr>\n";
+      area = finding.area;
+    }
+    const std::string severity(SeverityName(finding.severity));
+    // "docs/runbook.md#anchor": the runbook `serve` answers at /runbook has the same anchors.
+    const size_t hash = finding.runbook.find('#');
+    const std::string runbook =
+        hash == std::string::npos ? "/runbook" : "/runbook" + finding.runbook.substr(hash);
+    html += "<tr class=\"" + severity + "\"><td>" + severity + "</td><td><a href=\"" +
+            HtmlEscape(runbook) + "\">" + HtmlEscape(finding.id) + "</a></td><td>" +
+            HtmlEscape(ScopeText(finding.scope)) + "</td><td>" + HtmlEscape(finding.observed) +
+            "</td><td>" + HtmlEscape(finding.expected) + "</td><td>" + HtmlEscape(finding.advice) +
+            "</td><td>" +
+            (finding.fix.empty() ? "" : "<code>" + HtmlEscape(finding.fix) + "</code>") +
+            "</td></tr>\n";
+  }
+  if (!area.empty()) html += "</table>\n";
+  html += std::string(kHtmlPageTail);
+  return html;
 }
 
 int ExitCode(const std::vector<Finding>& findings, const DoctorOptions& options) {

@@ -44,6 +44,9 @@ struct ParsedReport {
 std::expected<ParsedReport, std::string> ParseJson(const std::string& text);
 
 // Skipped findings are summarised in one line of check ids unless `show_skipped`.
+// The report as an HTML page (what /doctor answers a browser): a table of findings per area,
+// each check linked to its runbook section, every string escaped.
+std::string RenderHtml(const std::vector<Finding>& findings, const ReportContext& context);
 std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
                        bool colour, bool show_skipped = false);
 

@@ -25,13 +25,23 @@ HttpReply MethodNotAllowed(std::string allow) {
 
 }  // namespace
 
+bool PrefersHtml(std::string_view accept) {
+  // Browsers list text/html first ("text/html,application/xhtml+xml,...;q=0.8"); a client that
+  // names application/json before it, or only */*, wants the JSON.
+  const size_t html = accept.find("text/html");
+  if (html == std::string_view::npos) return false;
+  const size_t json = accept.find("application/json");
+  return json == std::string_view::npos || html < json;
+}
+
 std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path,
                               const DebugRoutes& routes) {
   std::string html =
       HtmlPageHead("rdmascope") + "<h1>rdmascope</h1>\n<p>RDMA observability exporter, version " +
       HtmlEscape(runner.build().version) + " (" + HtmlEscape(runner.build().revision) +
       ").</p>\n<p><a href=\"" + HtmlEscape(telemetry_path) +
-      "\">Metrics</a></p>\n<p><a href=\"/doctor\">Doctor report</a> (JSON)</p>\n"
+      "\">Metrics</a></p>\n<p><a href=\"/doctor.html\">Doctor report</a> (<a "
+      "href=\"/doctor\">JSON</a>)</p>\n"
       "<p><a href=\"" +
       std::string(kRunbookPath) +
       "\">Runbook</a>: what each alert means, how to confirm it, what to do</p>\n"
@@ -145,10 +155,22 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
       reply.headers.emplace_back("Location", "../runbook");
       return reply;
     }
-    if (const auto route = routes_.find(std::string(request.path)); route != routes_.end()) {
+    std::string path(request.path);
+    // A browser asking for a route that has a page for people (/doctor, /doctor.html) gets
+    // the page; curl, Prometheus and doctor --exporter (Accept: application/json, */*) the JSON.
+    if (PrefersHtml(request.accept) && routes_.contains(path + ".html")) path += ".html";
+    if (const auto route = routes_.find(path); route != routes_.end()) {
       // GET only: a debug route can be costly, HEAD would pay it for nothing.
       if (request.method != "GET") return MethodNotAllowed("GET");
-      return {200, {{"Content-Type", "application/json"}}, route->second(request.query)};
+      const bool html = path.ends_with(".html");
+      HttpReply reply{200,
+                      {{"Content-Type", html ? "text/html; charset=utf-8" : "application/json"}},
+                      route->second(request.query)};
+      // /doctor answers two ways: caches must key it on Accept.
+      if (routes_.contains(std::string(request.path) + ".html")) {
+        reply.headers.emplace_back("Vary", "Accept");
+      }
+      return reply;
     }
     return Text(404, "not found\n");
   } catch (const BadRequest& e) {

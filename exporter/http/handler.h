@@ -41,6 +41,7 @@ struct HttpRequest {
   std::string_view path;             // decoded, without the query string
   std::string query;                 // "key=value&..." (values decoded), for debug routes
   std::string_view accept_encoding;  // the Accept-Encoding header, empty if absent
+  std::string_view accept;           // the Accept header, empty if absent
 };
 
 struct HttpReply {
@@ -48,6 +49,9 @@ struct HttpReply {
   std::vector<std::pair<std::string, std::string>> headers;  // Content-Type included
   std::string body;  // HEAD: the server sends the headers (and Content-Length) only
 };
+
+// Whether an Accept header asks for HTML before JSON (a browser's does).
+bool PrefersHtml(std::string_view accept);
 
 // `routes`: the debug pages the collectors serve, linked when present.
 std::string RenderLandingPage(const CollectorRunner& runner, std::string_view telemetry_path,

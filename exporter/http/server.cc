@@ -141,6 +141,10 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
                                                            MHD_HTTP_HEADER_ACCEPT_ENCODING)) {
         request.accept_encoding = accept;
       }
+      if (const char* accept =
+              MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT)) {
+        request.accept = accept;
+      }
       reply = context.handler->Handle(request);
     }
     // http_server_config.headers: on every answer, refusals included, but the 429 (Guard).

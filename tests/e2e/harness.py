@@ -134,6 +134,13 @@ class Checker:
         if got != want:
             self.failures.append(what)
 
+    def result(self):
+        """The test's exit code: 0, or 1 after a line naming every failed expectation."""
+        if self.failures:
+            print("FAIL: " + ", ".join(self.failures))
+            return 1
+        return 0
+
 
 def parse(text):
     """{(name, frozenset(labels.items())): value} for every sample."""

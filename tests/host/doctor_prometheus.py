@@ -134,10 +134,7 @@ def main(binary, fixtures):
             proc.terminate()
             proc.wait()
         subprocess.run(["ip", "netns", "delete", NS])
-    if check.failures:
-        print("FAIL: " + ", ".join(check.failures))
-        return 1
-    return 0
+    return check.result()
 
 
 if __name__ == "__main__":

@@ -344,14 +344,19 @@ TEST(DoctorRoute, AnOldBurstStopsFiringOnceOlderThanTheLookback) {
   EXPECT_EQ(retrans->severity, Severity::kOk) << retrans->observed;
 }
 
+// What `serve` answers with these routes and no collector.
+HttpHandler HandlerOf(const DebugRoutes& routes) {
+  return HttpHandler(std::make_shared<CollectorRunner>(std::vector<NamedCollector>{},
+                                                       BuildInfo{"t", "t"}, "/proc"),
+                     "/metrics", routes);
+}
+
 // A bad query is the client's mistake: 400 with the reason, not the 500 of a server error.
 TEST(DoctorRoute, ABadParameterIsA400WithTheReason) {
   auto service = LeakingService();
   DebugRoutes routes;
   service->AddRoute(routes);
-  const HttpHandler handler(std::make_shared<CollectorRunner>(std::vector<NamedCollector>{},
-                                                              BuildInfo{"t", "t"}, "/proc"),
-                            "/metrics", routes);
+  const HttpHandler handler = HandlerOf(routes);
   const HttpReply window =
       handler.Handle({.method = "GET", .path = "/doctor", .query = "window=bad"});
   EXPECT_EQ(window.status, 400U);
@@ -370,6 +375,63 @@ TEST(DoctorRoute, ABadParameterIsA400WithTheReason) {
       handler.Handle({.method = "GET", .path = "/doctor", .query = "window=0s&nodes=4&flows=2"})
           .status,
       200U);
+}
+
+// A browser gets the report as a page; every other client (curl's */*, doctor --exporter's
+// application/json, Prometheus) the JSON; both say they vary on Accept.
+TEST(DoctorRoute, ABrowserGetsThePage) {
+  auto service = LeakingService();
+  DebugRoutes routes;
+  service->AddRoute(routes);
+  const HttpHandler handler = HandlerOf(routes);
+  const auto header = [](const HttpReply& reply, const std::string& name) {
+    for (const auto& [key, value] : reply.headers) {
+      if (key == name) return value;
+    }
+    return std::string();
+  };
+  const HttpReply page =
+      handler.Handle({.method = "GET",
+                      .path = "/doctor",
+                      .query = "window=0s",
+                      .accept = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"});
+  EXPECT_EQ(page.status, 200U);
+  EXPECT_EQ(header(page, "Content-Type"), "text/html; charset=utf-8");
+  EXPECT_EQ(header(page, "Vary"), "Accept");
+  EXPECT_NE(page.body.find("<h1>rdmascope doctor</h1>"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("href=\"/runbook#"), std::string::npos) << "checks link the runbook";
+  for (const char* accept : {"", "*/*", "application/json", "application/json, text/html"}) {
+    const HttpReply json = handler.Handle(
+        {.method = "GET", .path = "/doctor", .query = "window=0s", .accept = accept});
+    EXPECT_EQ(header(json, "Content-Type"), "application/json") << accept;
+    EXPECT_EQ(header(json, "Vary"), "Accept") << accept;
+    EXPECT_TRUE(ParseJson(json.body).has_value()) << accept;
+  }
+  EXPECT_EQ(header(handler.Handle({.method = "GET", .path = "/doctor.html", .query = "window=0s"}),
+                   "Content-Type"),
+            "text/html; charset=utf-8");
+}
+
+TEST(DoctorReport, HtmlEscapesWhatTheHostNamed) {
+  Finding finding{.id = "queues.cq_capacity",
+                  .area = "queues",
+                  .severity = Severity::kCrit,
+                  .scope = {{"comm", "<script>alert(1)</script>"}},
+                  .observed = "a < b & c",
+                  .expected = "\"quoted\"",
+                  .advice = "x",
+                  .fix = "echo '<b>'",
+                  .runbook = "docs/runbook.md#rdmacqundersized"};
+  const std::string html = RenderHtml({finding}, {.host = "h<1>", .generated = "now"});
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_EQ(html.find("<b>"), std::string::npos);
+  EXPECT_NE(html.find("comm=&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos) << html;
+  EXPECT_NE(html.find("a &lt; b &amp; c"), std::string::npos);
+  EXPECT_NE(html.find("h&lt;1&gt;"), std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"crit\"><td>crit</td><td><a href=\"/runbook#rdmacqundersized\">"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("1 crit"), std::string::npos);
 }
 
 // /doctor takes the --doctor.* thresholds by name; doctor --exporter sends those it was given.
