@@ -74,9 +74,10 @@ def quantile(values, q):
 class Prometheus:
     """`prometheus` in namespace NS scraping JOBS ({job: "host:port"}) every INTERVAL (its
     defaults otherwise: keep-alive connections, Accept-Encoding: gzip). A context manager; the
-    TSDB and config live in WORKDIR."""
+    TSDB and config live in WORKDIR (WORKDIR/tsdb may hold blocks already, e.g. from promtool's
+    backfill; JOBS may then be empty). ARGS: more command-line flags."""
 
-    def __init__(self, ns, binary, workdir, jobs, port, interval="1s", timeout=None):
+    def __init__(self, ns, binary, workdir, jobs, port, interval="1s", timeout=None, args=()):
         self.ns, self.port = ns, port
         config = os.path.join(workdir, "prometheus.yml")
         with open(config, "w") as f:
@@ -87,7 +88,7 @@ class Prometheus:
         self.proc = subprocess.Popen(
             ["ip", "netns", "exec", ns, binary, f"--config.file={config}",
              f"--storage.tsdb.path={os.path.join(workdir, 'tsdb')}",
-             f"--web.listen-address=127.0.0.1:{port}"],
+             f"--web.listen-address=127.0.0.1:{port}", *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_listening(ns, port, self.proc, timeout=30, path="/-/ready")
