@@ -127,7 +127,7 @@ class ProfileSession {
   bool stacks_at_exit_ = false;
   std::string comm_;
   std::vector<std::pair<std::string, std::string>> workload_;  // the last one seen
-  std::map<std::string, QueueInfo> queues_;  // by kind/device/handle
+  std::map<std::string, QueueInfo> queues_;                    // by kind/device/handle
   std::map<std::string, Timeline> timelines_;
   std::vector<std::string> notes_;
   std::set<std::string> devices_;  // RDMA devices the process holds objects on (restrack)

@@ -188,11 +188,7 @@ def main(binary, workload, library):
                 server.kill()
             workload_cgroups.remove_cgroups(base)
             unmount()
-    if check.failures:
-        print("FAIL: " + ", ".join(check.failures))
-        return 1
-    print("PASS")
-    return 0
+    return check.result()
 
 
 if __name__ == "__main__":

@@ -158,11 +158,7 @@ def main(binary):
         finally:
             if server is not None and server.poll() is None:
                 server.kill()
-    if check.failures:
-        print("FAIL: " + ", ".join(check.failures))
-        return 1
-    print("PASS")
-    return 0
+    return check.result()
 
 
 if __name__ == "__main__":
