@@ -114,13 +114,19 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
       }
     }
     const auto snapshots = doctor::SnapshotsOf(now_series, now);
-    if (snapshots.empty()) {
+    const bool any_rdmascope = std::ranges::any_of(snapshots, [](const auto& entry) {
+      return entry.second.SeriesCount() > entry.second.Find("up").size();
+    });
+    if (!any_rdmascope) {
       throw std::runtime_error("Prometheus " + options.prometheus + " has no rdmascope series" +
                                (matchers.empty() ? "" : " matching {" + matchers + "}"));
     }
     const auto before = doctor::SnapshotsOf(before_series, now - window);
     std::vector<doctor::Finding> findings;
     for (const auto& [instance, snapshot] : snapshots) {
+      // A target Prometheus could not scrape has no fresh series (they went stale): checking
+      // it would say "no data" of every check. Fleet drift says it is missing.
+      if (snapshot.Value("up") == 0.0) continue;
       const auto earlier = before.find(instance);
       for (doctor::Finding& finding : doctor::RunChecks(
                snapshot, earlier == before.end() ? nullptr : &earlier->second, options)) {

@@ -7,8 +7,10 @@
 namespace rdmascope::doctor {
 
 const std::vector<std::string_view> kCheckSeries = {
-    // The collectors' outcomes and the probes (host.collectors, host.probes; every skip).
-    "rdmascope_collector_success", "rdmascope_collector_no_data", "rdmascope_probe_attached",
+    // The scrape target's health (a host that is down gets no per-host checks; fleet drift
+    // reports it missing), the collectors' outcomes and the probes (host.collectors,
+    // host.probes; every skip).
+    "up", "rdmascope_collector_success", "rdmascope_collector_no_data", "rdmascope_probe_attached",
     // links
     "rdma_device_info", "rdma_device_numa_node", "rdma_port_info", "rdma_port_state",
     "rdma_port_physical_state", "rdma_port_netdev_carrier", "rdma_port_netdev_admin_up",
