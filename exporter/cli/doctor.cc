@@ -195,17 +195,44 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       })
       ->default_str("30s")
       ->group("Doctor fleet");
+  doctor
+      .add_option_function<std::string>(
+          "--prometheus.time",
+          [&options](const std::string& text) {
+            options.prometheus_time = *ParseEvaluationTime(text);
+          },
+          "Diagnose the fleet as it was then: RFC 3339 or Unix seconds (default: now); the "
+          "window and the history end there")
+      ->check([](const std::string& text) {
+        return ParseEvaluationTime(text)
+                   ? std::string()
+                   : "not a time like 2026-12-05T10:00:00Z or 1733392800: " + text;
+      })
+      ->group("Doctor fleet");
+  doctor
+      .add_option("--prometheus.concurrency", options.prometheus_concurrency,
+                  "Queries in flight at once (each answer is read while the next is evaluated)")
+      ->check(CLI::Range(1, 64))
+      ->default_str("4")
+      ->group("Doctor fleet");
   AddClientAccessFlags(doctor, "prometheus", "the Prometheus", options.prometheus_access);
   doctor
       .add_option_function<std::string>(
           "--format",
           [&options](const std::string& format) {
-            options.format = format == "json" ? doctor::Format::kJson : doctor::Format::kText;
+            options.format = format == "json"   ? doctor::Format::kJson
+                             : format == "html" ? doctor::Format::kHtml
+                                                : doctor::Format::kText;
           },
-          "Output: text (for a person) or json (schema_version 1, docs/doctor.md)")
-      ->check(CLI::IsMember({"text", "json"}))
+          "Output: text (for a person), json (schema_version 1, docs/doctor.md) or html (a "
+          "page, as /doctor.html)")
+      ->check(CLI::IsMember({"text", "json", "html"}))
       ->default_str("text")
       ->group("Doctor");
+  doctor
+      .add_flag("--show-ok", options.show_ok,
+                "Fleet report (--prometheus): list every ok finding (default: counted per check)")
+      ->group("Doctor fleet");
   doctor
       .add_flag("--show-skipped", options.show_skipped,
                 "Text output: print every skipped check with its reason (default: one line "
@@ -516,6 +543,8 @@ int PrintDoctorReport(const std::vector<doctor::Finding>& findings,
                       bool show_skipped) {
   const std::string report = options.format == doctor::Format::kJson
                                  ? doctor::RenderJson(findings, context)
+                             : options.format == doctor::Format::kHtml
+                                 ? doctor::RenderHtml(findings, context)
                                  : doctor::RenderText(findings, context, DoctorColourWanted(),
                                                       options.show_skipped || show_skipped);
   std::fwrite(report.data(), 1, report.size(), stdout);

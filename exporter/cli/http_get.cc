@@ -187,6 +187,8 @@ std::expected<HttpAnswer, HttpError> HttpGet(const HttpUrl& url, const std::stri
   api.easy_setopt(h, CURLOPT_ERRORBUFFER, detail);
   api.easy_setopt(h, CURLOPT_WRITEFUNCTION, OnData);
   api.easy_setopt(h, CURLOPT_WRITEDATA, &body);
+  // "": every encoding this libcurl decodes; the body handed to OnData is decoded.
+  if (client.compressed) api.easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   if (!client.ca_file.empty()) api.easy_setopt(h, CURLOPT_CAINFO, client.ca_file.c_str());
   if (!client.cert_file.empty()) api.easy_setopt(h, CURLOPT_SSLCERT, client.cert_file.c_str());
   if (!client.key_file.empty()) api.easy_setopt(h, CURLOPT_SSLKEY, client.key_file.c_str());

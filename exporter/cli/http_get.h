@@ -34,6 +34,9 @@ struct HttpClientOptions {
   std::string username;               // basic auth, sent only with a password
   std::string password;
   std::string bearer_token;  // "Authorization: Bearer", as Prometheus' bearer_token_file sends it
+  // Ask for a compressed answer (Accept-Encoding: gzip, deflate...): a Prometheus query API
+  // answer shrinks some 50 times (docs/benchmarks.md).
+  bool compressed = false;
 };
 
 struct HttpAnswer {

@@ -8,7 +8,7 @@
 
 namespace rdmascope::doctor {
 
-enum class Format { kText, kJson };
+enum class Format { kText, kJson, kHtml };
 
 // serve's --doctor.lookback: what /doctor judges counter rates over. 15 minutes is the span the
 // alert rules on the same counters decide over: RdmaCrcErrors, RdmaSymbolErrors and
@@ -48,6 +48,9 @@ struct DoctorOptions {
   std::string prometheus_job;                          // job="..." added to them
   uint64_t prometheus_timeout_ns = 30'000'000'000ULL;  // each query
   ClientAccess prometheus_access;
+  double prometheus_time = 0;      // --prometheus.time: evaluation time (Unix seconds); 0: now
+  int prometheus_concurrency = 4;  // queries in flight at once
+  bool show_ok = false;            // a fleet report lists ok findings instead of counting them
   Format format = Format::kText;
   bool show_skipped = false;       // text: a block per skipped check instead of one summary line
   bool fail_on_crit_only = false;  // --fail-on=crit: warn exits 0

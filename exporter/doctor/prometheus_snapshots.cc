@@ -1,8 +1,11 @@
 #include "doctor/prometheus_snapshots.h"
 
-#include <charconv>
-#include <cmath>
-#include <nlohmann/json.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iterator>
+
+#include "doctor/history.h"
+#include "doctor/prometheus_answer.h"
 
 namespace rdmascope::doctor {
 
@@ -58,133 +61,153 @@ std::string Selector(const std::string& name_regex, const std::string& matchers)
   return "{__name__=~\"" + name_regex + "\"" + (matchers.empty() ? "" : "," + matchers) + "}";
 }
 
-std::optional<double> ParseValue(const std::string& text) {
-  // Prometheus writes "NaN", "+Inf", "-Inf" and Go's float formatting.
-  if (text == "NaN") return std::nan("");
-  if (text == "+Inf") return INFINITY;
-  if (text == "-Inf") return -INFINITY;
-  double value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
+std::string Alternatives(std::span<const std::string_view> names) {
+  std::string regex;
+  for (std::string_view name : names) regex += (regex.empty() ? "" : "|") + std::string(name);
+  return regex;
+}
+
+// Selectors of `names` (kNamesPerQuery a query), and of rdma_ethtool_stat only `stats`.
+std::vector<std::string> Selectors(std::span<const std::string_view> names,
+                                   std::span<const std::string_view> stats,
+                                   const std::string& matchers) {
+  std::vector<std::string> queries;
+  std::vector<std::string_view> batch;
+  for (std::string_view name : names) {
+    if (name == "rdma_ethtool_stat") continue;  // by stat, below
+    batch.push_back(name);
+    if (batch.size() == kNamesPerQuery) {
+      queries.push_back(Selector(Alternatives(batch), matchers));
+      batch.clear();
+    }
+  }
+  if (!batch.empty()) queries.push_back(Selector(Alternatives(batch), matchers));
+  queries.push_back("rdma_ethtool_stat{stat=~\"" + Alternatives(stats) + "\"" +
+                    (matchers.empty() ? "" : "," + matchers) + "}");
+  return queries;
+}
+
+// One query's answer as instance -> name -> samples; series without an instance are nobody's.
+std::expected<InstanceSeries, std::string> ReadSeries(std::string_view body, ResultType type) {
+  InstanceSeries read;
+  auto added = ReadQueryAnswer(body, type, [&read](AnswerSeries&& series) {
+    if (series.instance.empty() || series.name.empty()) return;
+    std::vector<Sample>& samples = read[series.instance][series.name];
+    for (const auto& [seconds, value] : series.points) {
+      samples.push_back(Sample{.labels = series.labels, .value = value});
+    }
+  });
+  if (!added) return std::unexpected(added.error());
+  return read;
 }
 
 }  // namespace
 
 std::vector<std::string> CheckSeriesQueries(const std::string& matchers) {
-  std::vector<std::string> queries;
-  std::string regex;
-  size_t names = 0;
-  for (std::string_view name : kCheckSeries) {
-    if (name == "rdma_ethtool_stat") continue;  // by stat, below
-    regex += (regex.empty() ? "" : "|") + std::string(name);
-    if (++names == kNamesPerQuery) {
-      queries.push_back(Selector(regex, matchers));
-      regex.clear();
-      names = 0;
+  return Selectors(kCheckSeries, kCheckEthtoolStats, matchers);
+}
+
+std::vector<std::string> CounterSeriesQueries(const std::string& matchers) {
+  return Selectors(kWindowSeries, kIpPacketStats, matchers);
+}
+
+std::string TrendSelector(const std::string& matchers) {
+  return Selector(Alternatives(kTrendSeries), matchers);
+}
+
+std::string TrendAppearedQuery(const std::string& matchers, double then) {
+  char at[32];
+  std::snprintf(at, sizeof at, "%.3f", then);
+  const std::string selector = TrendSelector(matchers);
+  return selector + " unless " + selector + " @ " + at;
+}
+
+void MergeSeries(InstanceSeries&& from, InstanceSeries& into) {
+  for (auto& [instance, by_name] : from) {
+    SeriesByName& target = into[instance];
+    for (auto& [name, samples] : by_name) {
+      auto [it, fresh] = target.try_emplace(name, std::move(samples));
+      if (!fresh) std::ranges::move(samples, std::back_inserter(it->second));
     }
   }
-  if (!regex.empty()) queries.push_back(Selector(regex, matchers));
-  std::string stats;
-  for (std::string_view stat : kCheckEthtoolStats) {
-    stats += (stats.empty() ? "" : "|") + std::string(stat);
-  }
-  queries.push_back("rdma_ethtool_stat{stat=~\"" + stats + "\"" +
-                    (matchers.empty() ? "" : "," + matchers) + "}");
-  return queries;
 }
 
 std::expected<void, std::string> AddQueryAnswer(std::string_view body,
                                                 InstanceSeries& by_instance) {
-  const nlohmann::json answer = nlohmann::json::parse(body, nullptr, false);
-  if (answer.is_discarded() || !answer.is_object()) {
-    return std::unexpected("not a Prometheus API answer (not a JSON object)");
-  }
-  if (answer.value("status", "") != "success") {
-    const std::string type = answer.value("errorType", "");
-    const std::string error = answer.value("error", "");
-    return std::unexpected("Prometheus answered " +
-                           (type.empty() ? std::string("an error") : type) +
-                           (error.empty() ? "" : ": " + error));
-  }
-  const auto data = answer.find("data");
-  if (data == answer.end() || !data->is_object() || data->value("resultType", "") != "vector" ||
-      !data->contains("result") || !(*data)["result"].is_array()) {
-    return std::unexpected("Prometheus answered something other than an instant vector");
-  }
-  // instance -> name -> family index, so that each name is one family per instance.
-  std::map<std::string, std::map<std::string, size_t>> families;
-  for (auto& [instance, list] : by_instance) {
-    for (size_t i = 0; i < list.size(); ++i) families[instance][list[i].name] = i;
-  }
-  for (const nlohmann::json& sample : (*data)["result"]) {
-    if (!sample.is_object() || !sample.contains("metric") || !sample["metric"].is_object() ||
-        !sample.contains("value") || !sample["value"].is_array() || sample["value"].size() != 2 ||
-        !sample["value"][1].is_string()) {
-      continue;
+  auto read = ReadSeries(body, ResultType::kVector);
+  if (!read) return std::unexpected(read.error());
+  MergeSeries(std::move(*read), by_instance);
+  return {};
+}
+
+std::expected<void, std::string> AddTrendAnswer(std::string_view body, ResultType type,
+                                                double seconds, TrendPoints& points) {
+  std::map<std::string, std::map<double, SeriesByName>> read;
+  auto added = ReadQueryAnswer(body, type, [&](AnswerSeries&& series) {
+    if (series.instance.empty() || series.name.empty()) return;
+    // An instant answer's points carry the evaluation time; a range answer's, their step's.
+    const auto [at, value] = series.points.front();
+    read[series.instance][type == ResultType::kVector ? seconds : at][series.name].push_back(
+        Sample{.labels = std::move(series.labels), .value = value});
+  });
+  if (!added) return std::unexpected(added.error());
+  for (auto& [instance, by_time] : read) {
+    for (auto& [at, by_name] : by_time) {
+      SeriesByName& target = points[instance][at];
+      for (auto& [name, samples] : by_name) {
+        std::ranges::move(samples, std::back_inserter(target[name]));
+      }
     }
-    const nlohmann::json& metric = sample["metric"];
-    const auto name = metric.find("__name__");
-    const auto instance = metric.find("instance");
-    if (name == metric.end() || !name->is_string() || instance == metric.end() ||
-        !instance->is_string()) {
-      continue;
-    }
-    const std::optional<double> value = ParseValue(sample["value"][1].get<std::string>());
-    if (!value) continue;
-    prometheus::ClientMetric series;
-    for (const auto& [label, text] : metric.items()) {
-      if (label == "__name__" || label == "instance" || !text.is_string()) continue;
-      series.label.push_back({label, text.get<std::string>()});
-    }
-    series.untyped.value = *value;
-    std::vector<prometheus::MetricFamily>& list = by_instance[instance->get<std::string>()];
-    auto [it, fresh] =
-        families[instance->get<std::string>()].try_emplace(name->get<std::string>(), list.size());
-    if (fresh) {
-      prometheus::MetricFamily family;
-      family.name = name->get<std::string>();
-      family.type = prometheus::MetricType::Untyped;
-      list.push_back(std::move(family));
-    }
-    list[it->second].metric.push_back(std::move(series));
   }
   return {};
 }
 
-std::map<std::string, Snapshot> SnapshotsOf(const InstanceSeries& by_instance, double seconds) {
+std::map<std::string, std::shared_ptr<const HistoryView>> HistoriesOf(TrendPoints points) {
+  std::map<std::string, std::shared_ptr<const HistoryView>> histories;
+  for (auto& [instance, by_time] : points) {
+    auto view = std::make_shared<HistoryView>();
+    for (auto& [at, by_name] : by_time) {  // oldest first
+      view->kept.push_back(std::make_shared<const Snapshot>(std::move(by_name), at));
+    }
+    if (!view->kept.empty()) view->started_seconds = view->kept.front()->seconds();
+    histories.emplace(instance, std::move(view));
+  }
+  return histories;
+}
+
+std::map<std::string, Snapshot> SnapshotsOf(InstanceSeries by_instance, double seconds) {
   std::map<std::string, Snapshot> snapshots;
-  for (const auto& [instance, families] : by_instance) {
+  for (auto& [instance, by_name] : by_instance) {
     // What `rdmascope check` would say of each collector, as far as the series tell it.
     std::map<std::string, CollectorOutcome> outcomes;
-    for (const prometheus::MetricFamily& family : families) {
-      const bool success = family.name == "rdmascope_collector_success";
-      const bool no_data = family.name == "rdmascope_collector_no_data";
-      const bool probe = family.name == "rdmascope_probe_attached";
-      if (!success && !no_data && !probe) continue;
-      for (const prometheus::ClientMetric& series : family.metric) {
-        std::string collector;
-        for (const auto& label : series.label) {
-          if (label.name == (probe ? "probe" : "collector")) collector = label.value;
-        }
+    for (const char* name : {"rdmascope_collector_success", "rdmascope_collector_no_data",
+                             "rdmascope_probe_attached"}) {
+      const auto found = by_name.find(std::string_view(name));
+      if (found == by_name.end()) continue;
+      const std::string_view family = name;
+      const bool success = family == "rdmascope_collector_success";
+      const bool no_data = family == "rdmascope_collector_no_data";
+      const bool probe = family == "rdmascope_probe_attached";
+      for (const Sample& series : found->second) {
+        const std::string& collector = series.Label(probe ? "probe" : "collector");
         if (collector.empty()) continue;
         CollectorOutcome& outcome = outcomes[collector];
-        if (success && series.untyped.value == 0) {
+        if (success && series.value == 0) {
           outcome.failed = true;
           outcome.detail =
               "failed at the last scrape (rdmascope_collector_success 0; "
               "`rdmascope check` on the host says why)";
         }
-        if (no_data && series.untyped.value == 1 && !outcome.failed) {
+        if (no_data && series.value == 1 && !outcome.failed) {
           outcome.no_data = true;
           outcome.detail = "no data at the last scrape";
         }
-        if (probe && series.untyped.value == 0) {
+        if (probe && series.value == 0) {
           outcome.probe_error = "rdmascope_probe_attached 0 (the host's log says why)";
         }
       }
     }
-    snapshots.emplace(instance, Snapshot(families, seconds, std::move(outcomes)));
+    snapshots.emplace(instance, Snapshot(std::move(by_name), seconds, std::move(outcomes)));
   }
   return snapshots;
 }

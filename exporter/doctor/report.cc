@@ -48,11 +48,51 @@ const char* AreaTitle(const std::string& area) {
 constexpr Severity kSeverities[] = {Severity::kCrit, Severity::kWarn, Severity::kInfo,
                                     Severity::kOk, Severity::kSkip};
 
-std::map<Severity, int> Count(const std::vector<Finding>& findings) {
+std::map<Severity, int> Count(const std::vector<Finding>& findings, const ReportContext& context) {
   std::map<Severity, int> count;
   for (Severity severity : kSeverities) count[severity] = 0;
   for (const Finding& finding : findings) ++count[finding.severity];
+  for (const auto& [id, ok] : context.ok_by_check) count[Severity::kOk] += static_cast<int>(ok);
   return count;
+}
+
+std::string Thousands(size_t n) {
+  std::string digits = std::to_string(n);
+  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(i, ",");
+  return digits;
+}
+
+// "12 ok findings counted (...)": what a fleet report says instead of listing them.
+std::string OkCountedText(const ReportContext& context) {
+  size_t total = 0;
+  std::string checks;
+  for (const auto& [id, ok] : context.ok_by_check) {
+    total += ok;
+    checks += (checks.empty() ? "" : ", ") + id + " " + Thousands(ok);
+  }
+  return Thousands(total) + " ok, counted (" + std::to_string(context.ok_by_check.size()) +
+         " checks; --show-ok lists them): " + checks;
+}
+
+std::string QueryText(const ReportQuery& query) {
+  return (query.start.empty() ? "at " + query.time
+                              : "from " + query.start + " to " + query.time + " every " +
+                                    std::to_string(static_cast<int>(query.step_seconds)) + "s") +
+         ", " + Thousands(query.series) + " series, " + Thousands(query.bytes) + " bytes, " +
+         std::to_string(static_cast<int>(query.seconds * 1000)) + " ms";
+}
+
+// Where a finding's runbook is: a fleet finding's host serves it (the alert rules' runbook_url
+// points there too); on one host, the /runbook beside /doctor.html.
+std::string RunbookLink(const Finding& finding) {
+  const size_t hash = finding.runbook.find('#');
+  const std::string anchor = hash == std::string::npos ? "" : finding.runbook.substr(hash);
+  for (const auto& [key, value] : finding.scope) {
+    if (key == "instance" && value.find_first_of("/\"<> ") == std::string::npos) {
+      return "http://" + value + "/runbook" + anchor;
+    }
+  }
+  return "/runbook" + anchor;
 }
 
 std::string ScopeText(const Scope& scope) {
@@ -103,6 +143,13 @@ std::string WindowKindText(const std::string& kind) {
 
 }  // namespace
 
+void CountOk(std::vector<Finding>& findings, ReportContext& context) {
+  for (const Finding& finding : findings) {
+    if (finding.severity == Severity::kOk) ++context.ok_by_check[finding.id];
+  }
+  std::erase_if(findings, [](const Finding& f) { return f.severity == Severity::kOk; });
+}
+
 void SortFindings(std::vector<Finding>& findings) {
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     const auto key = [](const Finding& f) {
@@ -120,6 +167,7 @@ std::string RenderJson(const std::vector<Finding>& findings, const ReportContext
   out["window_seconds"] = context.window_seconds;
   // Absent only when re-rendering the report of an exporter older than the field.
   if (!context.window_kind.empty()) out["window_kind"] = context.window_kind;
+  if (context.instances > 0) out["instances"] = context.instances;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Finding& finding : findings) {
     nlohmann::ordered_json item;
@@ -138,11 +186,29 @@ std::string RenderJson(const std::vector<Finding>& findings, const ReportContext
   }
   out["findings"] = std::move(list);
   nlohmann::ordered_json summary;
-  const auto count = Count(findings);
+  const auto count = Count(findings, context);
   for (Severity severity : kSeverities) {
     summary[std::string(SeverityName(severity))] = count.at(severity);
   }
   out["summary"] = std::move(summary);
+  if (!context.ok_by_check.empty()) out["ok_by_check"] = context.ok_by_check;
+  if (!context.queries.empty()) {
+    nlohmann::ordered_json queries = nlohmann::ordered_json::array();
+    for (const ReportQuery& query : context.queries) {
+      nlohmann::ordered_json item;
+      item["promql"] = query.promql;
+      item["time"] = query.time;
+      if (!query.start.empty()) {
+        item["start"] = query.start;
+        item["step_seconds"] = query.step_seconds;
+      }
+      item["series"] = query.series;
+      item["bytes"] = query.bytes;
+      item["seconds"] = query.seconds;
+      queries.push_back(std::move(item));
+    }
+    out["queries"] = std::move(queries);
+  }
   // Label values from drivers may hold invalid UTF-8: replace rather than throw.
   return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
@@ -192,9 +258,11 @@ std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
 
 std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
                        bool colour, bool show_skipped) {
-  const auto count = Count(findings);
-  std::string text = "rdmascope doctor on " + context.host + " (window " +
-                     Window(context.window_seconds) + WindowKindText(context.window_kind) + "): ";
+  const auto count = Count(findings, context);
+  std::string text = "rdmascope doctor on " + context.host +
+                     (context.instances > 0 ? ", " + Thousands(context.instances) + " hosts" : "") +
+                     " (window " + Window(context.window_seconds) +
+                     WindowKindText(context.window_kind) + "): ";
   for (Severity severity : kSeverities) {
     text += std::to_string(count.at(severity)) + " " + std::string(SeverityName(severity)) +
             (severity == Severity::kSkip ? "\n" : ", ");
@@ -239,17 +307,28 @@ std::string RenderText(const std::vector<Finding>& findings, const ReportContext
     for (size_t i = 0; i < skipped.size(); ++i) text += (i > 0 ? ", " : "") + skipped[i];
     text += "\n";
   }
+  if (!context.ok_by_check.empty()) text += "\n" + OkCountedText(context) + "\n";
+  if (!context.queries.empty()) {
+    text += "\n" + std::to_string(context.queries.size()) + " queries:\n";
+    for (const ReportQuery& query : context.queries) {
+      text += "  " + query.promql + "\n      " + QueryText(query) + "\n";
+    }
+  }
   return text;
 }
 
 std::string RenderHtml(const std::vector<Finding>& findings, const ReportContext& context) {
-  const std::map<Severity, int> count = Count(findings);
+  const std::map<Severity, int> count = Count(findings, context);
   std::string html =
       HtmlPageHead("rdmascope doctor: " + context.host) + "<h1>rdmascope doctor</h1>\n<p>" +
-      HtmlEscape(context.host) + ", " + HtmlEscape(context.generated) + " (counters " +
-      HtmlEscape(Window(context.window_seconds) + WindowKindText(context.window_kind)) +
-      ")</p>\n<p><a href=\"/doctor\">JSON</a> (schema_version 1) &middot; <a "
-      "href=\"/runbook\">Runbook</a></p>\n<p>";
+      HtmlEscape(context.host) +
+      (context.instances > 0 ? ", " + Thousands(context.instances) + " hosts" : "") + ", " +
+      HtmlEscape(context.generated) + " (counters " +
+      HtmlEscape(Window(context.window_seconds) + WindowKindText(context.window_kind)) + ")</p>\n" +
+      // A fleet report is a file: /doctor and /runbook are each host's.
+      (context.instances > 0 ? std::string("<p>")
+                             : std::string("<p><a href=\"/doctor\">JSON</a> (schema_version 1) "
+                                           "&middot; <a href=\"/runbook\">Runbook</a></p>\n<p>"));
   for (Severity severity : kSeverities) {
     html += "<span class=\"" + std::string(SeverityName(severity)) + "\">" +
             std::to_string(count.at(severity)) + " " + std::string(SeverityName(severity)) +
@@ -269,9 +348,7 @@ std::string RenderHtml(const std::vector<Finding>& findings, const ReportContext
     }
     const std::string severity(SeverityName(finding.severity));
     // "docs/runbook.md#anchor": the runbook `serve` answers at /runbook has the same anchors.
-    const size_t hash = finding.runbook.find('#');
-    const std::string runbook =
-        hash == std::string::npos ? "/runbook" : "/runbook" + finding.runbook.substr(hash);
+    const std::string runbook = RunbookLink(finding);
     html += "<tr class=\"" + severity + "\"><td>" + severity + "</td><td><a href=\"" +
             HtmlEscape(runbook) + "\">" + HtmlEscape(finding.id) + "</a></td><td>" +
             HtmlEscape(ScopeText(finding.scope)) + "</td><td>" + HtmlEscape(finding.observed) +
@@ -281,6 +358,17 @@ std::string RenderHtml(const std::vector<Finding>& findings, const ReportContext
             "</td></tr>\n";
   }
   if (!area.empty()) html += "</table>\n";
+  if (!context.ok_by_check.empty()) {
+    html += "<h2>Counted</h2>\n<p class=\"ok\">" + HtmlEscape(OkCountedText(context)) + "</p>\n";
+  }
+  if (!context.queries.empty()) {
+    html += "<h2>Queries</h2>\n<table><tr><th>PromQL</th><th>asked</th></tr>\n";
+    for (const ReportQuery& query : context.queries) {
+      html += "<tr><td><code>" + HtmlEscape(query.promql) + "</code></td><td>" +
+              HtmlEscape(QueryText(query)) + "</td></tr>\n";
+    }
+    html += "</table>\n";
+  }
   html += std::string(kHtmlPageTail);
   return html;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <expected>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,33 @@ inline constexpr const char* kWindowLookback = "lookback";
 inline constexpr const char* kWindowSinceStart = "since_start";
 inline constexpr const char* kWindowNone = "none";
 
+// One query a fleet report was built from (doctor --prometheus), as the report lists it.
+struct ReportQuery {
+  std::string promql;
+  std::string time;   // RFC 3339: the evaluation time, or a range's end
+  std::string start;  // a range query's start; empty for an instant query
+  double step_seconds = 0;
+  size_t series = 0;  // series (of a range: first points) read from the answer
+  size_t bytes = 0;   // the answer's JSON, decoded
+  double seconds = 0;
+};
+
 struct ReportContext {
   std::string host;
   std::string generated;  // RFC 3339 UTC
   double window_seconds = 0;
   // One of the kWindow* above; empty in a report of an exporter older than the field.
   std::string window_kind;
+  // A fleet report's: the hosts, the queries, and the ok findings counted per check rather
+  // than listed (CountOk; --show-ok lists them). Empty for one host.
+  size_t instances = 0;
+  std::vector<ReportQuery> queries;
+  std::map<std::string, size_t> ok_by_check;
 };
+
+// Moves the ok findings out of `findings` into context.ok_by_check (check id -> how many): at
+// 1,000 hosts they are two thirds of the report and say only "fine".
+void CountOk(std::vector<Finding>& findings, ReportContext& context);
 
 inline constexpr int kExitCannotRun = 3;  // Nagios UNKNOWN: doctor itself could not run
 

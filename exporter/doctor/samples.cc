@@ -49,6 +49,10 @@ Snapshot::Snapshot(const std::vector<prometheus::MetricFamily>& families, double
   }
 }
 
+Snapshot::Snapshot(SeriesByName series, double seconds,
+                   std::map<std::string, CollectorOutcome> collectors)
+    : series_(std::move(series)), seconds_(seconds), collectors_(std::move(collectors)) {}
+
 std::vector<const Sample*> Snapshot::Find(std::string_view name, const Matchers& matchers) const {
   std::vector<const Sample*> found;
   const auto it = series_.find(name);
@@ -79,7 +83,7 @@ const Sample* Snapshot::Exact(std::string_view name,
 
 Snapshot Snapshot::Only(std::span<const std::string_view> names,
                         std::span<const SeriesSelector> selected) const {
-  Snapshot copy({}, seconds_);
+  Snapshot copy(SeriesByName{}, seconds_);
   for (std::string_view name : names) {
     if (const auto it = series_.find(name); it != series_.end()) copy.series_.insert(*it);
   }

@@ -69,11 +69,17 @@ struct SeriesSelector {
   std::span<const std::string_view> values;
 };
 
+// Series by name, as a snapshot keeps them.
+using SeriesByName = std::map<std::string, std::vector<Sample>, std::less<>>;
+
 class Snapshot {
  public:
   // `seconds`: when the collection ran, on a monotonic clock (only differences matter).
   // Histograms are indexed as NAME_sum and NAME_count.
   Snapshot(const std::vector<prometheus::MetricFamily>& families, double seconds,
+           std::map<std::string, CollectorOutcome> collectors = {});
+  // Series already as samples: what `doctor --prometheus` reads from the query API.
+  Snapshot(SeriesByName series, double seconds,
            std::map<std::string, CollectorOutcome> collectors = {});
 
   // Series of `name` whose labels equal every matcher, in exposition order.
@@ -104,7 +110,7 @@ class Snapshot {
   const std::map<std::string, CollectorOutcome>& collectors() const { return collectors_; }
 
  private:
-  std::map<std::string, std::vector<Sample>, std::less<>> series_;
+  SeriesByName series_;
   double seconds_;
   std::map<std::string, CollectorOutcome> collectors_;
   std::shared_ptr<const HistoryView> history_;

@@ -18,16 +18,17 @@ queries it ran").
    clock: at every run the newest visible sample is under 15 s old, as under a live scrape,
    however long the backfill took (if it leaves the runs enough of --ahead; the bench fails
    saying so otherwise).
-3. `doctor --prometheus URL --prometheus.job=rdmascope --format=json`: one run with
-   --log.level=debug (the queries; a first, cold run), then --runs timed runs with the default
-   window (5m) and --runs with --window=0s, each under /usr/bin/time -v (max RSS, CPU).
-   Prometheus' CPU per run; the same queries replayed by curl (bytes, gzip bytes, seconds) and
-   counted (count(QUERY)).
+3. `doctor --prometheus URL --prometheus.job=rdmascope --format=json`: one cold run with
+   --log.level=debug, then --runs timed runs with the default window (5m) and --runs with
+   --window=0s, each under /usr/bin/time -v (max RSS, CPU); Prometheus' CPU per run. The
+   queries the report lists (with the series, bytes and seconds doctor saw) are replayed by
+   curl, plain and gzipped (doctor asks for gzip).
 4. Table on stdout and OUTPUT_DIR/fleet.md, figures in OUTPUT_DIR/fleet.json.
 
 Usage: fleet_bench.py RDMASCOPE FIXTURES OUTPUT_DIR [--hosts N] [--runs N] [--ahead S]"""
 
 import argparse
+import datetime
 import json
 import os
 import re
@@ -219,16 +220,20 @@ def netns_run(args, **kw):
 
 
 class Api:
-    """Prometheus' HTTP API from inside the namespace, by curl (as doctor gets it: no gzip)."""
+    """Prometheus' HTTP API from inside the namespace, by curl."""
 
     def __init__(self, port):
         self.base = f"http://127.0.0.1:{port}"
 
-    def get(self, query, at=None, gzip=False):
-        """(answer as JSON, bytes, seconds of curl's time_total)."""
-        url = f"{self.base}/api/v1/query?query={urllib.parse.quote(query)}"
-        if at is not None:
-            url += f"&time={at:.3f}"
+    def get(self, query, at=None, gzip=False, start=None, step=None):
+        """(answer as JSON, bytes, seconds of curl's time_total); a range query with start."""
+        if start is not None:
+            url = (f"{self.base}/api/v1/query_range?query={urllib.parse.quote(query)}"
+                   f"&start={start:.3f}&end={at:.3f}&step={step}")
+        else:
+            url = f"{self.base}/api/v1/query?query={urllib.parse.quote(query)}"
+            if at is not None:
+                url += f"&time={at:.3f}"
         run = netns_run(["curl", "-s", "-o", "-", "-w", "\n%{size_download} %{time_total}"] +
                         (["--compressed"] if gzip else []) + [url],
                         capture_output=True, check=True)
@@ -243,19 +248,8 @@ class Api:
         return float(result[0]["value"][1]) if result else None
 
 
-PROMQL = re.compile(r'msg="doctor: query" promql=("(?:[^"\\]|\\.)*"|\S+)')
-
-
-def logged_queries(stderr):
-    """The PromQL doctor logged at debug level, in order."""
-    queries = []
-    for m in PROMQL.finditer(stderr):
-        text = m.group(1)
-        if text.startswith('"'):
-            text = re.sub(r'\\(.)', lambda e: {"n": "\n", "t": "\t"}.get(e.group(1), e.group(1)),
-                          text[1:-1])
-        queries.append(text)
-    return queries
+def seconds_of(rfc3339):
+    return datetime.datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp()
 
 
 def time_v(stderr):
@@ -296,14 +290,16 @@ def doctor(binary, url, prometheus_pid, *args):
 
 
 def summarise(report):
+    """What a report found; ok findings are counted per check (ok_by_check), not listed."""
     findings = report["findings"]
     by_check = {}
     for f in findings:
         if f["severity"] in ("warn", "crit"):
             key = f"{f['id']} ({f['severity']})"
             by_check.setdefault(key, set()).add(f["scope"].get("instance"))
-    return {"instances": len({f["scope"].get("instance") for f in findings}),
-            "findings": len(findings), "summary": report.get("summary", {}),
+    return {"instances": report.get("instances"),
+            "findings": len(findings) + sum(report.get("ok_by_check", {}).values()),
+            "findings_listed": len(findings), "summary": report.get("summary", {}),
             "warn_crit_by_check": {k: len(v) for k, v in sorted(by_check.items())},
             "hosts_by_check": {k: sorted(v) for k, v in by_check.items()}}
 
@@ -428,14 +424,14 @@ def main():
 
             # The queries (and a first, cold run).
             cold, report, stderr = doctor(args.binary, url, prom.proc.pid, "--log.level=debug")
-            queries = logged_queries(stderr)
             figures["cold_run"] = cold
-            figures["queries"] = queries
             if report is None:
                 print(f"FAIL: doctor's report is not JSON: {cold.get('error')}")
                 return 1
+            queries = report.get("queries", [])  # as the report lists them, with its figures
+            figures["queries"] = queries
             figures["report"] = summarise(report)
-            print(f"cold run {cold['seconds']:.2f} s, {len(queries)} distinct queries logged "
+            print(f"cold run {cold['seconds']:.2f} s, {len(queries)} queries listed "
                   f"({cold['logged_queries']} run), {figures['report']['instances']} instances, "
                   f"{figures['report']['findings']} findings", flush=True)
 
@@ -445,25 +441,24 @@ def main():
                     run, report, _ = doctor(args.binary, url, prom.proc.pid, *extra)
                     if report is not None:
                         run["instances"] = summarise(report)["instances"]
-                        run["findings"] = len(report["findings"])
+                        run["findings"] = summarise(report)["findings"]
                     runs[name].append(run)
                     print(f"{name}: {run['seconds']:.2f} s, exit {run['exit']}, Prometheus CPU "
                           f"{run['prometheus_cpu_s']:.2f} s, doctor max RSS "
                           f"{(run['max_rss_kib'] or 0) / 1024:.0f} MiB", flush=True)
             figures["runs"] = runs
 
-            # The same queries by curl: bytes and Prometheus' time, and the series they fetch.
-            now = time.time()
+            # The cold run's queries again by curl, at their times: gzip bytes, Prometheus' time.
             replay = []
-            for promql in queries:
-                row = {"promql": promql}
-                for when, at in (("now", now), ("5m_ago", now - 300)):
-                    answer, size, seconds = api.get(promql, at)
-                    _, gzip_size, _ = api.get(promql, at, gzip=True)
-                    row[when] = {"bytes": size, "gzip_bytes": gzip_size, "seconds": seconds,
-                                 "series": len(answer.get("data", {}).get("result", []))}
-                row["count"] = api.scalar(f"count({promql})", now)
-                replay.append(row)
+            for query in queries:
+                at = seconds_of(query["time"])
+                start = seconds_of(query["start"]) if query.get("start") else None
+                step = query.get("step_seconds")
+                _, size, seconds = api.get(query["promql"], at, start=start, step=step)
+                _, gzip_size, _ = api.get(query["promql"], at, gzip=True, start=start, step=step)
+                replay.append({"promql": query["promql"], "series": query["series"],
+                               "bytes": size, "gzip_bytes": gzip_size, "curl_s": seconds,
+                               "doctor_s": query["seconds"], "range": start is not None})
             figures["replay"] = replay
             figures["tsdb_series_now"] = api.scalar('count({__name__=~".+"})', now)
             figures["prometheus_memory_kib"] = memory_kib(prom.proc.pid)
@@ -494,13 +489,12 @@ def main():
         f"one Prometheus. Differing hosts: " +
         ", ".join(f"{i} {k}" for i, k in figures["variants"].items()) + ".",
         "",
-        f"{len(figures['queries'])} instant queries per evaluation time (x2 with a window): "
-        f"{sum(r['now']['series'] for r in figures['replay']):,} series, "
-        f"{sum(r['now']['bytes'] for r in figures['replay']) / 2**20:.1f} MiB of JSON "
-        f"({sum(r['now']['gzip_bytes'] for r in figures['replay']) / 2**20:.1f} MiB gzipped) "
-        f"at now; curl took {sum(r['now']['seconds'] for r in figures['replay']):.2f} s for "
-        f"them at now and {sum(r['5m_ago']['seconds'] for r in figures['replay']):.2f} s at "
-        f"now - 5m.",
+        f"{len(figures['queries'])} queries (the report lists them; the cold run's): "
+        f"{sum(r['series'] for r in figures['replay']):,} series, "
+        f"{sum(r['bytes'] for r in figures['replay']) / 2**20:.1f} MiB of JSON, "
+        f"{sum(r['gzip_bytes'] for r in figures['replay']) / 2**20:.1f} MiB gzipped as doctor "
+        f"asks for it; curl took {sum(r['curl_s'] for r in figures['replay']):.2f} s for them "
+        f"one after another.",
         "",
         "| run | runs | median s | max s | doctor CPU s | doctor max RSS MiB | Prometheus CPU s "
         "| instances | findings | report bytes |",
@@ -519,13 +513,14 @@ def main():
             f"{values[-1].get('instances', figures['report']['instances'])} | "
             f"{values[-1].get('findings', figures['report']['findings'])} | "
             f"{stat([v['report_bytes'] for v in values], max):,} |")
-    lines += ["", "| query | series | bytes | gzip bytes | curl s (now) | curl s (now - 5m) |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "| query | range | series | bytes | gzip bytes | curl s | doctor s (cold) |",
+              "|---|---|---|---|---|---|---|"]
     for r in figures["replay"]:
         short = r["promql"] if len(r["promql"]) < 70 else r["promql"][:67] + "..."
-        lines.append(f"| `{short}` | {r['now']['series']:,} | {r['now']['bytes']:,} | "
-                     f"{r['now']['gzip_bytes']:,} | {r['now']['seconds']:.3f} | "
-                     f"{r['5m_ago']['seconds']:.3f} |")
+        short = short.replace("|", "\\|")
+        lines.append(f"| `{short}` | {'yes' if r['range'] else ''} | {r['series']:,} | "
+                     f"{r['bytes']:,} | {r['gzip_bytes']:,} | {r['curl_s']:.3f} | "
+                     f"{r['doctor_s']:.3f} |")
     report = figures["report"]
     # What the differing hosts have that most hosts do not.
     figures["variant_findings"] = {

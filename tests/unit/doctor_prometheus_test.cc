@@ -117,6 +117,137 @@ TEST(DoctorPrometheus, BadAnswersSayWhatTheyAre) {
   EXPECT_TRUE(series.empty());
 }
 
+// The counters asked at the window's start are the ones the window checks compare: the
+// report from a `before` holding only them equals the report from a whole `before`.
+TEST(DoctorPrometheus, CounterQueriesHoldWhatTheWindowChecksRead) {
+  for (bool bad : {true, false}) {
+    const Snapshot now = testing::Host(bad, true);
+    const Snapshot before = testing::Host(bad, false);
+    std::string all;
+    for (const std::string& query : CounterSeriesQueries("")) all += query + "\n";
+    std::vector<std::string_view> names;
+    for (std::string_view name : kCheckSeries) {
+      if (all.find(std::string(name) + "|") != std::string::npos ||
+          all.find(std::string(name) + "\"") != std::string::npos) {
+        names.push_back(name);
+      }
+    }
+    ASSERT_NE(all.find("rdma_ethtool_stat{stat=~\"rx_packets|tx_packets\""), std::string::npos)
+        << all;
+    const SeriesSelector stats[] = {{"rdma_ethtool_stat", "stat", kCheckEthtoolStats}};
+    const Snapshot before_only = before.Only(names, stats);
+    EXPECT_EQ(RenderJson(RunChecks(now, &before, {}), {}),
+              RenderJson(RunChecks(now, &before_only, {}), {}))
+        << "bad=" << bad;
+  }
+}
+
+constexpr const char* kRangeAnswer = R"({"status":"success","data":{"resultType":"matrix","result":[
+  {"metric":{"__name__":"rdma_mr_outstanding_bytes","instance":"a:9879","pid":"7","comm":"leaky"},
+   "values":[[1000,"4096"],[1060,"8192"]]},
+  {"metric":{"__name__":"rdma_mr_outstanding_bytes","instance":"a:9879","pid":"8","comm":"odd"},
+   "values":[[1000,"x"],[1120,"1"]]},
+  {"metric":{"__name__":"rdma_mr_outstanding_bytes","pid":"9"},"values":[[1000,"1"]]},
+  {"metric":{"__name__":"rdma_mr_outstanding_bytes","instance":"b:9879","pid":"5"},"values":[]}
+]}})";
+
+TEST(DoctorPrometheus, ARangeAnswerGivesEachSeriesItsFirstPoint) {
+  TrendPoints points;
+  ASSERT_TRUE(AddTrendAnswer(kRangeAnswer, ResultType::kMatrix, 0, points).has_value());
+  ASSERT_EQ(points.size(), 1U) << "no instance: nobody's; no points: nothing";
+  const auto& a = points.at("a:9879");
+  ASSERT_EQ(a.size(), 2U);
+  EXPECT_EQ(a.at(1000).at("rdma_mr_outstanding_bytes").at(0).value, 4096);
+  EXPECT_EQ(a.at(1120).at("rdma_mr_outstanding_bytes").at(0).Label("comm"), "odd")
+      << "a point that is not a number is left out";
+  EXPECT_FALSE(AddTrendAnswer(kRangeAnswer, ResultType::kVector, 0, points).has_value())
+      << "a matrix is not what an instant query answers";
+}
+
+// The history checks run on a fleet: the trend series an hour ago and now make the growth
+// memory.mr_leak judges, as a running exporter's history does.
+TEST(DoctorPrometheus, HistoryFromTrendAnswersFeedsTheLeakCheck) {
+  const std::string then = R"({"status":"success","data":{"resultType":"vector","result":[
+    {"metric":{"__name__":"rdma_mr_outstanding_bytes","instance":"a:9879","pid":"7","comm":"leaky"},"value":[400,"4096"]}]}})";
+  const std::string now_answer = R"({"status":"success","data":{"resultType":"vector","result":[
+    {"metric":{"__name__":"rdma_mr_outstanding_bytes","instance":"a:9879","pid":"7","comm":"leaky"},"value":[4000,"1048576"]},
+    {"metric":{"__name__":"rdma_mr_leak_suspect_bytes","instance":"a:9879","pid":"7","comm":"leaky"},"value":[4000,"65536"]},
+    {"metric":{"__name__":"rdma_mr_outstanding_bytes","instance":"a:9879","pid":"8","comm":"new"},"value":[4000,"10"]}]}})";
+  TrendPoints points;
+  ASSERT_TRUE(AddTrendAnswer(then, ResultType::kVector, 400, points).has_value());
+  InstanceSeries series;
+  ASSERT_TRUE(AddQueryAnswer(now_answer, series).has_value());
+  auto snapshots = SnapshotsOf(series, 4000);
+  auto histories = HistoriesOf(points);
+  Snapshot& a = snapshots.at("a:9879");
+  a.set_history(histories.at("a:9879"));
+  std::map<std::string, Severity> leak;
+  for (const Finding& finding : RunChecks(a, nullptr, {})) {
+    if (finding.id != "memory.mr_leak") continue;
+    for (const auto& [key, value] : finding.scope) {
+      if (key == "pid") leak[value] = finding.severity;
+    }
+  }
+  EXPECT_EQ(leak["7"], Severity::kWarn) << "grew over the hour with old regions held";
+  EXPECT_EQ(leak["8"], Severity::kSkip) << "not there an hour ago, not in the range: too recent";
+}
+
+TEST(DoctorPrometheus, AnswersTooDeepOrCutShortAreErrors) {
+  InstanceSeries series;
+  std::string deep = R"({"status":"success","data":{"resultType":"vector","result":[)";
+  for (int i = 0; i < 100; ++i) deep += "[";
+  EXPECT_FALSE(AddQueryAnswer(deep, series).has_value());
+  const std::string whole = R"({"status":"success","data":{"resultType":"vector","result":[
+    {"metric":{"__name__":"up","instance":"a:1"},"value":[1,"1"]}]}})";
+  EXPECT_FALSE(AddQueryAnswer(whole.substr(0, whole.size() - 3), series).has_value());
+  EXPECT_TRUE(series.empty()) << "a failed answer adds nothing";
+  ASSERT_TRUE(AddQueryAnswer(whole, series).has_value());
+  EXPECT_EQ(series.at("a:1").at("up").at(0).value, 1);
+}
+
+TEST(DoctorFleetReport, OkFindingsAreCountedAndQueriesListed) {
+  std::vector<Finding> findings = {{.id = "links.port_state",
+                                    .area = "links",
+                                    .severity = Severity::kOk,
+                                    .scope = {{"instance", "a:9879"}}},
+                                   {.id = "links.port_state",
+                                    .area = "links",
+                                    .severity = Severity::kOk,
+                                    .scope = {{"instance", "b:9879"}}},
+                                   {.id = "links.port_state",
+                                    .area = "links",
+                                    .severity = Severity::kCrit,
+                                    .scope = {{"instance", "c:9879"}},
+                                    .runbook = "docs/runbook.md#rdmaportdown"}};
+  ReportContext context{.host = "http://prom:9090", .generated = "2026-12-05T10:00:00Z"};
+  context.instances = 3;
+  context.queries = {{.promql = "up{job=\"r\"}",
+                      .time = "2026-12-05T10:00:00Z",
+                      .series = 3,
+                      .bytes = 1234,
+                      .seconds = 0.05}};
+  CountOk(findings, context);
+  ASSERT_EQ(findings.size(), 1U);
+  EXPECT_EQ(context.ok_by_check.at("links.port_state"), 2U);
+  const std::string json = RenderJson(findings, context);
+  EXPECT_NE(json.find("\"ok\": 2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"links.port_state\": 2"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"promql\": \"up{job=\\\"r\\\"}\""), std::string::npos) << json;
+  const std::string text = RenderText(findings, context, false);
+  EXPECT_NE(text.find("3 hosts"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 ok, counted (1 checks; --show-ok lists them): links.port_state 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("1 queries:\n  up{job=\"r\"}\n      at 2026-12-05T10:00:00Z, 3 series, "
+                      "1,234 bytes, 50 ms"),
+            std::string::npos)
+      << text;
+  const std::string html = RenderHtml(findings, context);
+  EXPECT_NE(html.find("href=\"http://c:9879/runbook#rdmaportdown\""), std::string::npos)
+      << "a fleet finding's runbook is its host's";
+  EXPECT_NE(html.find("<code>up{job=&quot;r&quot;}</code>"), std::string::npos) << html;
+}
+
 }  // namespace
 }  // namespace rdmascope::doctor
 
@@ -131,6 +262,18 @@ TEST(DoctorPrometheusFlags, MatchersFromSelectorAndJob) {
   EXPECT_EQ(PrometheusMatchers("", "rdmascope"), "job=\"rdmascope\"");
   EXPECT_THROW(PrometheusMatchers("{cluster=\"a\"", ""), std::invalid_argument);
   EXPECT_EQ(UrlEncode("{a=~\"x|y\"} &"), "%7Ba%3D~%22x%7Cy%22%7D%20%26");
+}
+
+TEST(DoctorPrometheusFlags, EvaluationTimeAsPrometheusTakesIt) {
+  EXPECT_EQ(ParseEvaluationTime("1733392800"), 1733392800.0);
+  EXPECT_EQ(ParseEvaluationTime("1733392800.25"), 1733392800.25);
+  EXPECT_EQ(ParseEvaluationTime("2024-12-05T10:00:00Z"), 1733392800.0);
+  EXPECT_EQ(ParseEvaluationTime("2024-12-05T11:00:00.5+01:00"), 1733392800.5);
+  EXPECT_EQ(ParseEvaluationTime("2024-12-05T09:30:00-00:30"), 1733392800.0);
+  for (const char* bad : {"", "now", "2024-12-05T10:00:00", "2024-12-05 10:00:00Z",
+                          "2024-12-05T10:00:00Zx", "2024-12-05T10:00:00+25:00", "-5", "1.2.3"}) {
+    EXPECT_FALSE(ParseEvaluationTime(bad).has_value()) << bad;
+  }
 }
 
 }  // namespace
