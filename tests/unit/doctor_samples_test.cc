@@ -188,7 +188,8 @@ TEST(DoctorHistory, GrowthWithoutOldRegionsIsNoLeak) {
 // The severity of check `id` for `pid`, nullopt when it reported nothing for that process.
 std::optional<Severity> SeverityOf(const std::vector<Finding>& findings, std::string_view id,
                                    const std::string& pid) {
-  const Finding* found = ForPid(WithId(findings, id), pid);
+  const std::vector<Finding> with_id = WithId(findings, id);  // ForPid points into it
+  const Finding* found = ForPid(with_id, pid);
   return found == nullptr ? std::nullopt : std::optional(found->severity);
 }
 
@@ -207,7 +208,8 @@ TEST(DoctorHistory, ASubjectNewerThanTheLastKeptSnapshotIsSkipped) {
   Snapshot now = Collection(30, 50);
   now.set_history(history.View());
   for (const char* id : {"memory.mr_leak", "memory.pinned_growth"}) {
-    const Finding* leaker = ForPid(WithId(RunChecks(now, nullptr, {}), id), "4242");
+    const std::vector<Finding> with_id = WithId(RunChecks(now, nullptr, {}), id);
+    const Finding* leaker = ForPid(with_id, "4242");
     ASSERT_NE(leaker, nullptr) << id;
     EXPECT_EQ(leaker->severity, Severity::kSkip);
     EXPECT_NE(leaker->observed.find("ask again in a minute"), std::string::npos);
