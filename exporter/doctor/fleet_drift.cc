@@ -15,6 +15,10 @@ namespace {
 
 constexpr const char* kArea = "fleet";
 
+constexpr const char* kNothing =
+    "no answering host has what this check compares (none of the series it reads, or no RDMA "
+    "device of a known kind to group it by; rates: none measured over the window)";
+
 // What makes hosts peers: a NIC model in a cluster, and for some checks one more label (the
 // link layer of a port).
 struct Kind {
@@ -908,6 +912,11 @@ std::vector<Finding> FleetDrift(const std::map<std::string, Snapshot>& now,
   for (const Setting& setting : Settings(options)) {
     Groups groups;
     for (const Host& host : hosts) setting.collect(host, groups);
+    if (groups.empty()) {
+      // Every check appears in every report, as the per-host ones do.
+      findings.push_back(Skip(setting.id, kArea, {{"instance", "*"}}, setting.runbook, kNothing));
+      continue;
+    }
     Judge(setting, groups, findings);
   }
   std::map<std::string, std::map<Kind, std::vector<ErrorEntry>>> errors;
@@ -917,6 +926,10 @@ std::vector<Finding> FleetDrift(const std::map<std::string, Snapshot>& now,
   for (const ErrorCheck& check : kErrorChecks) {
     if (before.empty()) {
       findings.push_back(Skip(check.id, kArea, {{"instance", "*"}}, kErrorRunbook, kNeedsWindow));
+      continue;
+    }
+    if (errors[check.id].empty()) {
+      findings.push_back(Skip(check.id, kArea, {{"instance", "*"}}, kErrorRunbook, kNothing));
       continue;
     }
     JudgeErrors(check, errors[check.id], findings);

@@ -509,6 +509,32 @@ TEST(FleetDrift, ADownHostIsReportedAndLeftOut) {
       << Dump(findings);
 }
 
+// A fleet without what a check compares (no PFC, no ECN sysfs...): one skip saying so, as the
+// per-host checks do, instead of a check that silently vanished.
+TEST(FleetDrift, ACheckWithNothingToCompareIsSkipped) {
+  Fleet fleet;
+  for (size_t i = 0; i < 4; ++i) {
+    Families f;
+    f.Gauge("up", {}, 1);
+    f.Gauge("rdma_device_info",
+            {{"device", "mlx5_0"}, {"firmware_version", "22.36.1010"}, {"board_id", "MT_1"}}, 1);
+    fleet.now.emplace(Instance(i), f.Build(kWindow));
+    fleet.before.emplace(Instance(i), Build(Spec{}, false));
+  }
+  const auto findings = Drift(fleet);
+  std::set<std::string> skipped;
+  for (const Finding& finding : findings) {
+    if (finding.severity != Severity::kSkip) continue;
+    skipped.insert(finding.id);
+    EXPECT_NE(finding.observed.find("no answering host has what this check compares"),
+              std::string::npos);
+  }
+  EXPECT_TRUE(skipped.contains("fleet.pfc")) << Dump(findings);
+  EXPECT_TRUE(skipped.contains("fleet.symbol_errors")) << Dump(findings);
+  EXPECT_FALSE(skipped.contains("fleet.firmware")) << Dump(findings);
+  EXPECT_EQ(skipped.size(), 17U) << Dump(findings);
+}
+
 TEST(FleetDrift, EveryRunbookAnchorExists) {
   std::ifstream in(kFixtures + "/../../docs/runbook.md");
   std::set<std::string> anchors;
