@@ -17,6 +17,7 @@
 #include "cli/doctor.h"
 #include "core/log.h"
 #include "doctor/checks.h"
+#include "doctor/fleet_drift.h"
 #include "doctor/prometheus_snapshots.h"
 #include "doctor/report.h"
 
@@ -315,6 +316,10 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
         finding.scope.insert(finding.scope.begin(), {"instance", instance});
         findings.push_back(std::move(finding));
       }
+    }
+    // Each host against its peers (fleet drift), targets that are down among them.
+    for (doctor::Finding& finding : doctor::FleetDrift(snapshots, before, options)) {
+      findings.push_back(std::move(finding));
     }
     doctor::SortFindings(findings);  // stable: each check's hosts stay in instance order
     log::Info("doctor: fleet report from Prometheus",

@@ -9,7 +9,7 @@
 namespace rdmascope::doctor {
 namespace {
 
-constexpr const char* kAreas[] = {"links", "roce", "nic", "queues", "memory", "host"};
+constexpr const char* kAreas[] = {"fleet", "links", "roce", "nic", "queues", "memory", "host"};
 
 int AreaRank(const std::string& area) {
   for (int i = 0; i < static_cast<int>(std::size(kAreas)); ++i) {
@@ -36,6 +36,7 @@ int SeverityRank(Severity severity) {
 }
 
 const char* AreaTitle(const std::string& area) {
+  if (area == "fleet") return "Fleet drift";
   if (area == "links") return "Links and ports";
   if (area == "roce") return "RoCE network configuration";
   if (area == "nic") return "NIC, PCIe and firmware";

@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
 """Host tier: `rdmascope doctor --prometheus` (issue 29) against a real Prometheus scraping three
-`serve` instances on sysfs fixtures (rdma_hosts.tree) that differ in one setting: mlx5_1's
-SymbolErrorCounter is 31 on the third host, 0 on the other two.
+`serve` instances on sysfs fixtures (rdma_hosts.tree) that differ in one setting each, and a
+fourth that Prometheus scraped once and then lost (its exporter stopped):
+  - the first host runs mlx5_0 (board MT_0000000359) on firmware 22.35.1012, the others
+    22.36.1010;
+  - the second host's mlx5_0 port trained at 50 Gb/s, the others' at 100;
+  - the third host's mlx5_1 SymbolErrorCounter is 31 and grows by about 100 a second, the
+    others' stays 0.
 
 - the IBA error finding is reported on the third instance and on no other, and every finding
   has its instance in its scope; the hosts' own findings are there for each instance;
+- fleet drift: fleet.firmware on the first instance, fleet.link_rate on the second,
+  fleet.symbol_errors on the third (with a window), fleet.host_down (crit) on the fourth, each
+  on that instance and no other;
 - a selector that matches no host, a Prometheus that is down, one that never answers (within
   --prometheus.timeout) and one that answers an error (a bad regex) each give a clear message on
   stderr and exit 3.
@@ -17,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
@@ -27,7 +36,30 @@ from prometheus_run import Prometheus, wait_listening  # noqa: E402
 NS = "rdmascope-doctor-fleet"
 PORTS = (9761, 9762, 9763)
 PROMETHEUS_PORT = 9764
+STOPPED_PORT = 9765  # the fourth target's, free again for the silent socket at the end
 SYMBOL_ERROR = "class/infiniband/mlx5_1/ports/1/counters/symbol_error"
+FIRMWARE = "class/infiniband/mlx5_0/fw_ver"
+RATE = "class/infiniband/mlx5_0/ports/1/rate"
+WINDOW = 10  # seconds, for the symbol error rate
+
+
+def write(root, path, text):
+    with open(os.path.join(root, path), "w") as f:
+        f.write(text + "\n")
+
+
+def count_symbol_errors(path, stop):
+    """The third host's bad link: about 100 symbol errors a second until `stop` is set."""
+    count = 31
+    while not stop.wait(0.2):
+        count += 20
+        write(path, SYMBOL_ERROR, str(count))
+
+
+def flagged(findings, check_id):
+    """(instance, device) of the drift findings of `check_id` (warn, crit)."""
+    return sorted((f["scope"]["instance"], f["scope"].get("device")) for f in findings
+                  if f["id"] == check_id and f["severity"] in ("warn", "crit"))
 
 
 def doctor(binary, url, *args, timeout=120):
@@ -49,15 +81,22 @@ def main(binary, fixtures):
     expect = check.expect
     subprocess.run(["ip", "netns", "add", NS], check=True)
     exporters = []
+    stop = threading.Event()
     try:
         subprocess.run(["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"], check=True)
         with tempfile.TemporaryDirectory(prefix="rdmascope-fleet-") as work:
             instances = []
-            for i, port in enumerate(PORTS):
+            for i, port in enumerate(PORTS + (STOPPED_PORT,)):
                 sysfs = os.path.join(work, f"sysfs{i}")
                 harness.materialise_tree(os.path.join(fixtures, "sysfs", "rdma_hosts.tree"), sysfs)
-                with open(os.path.join(sysfs, SYMBOL_ERROR), "w") as f:
-                    f.write("31\n" if i == 2 else "0\n")
+                write(sysfs, SYMBOL_ERROR, "31" if i == 2 else "0")
+                if i == 0:
+                    write(sysfs, FIRMWARE, "22.35.1012")
+                if i == 1:
+                    write(sysfs, RATE, "50 Gb/sec (1X HDR)")
+                if i == 2:
+                    threading.Thread(target=count_symbol_errors, args=(sysfs, stop),
+                                     daemon=True).start()
                 proc = subprocess.Popen(
                     ["ip", "netns", "exec", NS, binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
                      "--collector.disable-defaults", "--collector.rdma", f"--path.sysfs={sysfs}"],
@@ -72,10 +111,18 @@ def main(binary, fixtures):
                 scraped = []
                 while time.monotonic() < deadline:
                     scraped = prom._get('up{job=~"rdmascope-.*"} == 1')
-                    if len(scraped) == 3:
+                    if len(scraped) == 4:
                         break
                     time.sleep(0.5)
-                expect("Prometheus scrapes the three", len(scraped), 3)
+                expect("Prometheus scrapes the four", len(scraped), 4)
+                first_scrape = time.monotonic()  # a few seconds after start: discovery's delay
+                # The fourth exporter stops: Prometheus marks it down at its next scrape.
+                exporters[3].terminate()
+                exporters[3].wait()
+                while time.monotonic() < deadline:
+                    if prom._get(f'up{{instance="{instances[3]}"}} == 0'):
+                        break
+                    time.sleep(0.5)
                 selector = '--prometheus.selector={job=~"rdmascope-.*"}'
                 run, _ = doctor(binary, url, selector, "--format=json", "--window=0s")
                 try:
@@ -84,25 +131,62 @@ def main(binary, fixtures):
                     print(f"FAIL: not JSON: {run.stdout[:500]}\n{run.stderr[-2000:]}")
                     return 1
                 findings = report["findings"]
-                expect("every finding names its instance",
-                       sorted({f["scope"].get("instance") for f in findings}), sorted(instances))
+                expect("every finding names its instance (\"*\": a fleet group)",
+                       sorted({f["scope"].get("instance") for f in findings}),
+                       sorted(instances + ["*"]))
+                expect("host findings only for the hosts that answer",
+                       sorted({f["scope"]["instance"] for f in findings
+                               if f["area"] != "fleet"}), sorted(instances[:3]))
+                expect("fleet.firmware: mlx5_0 of the first host only",
+                       flagged(findings, "fleet.firmware"), [(instances[0], "mlx5_0")])
+                expect("fleet.link_rate: mlx5_0 of the second host only",
+                       flagged(findings, "fleet.link_rate"), [(instances[1], "mlx5_0")])
+                expect("fleet.host_down: the fourth only, crit",
+                       [(f["scope"]["instance"], f["severity"]) for f in findings
+                        if f["id"] == "fleet.host_down" and f["severity"] != "ok"],
+                       [(instances[3], "crit")])
+                firmware = [f for f in findings if f["id"] == "fleet.firmware" and
+                            f["severity"] == "warn"]
+                expect("fleet.firmware names the majority and its hosts",
+                       bool(firmware) and "22.36.1010, as 2 of the 3 hosts" in
+                       firmware[0]["expected"], True)
+                expect("no other host drifts",
+                       sorted({f["scope"]["instance"] for f in findings if f["area"] == "fleet"
+                               and f["severity"] in ("warn", "crit")}), sorted(instances[:2] +
+                                                                               instances[3:]))
                 iba = sorted((f["scope"]["instance"], f["scope"].get("device"),
                               f["scope"].get("counter"))
                              for f in findings if f["id"] == "links.iba_errors" and
                              f["severity"] == "warn")
                 expect("the IBA error finding, on the third host only", iba,
                        [(instances[2], "mlx5_1", "symbol_error")])
-                per_instance = {i: sorted({f["id"] for f in findings
-                                           if f["scope"]["instance"] == i}) for i in instances}
+                per_instance = {i: sorted({f["id"] for f in findings if f["area"] != "fleet"
+                                           and f["scope"]["instance"] == i}) for i in instances}
                 expect("each host has the same checks run",
                        per_instance[instances[0]] == per_instance[instances[1]] ==
                        per_instance[instances[2]] and "links.port_state" in
                        per_instance[instances[0]], True)
-                expect("exit code: the worst is warn", run.returncode, 1)
+                expect("exit code: the worst is crit (a host down)", run.returncode, 2)
                 text, _ = doctor(binary, url, selector, "--window=0s")
                 expect("text names the instance",
                        f"instance={instances[2]} device=mlx5_1 port=1 counter=symbol_error"
                        in text.stdout, True)
+                expect("text: the fleet drift section",
+                       "== Fleet drift ==" in text.stdout and
+                       f"[CRIT] fleet.host_down  instance={instances[3]}" in text.stdout, True)
+
+                # Rates over a window: once Prometheus has scraped for longer than it.
+                time.sleep(max(0.0, WINDOW + 2 - (time.monotonic() - first_scrape)))
+                rated, _ = doctor(binary, url, selector, "--format=json", f"--window={WINDOW}s")
+                rated_findings = json.loads(rated.stdout)["findings"] if rated.stdout else []
+                expect("fleet.symbol_errors: mlx5_1 of the third host only",
+                       flagged(rated_findings, "fleet.symbol_errors"),
+                       [(instances[2], "mlx5_1")])
+                symbol = [f for f in rated_findings if f["id"] == "fleet.symbol_errors" and
+                          f["severity"] == "warn"]
+                expect("fleet.symbol_errors says the median",
+                       bool(symbol) and "the median of the 3 ports on 3 hosts" in
+                       symbol[0]["observed"], True)
 
                 # Nothing to report on: a selector matching no host.
                 empty, _ = doctor(binary, url, '--prometheus.selector={job="nobody"}')
@@ -119,7 +203,8 @@ def main(binary, fixtures):
             # Slow: a socket that accepts connections and never answers.
             silent = subprocess.Popen(
                 ["ip", "netns", "exec", NS, sys.executable, "-c",
-                 "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',9765))\n"
+                 "import socket,time\ns=socket.socket()\n"
+                 "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\ns.bind(('127.0.0.1',9765))\n"
                  "s.listen(16)\nprint('READY',flush=True)\ntime.sleep(120)"],
                 stdout=subprocess.PIPE, text=True)
             silent.stdout.readline()
@@ -130,6 +215,7 @@ def main(binary, fixtures):
             expect("slow: within the timeout (a few seconds)", seconds < 10, True)
             expect("slow: says so", "doctor could not read the fleet" in slow.stderr, True)
     finally:
+        stop.set()
         for proc in exporters:
             proc.terminate()
             proc.wait()
