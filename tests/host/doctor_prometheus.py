@@ -13,6 +13,10 @@ fourth that Prometheus scraped once and then lost (its exporter stopped):
 - fleet drift: fleet.firmware on the first instance, fleet.link_rate on the second,
   fleet.symbol_errors on the third (with a window), fleet.host_down (crit) on the fourth, each
   on that instance and no other;
+- by default the ok findings are counted per check (ok_by_check), not listed, and the report
+  lists its queries (instant ones and the history's range query, each with the selector);
+- the report as a page (--format html) renders in headless chromium: the host down a crit row,
+  findings linked to their host's /runbook, the queries' table;
 - a selector that matches no host, a Prometheus that is down, one that never answers (within
   --prometheus.timeout) and one that answers an error (a bad regex) each give a clear message on
   stderr and exit 3.
@@ -32,6 +36,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "bench"))
 import harness  # noqa: E402
 from prometheus_run import Prometheus, wait_listening  # noqa: E402
+from profile_html_chromium import chromium, chromium_binary  # noqa: E402
+from doctor_html_chromium import Links  # noqa: E402
 
 NS = "rdmascope-doctor-fleet"
 PORTS = (9761, 9762, 9763)
@@ -67,6 +73,28 @@ def doctor(binary, url, *args, timeout=120):
     run = subprocess.run(["ip", "netns", "exec", NS, binary, "doctor", f"--prometheus={url}",
                           *args], capture_output=True, text=True, timeout=timeout)
     return run, time.monotonic() - started
+
+
+def html_report(binary, url, selector, instances, expect):
+    """The fleet report as a page (--format html), rendered by headless chromium."""
+    browser = chromium_binary()
+    if browser is None:
+        print("note: no chromium, the HTML report is not rendered")
+        return
+    page, _ = doctor(binary, url, selector, "--format=html", "--window=0s")
+    with tempfile.NamedTemporaryFile("w", suffix=".html", prefix="rdmascope-fleet-") as f:
+        f.write(page.stdout)
+        f.flush()
+        dom_text, console = chromium(browser, "file://" + f.name, "--dump-dom")
+    dom = Links()
+    dom.feed(dom_text)
+    expect("html: the heading", dom.text["h1"].strip(), "rdmascope doctor")
+    expect("html: the host down is a crit row", dom.classes.get("tr.crit", 0) >= 1, True)
+    expect("html: findings link their host's runbook",
+           any(h.startswith(f"http://{instances[2]}/runbook#") for h in dom.hrefs), True)
+    expect("html: the queries' table", "query_range" not in dom_text and "unless" in dom_text,
+           True)
+    expect("html: no console message", console, [])
 
 
 def main(binary, fixtures):
@@ -124,7 +152,8 @@ def main(binary, fixtures):
                         break
                     time.sleep(0.5)
                 selector = '--prometheus.selector={job=~"rdmascope-.*"}'
-                run, _ = doctor(binary, url, selector, "--format=json", "--window=0s")
+                run, _ = doctor(binary, url, selector, "--format=json", "--window=0s",
+                                "--show-ok")
                 try:
                     report = json.loads(run.stdout)
                 except json.JSONDecodeError:
@@ -174,6 +203,23 @@ def main(binary, fixtures):
                 expect("text: the fleet drift section",
                        "== Fleet drift ==" in text.stdout and
                        f"[CRIT] fleet.host_down  instance={instances[3]}" in text.stdout, True)
+
+                # By default the ok findings are counted, not listed, and the queries listed.
+                counted, _ = doctor(binary, url, selector, "--format=json", "--window=0s")
+                summary = json.loads(counted.stdout) if counted.stdout else {}
+                expect("ok findings counted, not listed",
+                       [f["id"] for f in summary.get("findings", []) if f["severity"] == "ok"],
+                       [])
+                expect("ok_by_check counts them",
+                       sum(summary.get("ok_by_check", {}).values()),
+                       sum(1 for f in findings if f["severity"] == "ok"))
+                ran = summary.get("queries", [])
+                expect("the report lists its queries: instant ones and the history's range",
+                       (any(q.get("start") for q in ran), any(not q.get("start") for q in ran),
+                        all(selector.split("=", 1)[1][1:-1] in q["promql"] for q in ran)),
+                       (True, True, True))
+                expect("instances", summary.get("instances"), 4)
+                html_report(binary, url, selector, instances, expect)
 
                 # Rates over a window: once Prometheus has scraped for longer than it.
                 time.sleep(max(0.0, WINDOW + 2 - (time.monotonic() - first_scrape)))
