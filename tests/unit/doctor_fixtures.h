@@ -2,7 +2,10 @@
 // the names and labels of docs/metrics.md): a host where every check fires, and a healthy one.
 #pragma once
 
+#include <cctype>
+#include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -260,6 +263,26 @@ inline Snapshot Host(bool bad, bool later) {
   f.Gauge("rdmascope_probe_attached", {{"probe", "mr"}}, 1);
   f.Gauge("rdmascope_probe_attached", {{"probe", "verbs"}}, 1);
   return f.Build(t, AllRan());
+}
+
+// GitHub-style anchors of the runbook's "## " headings, as tests/rules/check_rules.py reads them.
+inline std::set<std::string> RunbookAnchors(const std::string& runbook) {
+  std::ifstream in(runbook);
+  std::set<std::string> anchors;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("## ")) continue;
+    std::string anchor;
+    for (char c : line.substr(3)) {
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        anchor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else if (c == ' ' || c == '-') {
+        anchor += '-';
+      }
+    }
+    anchors.insert(anchor);
+  }
+  return anchors;
 }
 
 }  // namespace rdmascope::doctor::testing

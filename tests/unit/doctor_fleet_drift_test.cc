@@ -536,21 +536,8 @@ TEST(FleetDrift, ACheckWithNothingToCompareIsSkipped) {
 }
 
 TEST(FleetDrift, EveryRunbookAnchorExists) {
-  std::ifstream in(kFixtures + "/../../docs/runbook.md");
-  std::set<std::string> anchors;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.starts_with("## ")) continue;
-    std::string anchor;
-    for (char c : line.substr(3)) {
-      if (std::isalnum(static_cast<unsigned char>(c))) {
-        anchor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      } else if (c == ' ' || c == '-') {
-        anchor += '-';
-      }
-    }
-    anchors.insert(anchor);
-  }
+  const std::set<std::string> anchors =
+      testing::RunbookAnchors(kFixtures + "/../../docs/runbook.md");
   ASSERT_FALSE(anchors.empty());
   std::vector<Finding> all;
   for (const DriftCase& drift : kDrifts) {

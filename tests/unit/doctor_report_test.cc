@@ -39,24 +39,8 @@ std::vector<Finding> BadHost(bool window = true) {
   return findings;
 }
 
-// GitHub-style anchors of the runbook's "## " headings, as tests/rules/check_rules.py reads them.
 std::set<std::string> RunbookAnchors() {
-  std::ifstream in(kFixtures + "/../../docs/runbook.md");
-  std::set<std::string> anchors;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.starts_with("## ")) continue;
-    std::string anchor;
-    for (char c : line.substr(3)) {
-      if (std::isalnum(static_cast<unsigned char>(c))) {
-        anchor += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      } else if (c == ' ' || c == '-') {
-        anchor += '-';
-      }
-    }
-    anchors.insert(anchor);
-  }
-  return anchors;
+  return testing::RunbookAnchors(kFixtures + "/../../docs/runbook.md");
 }
 
 Finding WithSeverity(Severity severity) {
