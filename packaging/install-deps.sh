@@ -31,8 +31,9 @@ test_pkgs=(
   prometheus                             # promtool check metrics / test rules
   prometheus-alertmanager                # lab: alerts delivered end to end
   ethtool iproute2                       # host tier: veth in netns, compare with ethtool -S
-  curl procps python3 python3-yaml       # python3-yaml: rule checks, alerting lab
+  curl procps python3 python3-yaml time  # python3-yaml: rule checks, alerting lab; time: -v figures
   prometheus-node-exporter hyperfine wrk # benchmarks side by side
+  ccache                                 # compiler cache: CI's clean clone, the .deb, fuzz builds
   hey                                    # load bench: keep-alive gzip scrapers (issue 18)
   python3-grpcio                         # host tier: a fake container runtime (CRI) server
   fiu-utils libfiu-dev                   # fault tier: libfiu's POSIX fault injection
