@@ -37,6 +37,13 @@ fi
 rm -rf "$src/debian"
 cp -a "$root/packaging/debian" "$src/debian"
 
+# debhelper (compat 13) points HOME at a scratch directory while it builds, and ccache keeps its
+# cache under HOME: name the caller's cache, so that building the same sources again (CI's
+# clone after the developer's tree) compiles only what changed (CMakeLists.txt: RDMASCOPE_CCACHE).
+if command -v ccache >/dev/null 2>&1 && [[ -z "${CCACHE_DIR:-}" ]]; then
+  CCACHE_DIR=$(ccache -k cache_dir) && export CCACHE_DIR
+fi
+
 echo "build-deb: building rdmascope $version (revision $revision) in $src"
 (cd "$src" && RDMASCOPE_REVISION=$revision \
    DEB_BUILD_OPTIONS="parallel=${RDMASCOPE_JOBS:-2} ${DEB_BUILD_OPTIONS:-}" \
