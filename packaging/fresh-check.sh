@@ -117,7 +117,9 @@ in_tree() {
     mkdir -p "$root/run/lock" "$root/run/fresh-check-host"
     cd "$root"
     pivot_root . run/fresh-check-host
-    umount -l /run/fresh-check-host
+    # A fresh tree has no umount (the mount package is not Essential): the host'"'"'s, run from
+    # the old root before it goes (lazily: this very program is still mapped from it).
+    /run/fresh-check-host/usr/bin/umount -l /run/fresh-check-host
     rmdir /run/fresh-check-host
     command=$1; shift
     exec /usr/bin/env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash \
