@@ -415,6 +415,9 @@ void OccupancyCollector::SetFinishedObserver(FinishedObserver observer) {
 void OccupancyCollector::Skip(SkipReason reason, const std::string& name,
                               const std::string& detail) const {
   skipped_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  // Files beyond the caps are summed up in one line per collection (Collect): a flood of
+  // 10,000 files must not become 10,000 log lines per scrape.
+  if (reason == SkipReason::kOverProcessCap || reason == SkipReason::kOverUidCap) return;
   log::Debug("preload stats file skipped",
              {{"file", name}, {"reason", SkipReasonName(reason)}, {"detail", detail}});
 }
@@ -497,6 +500,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     listed.insert({candidate.st.st_dev, candidate.st.st_ino});
   size_t opened = 0;
   size_t rejected = 0;
+  size_t over_cap = 0;
   std::vector<uint8_t> bytes;
   for (const Candidate& candidate : candidates) {
     const std::string& name = candidate.name;
@@ -507,11 +511,13 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     }
     if (opened >= max_processes_) {
       ++rejected;
+      ++over_cap;
       Skip(SkipReason::kOverProcessCap, name, std::to_string(max_processes_) + " files read");
       continue;
     }
     if (per_uid[candidate.st.st_uid] >= max_processes_per_uid_) {
       ++rejected;
+      ++over_cap;
       Skip(SkipReason::kOverUidCap, name,
            "uid " + std::to_string(candidate.st.st_uid) + " has " +
                std::to_string(max_processes_per_uid_) + " files read");
@@ -620,6 +626,12 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     processes.push_back(std::move(*process));
   }
   ::close(dir_fd);
+  if (over_cap > 0) {
+    log::Debug("preload stats files skipped beyond the caps",
+               {{"files", std::to_string(over_cap)},
+                {"max_processes", std::to_string(max_processes_)},
+                {"max_processes_per_uid", std::to_string(max_processes_per_uid_)}});
+  }
   {
     // Anchors of files no longer there are forgotten (over-cap files keep theirs: still listed).
     std::lock_guard lock(anchored_mutex_);
