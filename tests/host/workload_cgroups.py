@@ -49,6 +49,25 @@ def cgroup2_mount():
     return path, unmount
 
 
+def enter_cgroup(base):
+    """Moves this process into `base` (made if needed) and returns the cgroup it left. Run from
+    there, `unshare --cgroup PROGRAM` roots PROGRAM's cgroup namespace at `base`: it sees the
+    test's shapes at the top of the tree, where the kubelet, the runtime and slurmstepd make
+    them (the rules match only there, issue 37)."""
+    with open("/proc/self/cgroup") as own:
+        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
+    os.makedirs(base, exist_ok=True)
+    with open(os.path.join(base, "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+    return home
+
+
+def leave_cgroup(mount, home):
+    """Back to the cgroup enter_cgroup left (before the test's directories are removed)."""
+    with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+
+
 class Program:
     """mr_workload started inside a cgroup directory (it moves itself there before exec)."""
 
@@ -120,15 +139,13 @@ def main(binary, workload, library):
     failures, expect = check.failures, check.expect
 
     programs = {}
-    with open("/proc/self/cgroup") as own:
-        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
+    home = None
     try:
         for relative, _ in shapes.values():
             os.makedirs(os.path.join(base, relative), exist_ok=True)
         os.makedirs(moved_to, exist_ok=True)
         # The test moves into its directory, and the exporter's cgroup namespace is rooted there.
-        with open(os.path.join(base, "cgroup.procs"), "w") as procs:
-            procs.write(str(os.getpid()))
+        home = enter_cgroup(base)
         with harness.Exporter("unshare", ["--collector.disable-defaults", "--collector.mr",
                                           "--collector.workload",
                                           "--collector.workload.recheck-interval=2s",
@@ -191,7 +208,8 @@ def main(binary, workload, library):
             k8s_pid = programs["kubernetes-systemd"].pid
             with tempfile.TemporaryDirectory() as out:
                 run = subprocess.run(
-                    ["unshare", "--cgroup", binary, "profile", f"--pid={k8s_pid}", "--duration=2s", f"--output={out}",
+                    ["unshare", "--cgroup", binary, "profile", f"--pid={k8s_pid}", "--duration=2s",
+                     f"--output={out}",
                      "--collector.disable-defaults", "--collector.mr", "--collector.workload",
                      f"--probe.library={library}"],
                     capture_output=True, text=True, timeout=120)
@@ -223,8 +241,8 @@ def main(binary, workload, library):
     finally:
         for program in programs.values():
             program.stop()
-        with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
-            procs.write(str(os.getpid()))
+        if home is not None:
+            leave_cgroup(mount, home)
         remove_cgroups(base)
         unmount()
     if failures:
