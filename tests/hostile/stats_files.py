@@ -5,8 +5,9 @@ like /run/rdmascope (mode 1777). One case per run (argv[1]):
 
   fifo_occ          a FIFO named x.occ: every scrape used to hang in open(2) for good
   fifo_readers      a FIFO named .readers: start-up used to hang, every capability still held
-  special_files     a device node, a symlink to another process's stats file, a symlink to
-                    /etc/shadow, a directory, a file too large: refused, counted
+  special_files     a device node, a FIFO, a symlink to another process's stats file, a
+                    symlink to /etc/shadow, a directory, a file too large: refused, counted,
+                    and (under strace, where installed) never opened but O_PATH
   truncating_writer a locked stats-sized file truncated and re-extended in a loop while the
                     exporter scrapes 1,000 times: it used to die of SIGBUS (the file was mmap'ed)
   forged_flood      10,000 forged stats files (half of them locked): bounded series, scrape
@@ -174,21 +175,41 @@ def case_special_files(ctx):
         os.symlink(os.path.join(ctx.dir, victim_file), os.path.join(ctx.dir, "copy.occ"))
         os.symlink("/etc/shadow", os.path.join(ctx.dir, "shadow.occ"))
         os.mkdir(os.path.join(ctx.dir, "dir.occ"))
+        os.mkfifo(os.path.join(ctx.dir, "fifo.occ"), 0o666)
         with open(os.path.join(ctx.dir, "big.occ"), "wb") as f:
             f.truncate(STATS_SIZE * 4)
     as_user(ATTACKER, plant)
     # A container's root with CAP_MKNOD can make device nodes in a shared hostPath.
     os.mknod(os.path.join(ctx.dir, "dev.occ"), 0o666 | 0o020000, os.makedev(1, 3))
-    with harness.Exporter(ctx.binary, exporter_args(ctx.dir), timeout=20) as exporter:
+    # Where strace is installed (tests/programs.txt: optional), every open of the planted names
+    # is recorded: none may be more than an O_PATH one (which opens no file: no FIFO wait, no
+    # device driver's open, no symlink followed).
+    trace = shutil.which("strace")
+    trace_log = os.path.join(tempfile.mkdtemp(prefix="rdmascope-strace-"), "opens")
+    binary, prefix = ctx.binary, ()
+    if trace:
+        binary, prefix = trace, ("-f", "-qq", "-e", "trace=open,openat,openat2", "-o", trace_log,
+                                 ctx.binary)
+    with harness.Exporter(binary, exporter_args(ctx.dir), timeout=60, prefix=prefix) as exporter:
         samples, _ = scrape(exporter, ctx.failures, "scrape with special files")
         ctx.expect("victim served once, not twice through the symlink",
                    ctx.victim.series(samples), 2)
-        ctx.expect("not regular per scrape: 2 symlinks, a directory, a device",
-                   skipped_by_one_scrape(exporter, ctx.failures, "not_regular"), 4.0)
+        ctx.expect("not regular per scrape: 2 symlinks, a directory, a FIFO, a device",
+                   skipped_by_one_scrape(exporter, ctx.failures, "not_regular"), 5.0)
         ctx.expect("too large per scrape",
                    skipped_by_one_scrape(exporter, ctx.failures, "too_large"), 1.0)
         ctx.expect("symlinks left alone", os.path.islink(os.path.join(ctx.dir, "shadow.occ")),
                    True)
+    if trace:
+        with open(trace_log, encoding="utf-8", errors="replace") as f:
+            opens = [line.strip() for line in f
+                     if re.search(r'(copy|shadow|dir|fifo|dev|big)\.occ"', line)]
+        ctx.expect("planted names opened only O_PATH",
+                   [line for line in opens if "O_PATH" not in line], [])
+        ctx.expect("the opens were traced", len(opens) > 0, True)
+    else:
+        print("note: strace not installed: the opens of the planted names are not checked")
+    shutil.rmtree(os.path.dirname(trace_log), ignore_errors=True)
 
 
 def case_truncating_writer(ctx):
