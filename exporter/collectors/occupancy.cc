@@ -360,7 +360,9 @@ int OpenOwnReaders(int dir_fd) {
   // A few tries: another party may put something back between the removal and the creation.
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto existing = sys::OpenUntrusted(dir_fd, OCC_READERS_FILE, 1 << 20);
-    if (existing && existing->stat().st_uid == ::geteuid()) {
+    // Its own, or root's (an earlier exporter run as root: no user can make a root-owned file).
+    const uid_t owner = existing ? existing->stat().st_uid : ::geteuid() + 1;
+    if (existing && (owner == ::geteuid() || owner == 0)) {
       const int fd = ::dup(existing->fd());
       if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
       return fd;
