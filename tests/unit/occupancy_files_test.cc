@@ -17,6 +17,7 @@
 #include "collectors/occupancy.h"
 #include "collectors/occupancy_anchor.h"
 #include "stats_file.h"
+#include "sys/untrusted_file.h"
 #include "unit/fixture_tree.h"
 
 namespace rdmascope {
@@ -257,6 +258,34 @@ TEST(OccupancyFiles, PidWalksAreRateLimited) {
   EXPECT_EQ(pids.walks(), 0U);
   for (uint32_t pid = 1; pid < 1000; ++pid) EXPECT_FALSE(pids.ExporterPid(4026532000, pid));
   EXPECT_EQ(pids.walks(), 1U);
+}
+
+// The reader under the collector: a file cut short after it was opened (fstat said more) is a
+// short read, an error for that file, never a fault (a shared mapping raised SIGBUS here).
+TEST(UntrustedFile, RefusesWhatIsNotABoundedRegularFile) {
+  testing::TempDir tmp;
+  const int dir = ::open(tmp.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(dir, 0);
+  std::ofstream(tmp.path() / "data") << std::string(8192, 'x');
+  auto file = sys::OpenUntrusted(dir, "data", 1 << 20);
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->stat().st_size, 8192);
+  EXPECT_NE(::fcntl(file->fd(), F_GETFL) & O_NONBLOCK, 0);
+  ASSERT_EQ(::truncate((tmp.path() / "data").c_str(), 100), 0);
+  std::vector<uint8_t> bytes;
+  const auto read = file->ReadAll(bytes);
+  ASSERT_FALSE(read);
+  EXPECT_EQ(read.error(), sys::Refusal::kShortRead);
+  EXPECT_EQ(bytes.size(), 100U);
+
+  EXPECT_EQ(sys::OpenUntrusted(dir, "data", 99).error(), sys::Refusal::kTooLarge);
+  fs::create_symlink(tmp.path() / "data", tmp.path() / "link");
+  EXPECT_EQ(sys::OpenUntrusted(dir, "link", 1 << 20).error(), sys::Refusal::kNotRegular);
+  ASSERT_EQ(::mkfifo((tmp.path() / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(sys::OpenUntrusted(dir, "fifo", 1 << 20).error(), sys::Refusal::kNotRegular);
+  EXPECT_EQ(sys::OpenUntrusted(dir, "../data", 1 << 20).error(), sys::Refusal::kOpenFailed);
+  EXPECT_EQ(sys::OpenUntrusted(dir, "absent", 1 << 20).error(), sys::Refusal::kOpenFailed);
+  ::close(dir);
 }
 
 }  // namespace
