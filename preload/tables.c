@@ -122,10 +122,16 @@ static void remove_at_exit(void) {
   if (!file || getpid() != file_owner) return;
   const int saved = errno;
   int read_by_someone = 0;
-  const int fd = open(readers_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  /* Anyone can put something else there (the directory is world-writable): O_NONBLOCK so that
+   * a FIFO never blocks the application's exit (open(2) of a FIFO for reading waits for a
+   * writer), O_NOCTTY so that a terminal never becomes its controlling one, and only a regular
+   * file's lock counts. */
+  const int fd = open(readers_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd >= 0) {
+    struct stat st;
     struct flock probe = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    read_by_someone = fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+    read_by_someone = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                      fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
     close(fd);
   }
   if (!read_by_someone) unlink(file_path);

@@ -401,6 +401,21 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       ->capture_default_str()
       ->group("Collector occupancy");
   serve
+      .add_option("--collector.occupancy.max-processes", config.occupancy.max_processes,
+                  "Stats files read per collection at most; the rest are skipped and counted in "
+                  "rdmascope_occupancy_files_skipped_total")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 100000U))
+      ->group("Collector occupancy");
+  serve
+      .add_option("--collector.occupancy.max-processes-per-uid",
+                  config.occupancy.max_processes_per_uid,
+                  "Stats files read per collection at most per file owner (a user's flood of "
+                  "files cannot push other users' processes out)")
+      ->capture_default_str()
+      ->check(CLI::Range(1U, 100000U))
+      ->group("Collector occupancy");
+  serve
       .add_option_function<std::string>(
           "--collector.host.refresh-interval",
           [&config](const std::string& text) {

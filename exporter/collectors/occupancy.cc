@@ -1,10 +1,11 @@
 #include "collectors/occupancy.h"
 
+#include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "core/log.h"
 #include "core/sysfs.h"
 #include "stats_file.h"
+#include "sys/untrusted_file.h"
 
 namespace rdmascope {
 namespace {
@@ -63,6 +65,12 @@ constexpr MetricDesc kMessageSize{"rdma_process_message_size_bytes",
                                   "Sizes of the work requests posted (sum of their "
                                   "scatter-gather lengths), preload library.",
                                   MetricType::Histogram};
+constexpr MetricDesc kFilesSkipped{
+    "rdmascope_occupancy_files_skipped_total",
+    "Files of the preload stats directory not served, by reason: not a regular file, too "
+    "large, cut short, not a stats file, a claim on a process the kernel does not confirm "
+    "(gone, other owner, not mapped by it), a stale file never seen live, or beyond the caps.",
+    MetricType::Counter};
 constexpr MetricDesc kLatency{"rdma_process_completion_latency_seconds",
                               "Time from ibv_post_send to the ibv_poll_cq that returned its "
                               "completion, for a sample of signalled sends (1 in "
@@ -103,15 +111,6 @@ std::vector<MetricSet::Bucket> Cumulative(const std::array<uint64_t, N>& buckets
   }
   return out;
 }
-
-// A mapped file, unmapped on scope exit.
-struct Mapping {
-  void* data = MAP_FAILED;
-  size_t size = 0;
-  ~Mapping() {
-    if (data != MAP_FAILED) munmap(data, size);
-  }
-};
 
 }  // namespace
 
@@ -222,9 +221,110 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
   }
 }
 
+const char* SkipReasonName(SkipReason reason) {
+  switch (reason) {
+    case SkipReason::kOpenFailed:
+      return sys::RefusalName(sys::Refusal::kOpenFailed);
+    case SkipReason::kNotRegular:
+      return sys::RefusalName(sys::Refusal::kNotRegular);
+    case SkipReason::kTooLarge:
+      return sys::RefusalName(sys::Refusal::kTooLarge);
+    case SkipReason::kShortRead:
+      return sys::RefusalName(sys::Refusal::kShortRead);
+    case SkipReason::kInvalid:
+      return "invalid";
+    case SkipReason::kProcessNotFound:
+      return AnchorFailureName(AnchorFailure::kProcessNotFound);
+    case SkipReason::kOwnerMismatch:
+      return AnchorFailureName(AnchorFailure::kOwnerMismatch);
+    case SkipReason::kNotMapped:
+      return AnchorFailureName(AnchorFailure::kNotMapped);
+    case SkipReason::kStaleUnanchored:
+      return "stale_unanchored";
+    case SkipReason::kOverProcessCap:
+      return "over_process_cap";
+    case SkipReason::kOverUidCap:
+      return "over_uid_cap";
+    case SkipReason::kCount:
+      break;
+  }
+  return "invalid";
+}
+
+namespace {
+
+SkipReason FromRefusal(sys::Refusal refusal) {
+  switch (refusal) {
+    case sys::Refusal::kOpenFailed:
+      return SkipReason::kOpenFailed;
+    case sys::Refusal::kNotRegular:
+      return SkipReason::kNotRegular;
+    case sys::Refusal::kTooLarge:
+      return SkipReason::kTooLarge;
+    case sys::Refusal::kShortRead:
+      return SkipReason::kShortRead;
+  }
+  return SkipReason::kOpenFailed;
+}
+
+SkipReason FromAnchor(AnchorFailure failure) {
+  switch (failure) {
+    case AnchorFailure::kProcessNotFound:
+      return SkipReason::kProcessNotFound;
+    case AnchorFailure::kOwnerMismatch:
+      return SkipReason::kOwnerMismatch;
+    case AnchorFailure::kNotMapped:
+      return SkipReason::kNotMapped;
+  }
+  return SkipReason::kProcessNotFound;
+}
+
+// A directory only the exporter's user can write (a private one: `rdmascope profile`'s
+// mkdtemp directory, a test's): every file in it was made by that user or root, so there is no
+// other party's claim to check. /run/rdmascope (mode 1777) is not one.
+bool PrivateDirectory(int dir_fd) {
+  struct stat st {};
+  return ::fstat(dir_fd, &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0;
+}
+
+// Whether a process holds the file's liveness lock (stats_file.h): an OFD write lock taken by
+// the preload library for its process's life. F_OFD_GETLK takes no lock itself, so a scrape
+// never disturbs an application. nullopt if the kernel cannot tell.
+std::optional<bool> HeldByItsProcess(int fd) {
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  if (fcntl(fd, F_OFD_GETLK, &lock) != 0) return std::nullopt;
+  return lock.l_type != F_UNLCK;
+}
+
+// Deletes `name` if it still is the inode read (an application may have made a new file of
+// that name since), by the directory's descriptor: never a path resolved again.
+void RemoveIfSame(int dir_fd, const std::string& name, const struct stat& read) {
+  struct stat now {};
+  if (::fstatat(dir_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+      now.st_ino == read.st_ino && now.st_dev == read.st_dev) {
+    ::unlinkat(dir_fd, name.c_str(), 0);
+  }
+}
+
+// The stats files' names with their owners, in the order they are read: files whose claim
+// held before first (a flood of new files cannot push a known process out), then by name.
+struct Candidate {
+  std::string name;
+  struct stat st;
+  bool known;
+};
+
+}  // namespace
+
 OccupancyCollector::OccupancyCollector(const OccupancyOptions& options,
                                        std::filesystem::path procfs)
-    : dir_(options.dir), procfs_(std::move(procfs)) {
+    : dir_(options.dir),
+      procfs_(procfs),
+      max_processes_(options.max_processes),
+      max_processes_per_uid_(options.max_processes_per_uid),
+      pids_(std::move(procfs), options.pid_walk_interval) {
   HoldReaderLock();
 }
 
@@ -233,10 +333,64 @@ OccupancyCollector::~OccupancyCollector() {
 }
 
 void OccupancyCollector::HoldReaderLock() const {
+  {
+    std::lock_guard lock(reader_mutex_);
+    if (reader_fd_ >= 0) return;
+  }
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    std::lock_guard lock(reader_mutex_);
+    if (!reader_failure_logged_) {
+      reader_failure_logged_ = true;
+      log::Debug("preload reader lock not held: no stats directory yet",
+                 {{"path", dir_.string()}, {"err", std::strerror(errno)}});
+    }
+    return;
+  }
+  HoldReaderLock(dir_fd);
+  ::close(dir_fd);
+}
+
+namespace {
+
+// `.readers` as the exporter wants it: a regular file it owns, opened without blocking (a FIFO
+// in its place used to hang start-up: open(2) of a FIFO for reading waits for a writer).
+int OpenOwnReaders(int dir_fd) {
+  constexpr int kFlags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+  // A few tries: another party may put something back between the removal and the creation.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto existing = sys::OpenUntrusted(dir_fd, OCC_READERS_FILE, 1 << 20);
+    // Its own, or root's (an earlier exporter run as root: no user can make a root-owned file).
+    const uid_t owner = existing ? existing->stat().st_uid : ::geteuid() + 1;
+    if (existing && (owner == ::geteuid() || owner == 0)) {
+      const int fd = ::dup(existing->fd());
+      if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+      return fd;
+    }
+    struct stat st {};
+    if (::fstatat(dir_fd, OCC_READERS_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      // Not ours, or not a regular file: removed (never followed, never opened).
+      log::Warn(
+          "preload directory: replacing a .readers that is not the exporter's own file",
+          {{"mode", std::to_string(st.st_mode & S_IFMT)}, {"uid", std::to_string(st.st_uid)}});
+      if (::unlinkat(dir_fd, OCC_READERS_FILE, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0) {
+        return -1;
+      }
+    }
+    const int fd = ::openat(dir_fd, OCC_READERS_FILE, kFlags | O_CREAT | O_EXCL, 0644);
+    if (fd >= 0) return fd;
+    if (errno != EEXIST) return -1;
+  }
+  errno = EEXIST;
+  return -1;
+}
+
+}  // namespace
+
+void OccupancyCollector::HoldReaderLock(int dir_fd) const {
   std::lock_guard lock(reader_mutex_);
   if (reader_fd_ >= 0) return;
-  const auto path = dir_ / OCC_READERS_FILE;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  const int fd = OpenOwnReaders(dir_fd);
   struct flock shared {};
   shared.l_type = F_RDLCK;
   shared.l_whence = SEEK_SET;
@@ -251,7 +405,7 @@ void OccupancyCollector::HoldReaderLock() const {
     log::Debug(
         "preload reader lock not held: exiting processes delete their stats files, so "
         "their last interval is not served",
-        {{"path", path.string()}, {"err", std::strerror(err)}});
+        {{"path", (dir_ / OCC_READERS_FILE).string()}, {"err", std::strerror(err)}});
   }
 }
 
@@ -260,167 +414,238 @@ void OccupancyCollector::SetFinishedObserver(FinishedObserver observer) {
   finished_observer_ = std::move(observer);
 }
 
-namespace {
-
-// The inode of a pid namespace link ("pid:[4026531836]"), nullopt if unreadable.
-std::optional<uint64_t> PidNamespaceOf(const std::filesystem::path& link) {
-  std::error_code ec;
-  const std::string text = std::filesystem::read_symlink(link, ec).native();
-  if (ec || !text.starts_with("pid:[") || !text.ends_with("]")) return std::nullopt;
-  uint64_t inode = 0;
-  const char* first = text.data() + 5;
-  const char* last = text.data() + text.size() - 1;
-  if (std::from_chars(first, last, inode).ptr != last) return std::nullopt;
-  return inode;
+void OccupancyCollector::Skip(SkipReason reason, const std::string& name,
+                              const std::string& detail) const {
+  skipped_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+  // Files beyond the caps are summed up in one line per collection (Collect): a flood of
+  // 10,000 files must not become 10,000 log lines per scrape.
+  if (reason == SkipReason::kOverProcessCap || reason == SkipReason::kOverUidCap) return;
+  log::Debug("preload stats file skipped",
+             {{"file", name}, {"reason", SkipReasonName(reason)}, {"detail", detail}});
 }
 
-// The last NSpid field of a /proc/<pid>/status: the pid in the process's own namespace.
-std::optional<uint32_t> InnermostPid(const std::string& status) {
-  const size_t at = status.find("\nNSpid:");
-  if (at == std::string::npos) return std::nullopt;
-  const size_t end = status.find('\n', at + 1);
-  const std::string line = status.substr(at + 7, end == std::string::npos ? end : end - at - 7);
-  const size_t start = line.find_last_of(" \t");
-  const std::string last = start == std::string::npos ? line : line.substr(start + 1);
-  uint32_t pid = 0;
-  if (std::from_chars(last.data(), last.data() + last.size(), pid).ec != std::errc{}) {
+void OccupancyCollector::AddSkipCounts(MetricSet& out) const {
+  for (size_t i = 0; i < skipped_.size(); ++i) {
+    out.Add(kFilesSkipped, {{"reason", SkipReasonName(static_cast<SkipReason>(i))}},
+            static_cast<double>(skipped_[i].load(std::memory_order_relaxed)));
+  }
+}
+
+std::optional<uint32_t> OccupancyCollector::Anchor(const OccupancyProcess& process,
+                                                   const struct stat& st,
+                                                   const std::string& name) const {
+  const Inode inode{st.st_dev, st.st_ino};
+  {
+    // Anchored before: the same process still (its start time), so the claim still holds.
+    std::lock_guard lock(anchored_mutex_);
+    if (const auto it = anchored_.find(inode); it != anchored_.end()) {
+      if (StartTicks(procfs_, it->second.pid) == it->second.start_ticks) return it->second.pid;
+      anchored_.erase(it);
+    }
+  }
+  const auto pid = pids_.ExporterPid(process.pid_ns, process.pid);
+  if (!pid) {
+    Skip(SkipReason::kProcessNotFound, name,
+         "pid " + std::to_string(process.pid) + " of pid namespace " +
+             std::to_string(process.pid_ns) + " not seen in " + procfs_.string());
     return std::nullopt;
   }
-  return pid;
-}
-
-// A stats file names its process by its pid in its own pid namespace (two containers' apps
-// may both be pid 1): the pid label is translated to the exporter's numbering, found in its
-// /proc by namespace inode and NSpid, when the exporter sees that namespace (hostPID). A
-// process it cannot see keeps its namespace's pid, and a debug line says so.
-void TranslatePids(std::vector<OccupancyProcess>& processes, const std::filesystem::path& procfs) {
-  const auto own = PidNamespaceOf(procfs / "self/ns/pid");
-  std::set<uint64_t> foreign;
-  for (const OccupancyProcess& p : processes) {
-    if (own && p.pid_ns != 0 && p.pid_ns != *own) foreign.insert(p.pid_ns);
+  const auto start = StartTicks(procfs_, *pid);
+  const auto anchored = AnchorInProc(procfs_, *pid, st);
+  if (!anchored || !start) {
+    pids_.Forget(process.pid_ns, process.pid);
+    const AnchorFailure failure = anchored ? AnchorFailure::kProcessNotFound : anchored.error();
+    Skip(FromAnchor(failure), name,
+         "claims pid " + std::to_string(*pid) + ", owner uid " + std::to_string(st.st_uid));
+    return std::nullopt;
   }
-  if (foreign.empty()) return;
-  std::map<std::pair<uint64_t, uint32_t>, uint32_t> exporter_pid;
-  for (const std::string& name : sysfs::ListDirectory(procfs)) {
-    uint32_t pid = 0;
-    if (std::from_chars(name.data(), name.data() + name.size(), pid).ptr !=
-        name.data() + name.size()) {
-      continue;
-    }
-    const auto ns = PidNamespaceOf(procfs / name / "ns/pid");
-    if (!ns || !foreign.contains(*ns)) continue;
-    const auto status = sysfs::ReadFile(procfs / name / "status", 16384);
-    const auto inner = status ? InnermostPid(*status) : std::nullopt;
-    if (inner) exporter_pid[{*ns, *inner}] = pid;
-  }
-  for (OccupancyProcess& p : processes) {
-    if (!foreign.contains(p.pid_ns)) continue;
-    const auto it = exporter_pid.find({p.pid_ns, p.pid});
-    if (it != exporter_pid.end()) {
-      p.pid = it->second;
-    } else {
-      log::Debug(
-          "preload stats file of a pid namespace the exporter does not see: pid label "
-          "is the namespace's",
-          {{"pid", std::to_string(p.pid)}, {"pid_ns", std::to_string(p.pid_ns)}});
-    }
-  }
-}
-
-}  // namespace
-
-// Whether a process holds the file's liveness lock (stats_file.h): an OFD write lock taken by
-// the preload library for its process's life. F_OFD_GETLK takes no lock itself, so a scrape
-// never disturbs an application. nullopt if the kernel cannot tell.
-static std::optional<bool> HeldByItsProcess(int fd) {
-  struct flock lock {};
-  lock.l_type = F_WRLCK;
-  lock.l_whence = SEEK_SET;
-  if (fcntl(fd, F_OFD_GETLK, &lock) != 0) return std::nullopt;
-  return lock.l_type != F_UNLCK;
+  std::lock_guard lock(anchored_mutex_);
+  anchored_[inode] = {.pid = *pid, .start_ticks = *start};
+  return *pid;
 }
 
 CollectResult OccupancyCollector::Collect(MetricSet& out) const {
-  HoldReaderLock();
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) {
+    AddSkipCounts(out);
+    return {.no_data = true,
+            .detail = "no process runs with librdmascope_preload.so (no " + dir_.string() + ")"};
+  }
+  HoldReaderLock(dir_fd);
+  const bool trusted = PrivateDirectory(dir_fd);
+  const int list_fd = ::dup(dir_fd);
+  DIR* dir = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
+  if (dir == nullptr && list_fd >= 0) ::close(list_fd);
+  auto names = dir != nullptr ? sysfs::TakeSortedNames(dir) : std::vector<std::string>{};
+  if (!names) names = std::vector<std::string>{};
+
+  // Owners first (fstatat reads the inode, opens nothing), to apply the caps before any open.
+  std::vector<Candidate> candidates;
+  {
+    std::lock_guard lock(anchored_mutex_);
+    for (std::string& name : *names) {
+      if (!name.ends_with(".occ")) continue;
+      struct stat st {};
+      if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
+      const bool known = anchored_.contains({st.st_dev, st.st_ino});
+      candidates.push_back({std::move(name), st, known});
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.known && !b.known; });
+
   std::vector<OccupancyProcess> processes;
   std::vector<size_t> finished;  // indexes in `processes` of the stale files' processes
+  std::map<uid_t, size_t> per_uid;
+  std::set<Inode> listed;
+  for (const Candidate& candidate : candidates)
+    listed.insert({candidate.st.st_dev, candidate.st.st_ino});
+  size_t opened = 0;
   size_t rejected = 0;
-  for (const std::string& name : sysfs::ListDirectory(dir_)) {
-    if (!name.ends_with(".occ")) continue;
-    const auto path = dir_ / name;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) continue;
-    struct stat st {};
-    Mapping map;
-    const bool regular = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    if (regular && static_cast<size_t>(st.st_size) == sizeof(occ_file)) {
-      map.size = sizeof(occ_file);
-      map.data = mmap(nullptr, map.size, PROT_READ, MAP_SHARED, fd, 0);
+  size_t over_cap = 0;
+  std::vector<uint8_t> bytes;
+  for (const Candidate& candidate : candidates) {
+    const std::string& name = candidate.name;
+    if (!S_ISREG(candidate.st.st_mode)) {
+      ++rejected;
+      Skip(SkipReason::kNotRegular, name, "mode " + std::to_string(candidate.st.st_mode & S_IFMT));
+      continue;
     }
-    // Deleted only if the name still is the inode tested (an application may have created a
-    // new file there).
-    const auto remove_if_same = [&] {
-      struct stat now {};
-      if (::stat(path.c_str(), &now) == 0 && now.st_ino == st.st_ino && now.st_dev == st.st_dev) {
-        std::error_code ec;
-        std::filesystem::remove(path, ec);
-      }
-    };
-    if (map.data == MAP_FAILED && regular && st.st_size > 0) {
+    if (opened >= max_processes_) {
+      ++rejected;
+      ++over_cap;
+      Skip(SkipReason::kOverProcessCap, name, std::to_string(max_processes_) + " files read");
+      continue;
+    }
+    if (per_uid[candidate.st.st_uid] >= max_processes_per_uid_) {
+      ++rejected;
+      ++over_cap;
+      Skip(SkipReason::kOverUidCap, name,
+           "uid " + std::to_string(candidate.st.st_uid) + " has " +
+               std::to_string(max_processes_per_uid_) + " files read");
+      continue;
+    }
+    ++opened;
+    ++per_uid[candidate.st.st_uid];
+    auto file = sys::OpenUntrusted(dir_fd, name, sizeof(occ_file));
+    if (!file) {
+      ++rejected;
+      Skip(FromRefusal(file.error()), name, "");
+      continue;
+    }
+    const struct stat& st = file->stat();
+    if (st.st_size == 0) continue;  // being created: locked, not yet sized (stats_file.h)
+    const auto held = HeldByItsProcess(file->fd());
+    if (static_cast<size_t>(st.st_size) != sizeof(occ_file)) {
       // Another size: a library of another version (its magic is at the same place in all
       // of them). Stale ones are deleted as below; live ones are skipped, and said so.
       occ_header header{};
-      const bool ours =
-          ::pread(fd, &header, sizeof header, 0) == sizeof header && header.magic == OCC_MAGIC;
-      const auto held = ours ? HeldByItsProcess(fd) : std::nullopt;
-      ::close(fd);
-      if (held && !*held) {
-        remove_if_same();
-      } else {
-        ++rejected;
-        log::Debug("preload stats file skipped",
-                   {{"path", path.string()},
-                    {"err", ours ? "stats file version " + std::to_string(header.version) +
-                                       ", this exporter reads " + std::to_string(OCC_VERSION)
-                                 : "size " + std::to_string(st.st_size) + ", not a stats file"}});
+      const bool ours = ::pread(file->fd(), &header, sizeof header, 0) == sizeof header &&
+                        header.magic == OCC_MAGIC;
+      if (ours && held && !*held) {
+        RemoveIfSame(dir_fd, name, st);
+        continue;
       }
-      continue;
-    }
-    const auto held = map.data == MAP_FAILED ? std::nullopt : HeldByItsProcess(fd);
-    ::close(fd);
-    // A file being created (not yet sized), a foreign file or an unreadable one: skipped,
-    // never deleted.
-    if (map.data == MAP_FAILED || !held) {
       ++rejected;
+      Skip(SkipReason::kInvalid, name,
+           ours ? "stats file version " + std::to_string(header.version) +
+                      ", this exporter reads " + std::to_string(OCC_VERSION)
+                : "size " + std::to_string(st.st_size) + ", not a stats file");
       continue;
     }
-    auto process = ParseOccupancyFile({static_cast<const uint8_t*>(map.data), map.size});
-    // Nobody holds its lock: its process exited, was killed or exec'd (or died before
-    // writing the header: magic still 0). The liveness test needs no /proc, so it holds for
-    // processes of other pid namespaces too. Its final figures are served this once (the
-    // library leaves the file at exit for this), then the file goes.
-    const auto* header = static_cast<const occ_header*>(map.data);
-    if (!*held && (process || header->magic == 0)) {
-      remove_if_same();
-      if (!process) continue;
+    if (!held) {
+      ++rejected;
+      Skip(SkipReason::kOpenFailed, name, "its lock cannot be tested");
+      continue;
+    }
+    if (auto read = file->ReadAll(bytes); !read) {
+      ++rejected;
+      Skip(FromRefusal(read.error()), name, std::to_string(bytes.size()) + " bytes read");
+      continue;
+    }
+    auto process = ParseOccupancyFile(bytes);
+    const auto* header = reinterpret_cast<const occ_header*>(bytes.data());
+    if (!*held) {
+      // Nobody holds its lock: its process exited, was killed or exec'd (or died before
+      // writing the header: magic still 0). The liveness test needs no /proc, so it holds for
+      // processes of other pid namespaces too. Its final figures are served this once (the
+      // library leaves the file at exit for this), then the file goes: only when its claim
+      // held while it lived (or the directory is private), as nothing can be checked now.
+      RemoveIfSame(dir_fd, name, st);
+      if (!process) {
+        if (header->magic != 0) ++rejected;
+        continue;
+      }
+      std::optional<uint32_t> pid;
+      {
+        std::lock_guard lock(anchored_mutex_);
+        if (const auto it = anchored_.find({st.st_dev, st.st_ino}); it != anchored_.end()) {
+          pid = it->second.pid;
+          anchored_.erase(it);
+        }
+      }
+      if (!pid && !trusted) {
+        ++rejected;
+        Skip(SkipReason::kStaleUnanchored, name, "claims pid " + std::to_string(process->pid));
+        continue;
+      }
+      if (pid) process->pid = *pid;
+      if (!pid) {
+        // Private directory: the namespace's pid translated as for a live one.
+        if (const auto translated = pids_.ExporterPid(process->pid_ns, process->pid)) {
+          process->pid = *translated;
+        }
+      }
+      process->pid_ns = 0;  // in the exporter's numbering now
       finished.push_back(processes.size());
       processes.push_back(std::move(*process));
       continue;
     }
     if (!process) {
       ++rejected;
-      log::Debug("preload stats file skipped", {{"path", path.string()}, {"err", process.error()}});
+      Skip(SkipReason::kInvalid, name, process.error());
       continue;
+    }
+    if (trusted) {
+      // No other party writes here: the claim is the file's own, translated where it can be
+      // (a process the exporter cannot see keeps its namespace's pid, said at debug level).
+      if (const auto translated = pids_.ExporterPid(process->pid_ns, process->pid)) {
+        process->pid = *translated;
+      } else {
+        log::Debug(
+            "preload stats file of a pid namespace the exporter does not see: pid label "
+            "is the namespace's",
+            {{"pid", std::to_string(process->pid)}, {"pid_ns", std::to_string(process->pid_ns)}});
+      }
+    } else {
+      const auto pid = Anchor(*process, st, name);
+      if (!pid) {
+        ++rejected;
+        continue;
+      }
+      process->pid = *pid;
     }
     processes.push_back(std::move(*process));
   }
+  ::close(dir_fd);
+  if (over_cap > 0) {
+    log::Debug("preload stats files skipped beyond the caps",
+               {{"files", std::to_string(over_cap)},
+                {"max_processes", std::to_string(max_processes_)},
+                {"max_processes_per_uid", std::to_string(max_processes_per_uid_)}});
+  }
+  {
+    // Anchors of files no longer there are forgotten (over-cap files keep theirs: still listed).
+    std::lock_guard lock(anchored_mutex_);
+    std::erase_if(anchored_, [&](const auto& entry) { return !listed.contains(entry.first); });
+  }
+  AddSkipCounts(out);
   if (processes.empty()) {
     return {.no_data = true,
             .detail = "no process runs with librdmascope_preload.so (stats files in " +
                       dir_.string() + ")" +
                       (rejected ? "; " + std::to_string(rejected) + " unreadable files" : "")};
   }
-  TranslatePids(processes, procfs_);
   MapOccupancy(processes, out);
   if (!finished.empty()) {
     std::lock_guard lock(observer_mutex_);

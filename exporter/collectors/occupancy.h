@@ -8,21 +8,34 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <expected>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "collectors/occupancy_anchor.h"
 #include "core/collector.h"
 
 namespace rdmascope {
 
 struct OccupancyOptions {
   std::filesystem::path dir = "/run/rdmascope";
+  // --collector.occupancy.max-processes: stats files read per collection at most; the rest are
+  // skipped and counted (rdmascope_occupancy_files_skipped_total{reason="over_process_cap"}).
+  size_t max_processes = 256;
+  // --collector.occupancy.max-processes-per-uid: of those, per file owner: one user's flood
+  // of files cannot push the other users' processes out of the scrape.
+  size_t max_processes_per_uid = 32;
+  // The shortest time between two walks of /proc to find processes of other pid namespaces.
+  std::chrono::milliseconds pid_walk_interval{5000};
 };
 
 struct OccupancyCq {
@@ -81,6 +94,24 @@ std::expected<OccupancyProcess, std::string> ParseOccupancyFile(std::span<const 
 
 void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out);
 
+// Why a file of the stats directory was not served (rdmascope_occupancy_files_skipped_total's
+// `reason`): a bounded set.
+enum class SkipReason {
+  kOpenFailed,
+  kNotRegular,
+  kTooLarge,
+  kShortRead,
+  kInvalid,          // not a stats file of this exporter's version (magic, version, size)
+  kProcessNotFound,  // the process it names is not one the exporter sees alive
+  kOwnerMismatch,    // its owner is not that process's uid
+  kNotMapped,        // that process does not map it: a forged claim
+  kStaleUnanchored,  // its process is gone and no collection saw it live: nothing to trust
+  kOverProcessCap,
+  kOverUidCap,
+  kCount,
+};
+const char* SkipReasonName(SkipReason reason);
+
 class OccupancyCollector : public Collector {
  public:
   OccupancyCollector(const OccupancyOptions& options, std::filesystem::path procfs);
@@ -93,8 +124,29 @@ class OccupancyCollector : public Collector {
   void SetFinishedObserver(FinishedObserver observer);
 
  private:
+  // A stats file whose claim held: its inode, the process (exporter's pid) and its start time.
+  struct Anchored {
+    uint32_t pid = 0;
+    uint64_t start_ticks = 0;
+  };
+  using Inode = std::pair<dev_t, ino_t>;
+
+  void Skip(SkipReason reason, const std::string& name, const std::string& detail) const;
+  void AddSkipCounts(MetricSet& out) const;
+  // The exporter's pid of a live file's process once its claim holds (occupancy_anchor.h).
+  std::optional<uint32_t> Anchor(const OccupancyProcess& process, const struct stat& st,
+                                 const std::string& name) const;
+
   std::filesystem::path dir_;
   std::filesystem::path procfs_;
+  const size_t max_processes_;
+  const size_t max_processes_per_uid_;
+  mutable PidTranslator pids_;
+  mutable std::mutex anchored_mutex_;
+  // Files whose claim held at an earlier collection: checked again by the start time of their
+  // process only; their final figures (once stale) are served with the pid found then.
+  mutable std::map<Inode, Anchored> anchored_;
+  mutable std::array<std::atomic<uint64_t>, static_cast<size_t>(SkipReason::kCount)> skipped_{};
   mutable std::mutex observer_mutex_;
   FinishedObserver finished_observer_;
 
@@ -102,6 +154,9 @@ class OccupancyCollector : public Collector {
   // libraries exiting leave their files for us to serve once; without it they delete them.
   // Taken at construction, retried by each collection until held (the directory may appear
   // later: the first preloaded process creates it).
+  // The lock file is the exporter's own: a FIFO, symlink, device or another user's file in its
+  // place is removed and a regular file created (O_CREAT|O_EXCL|O_NOFOLLOW) before it is locked.
+  void HoldReaderLock(int dir_fd) const;
   void HoldReaderLock() const;
   mutable std::mutex reader_mutex_;
   mutable int reader_fd_ = -1;

@@ -11,6 +11,10 @@
 //   Slurm, cgroup v2: /system.slice/slurmstepd.scope/job_<J>/step_<S>/user/task_<T>
 //   Slurm, cgroup v1: /slurm/uid_<U>/job_<J>/step_<S>/task_<T> (slurm_<NODE> with several slurmd)
 //   systemd: the innermost *.service or *.scope that is not a container's scope.
+// Each form counts only at its place from the top of the cgroup tree (a pod slice under
+// kubepods.slice, a job under slurmstepd.scope under system.slice...), never at any depth:
+// users have delegated cgroups (user@UID.service) where they can name subgroups anything,
+// "kubepods-pod<another pod's UID>.slice" included (issue 37).
 #pragma once
 
 #include <string>

@@ -152,8 +152,26 @@ def start_server(socket_path, listing_path):
     return server
 
 
+def enter_cgroup(base):
+    """Moves this process (and so the exporters it starts) into `base`; returns the cgroup it
+    left. The exporters run `unshare --cgroup`: their cgroup namespace is rooted at `base`, so
+    they see the bench's kubepods shapes at the top of the tree, where the anchored cgroup rules
+    match them (issue 37; tests/host/workload_cgroups.py does the same)."""
+    with open("/proc/self/cgroup") as own:
+        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
+    os.makedirs(base, exist_ok=True)
+    with open(os.path.join(base, "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+    return home
+
+
+def leave_cgroup(mount, home):
+    with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+
+
 def start_exporter(binary, library, port, socket_path, refresh):
-    args = ["ip", "netns", "exec", NS, binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
+    args = ["ip", "netns", "exec", NS, "unshare", "--cgroup", binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
             "--collector.disable-defaults", "--collector.mr", f"--probe.library={library}",
             "--collector.workload", f"--collector.workload.cri-endpoint=unix://{socket_path}",
             f"--collector.workload.cri-refresh-interval={refresh}"]
@@ -361,6 +379,7 @@ def main():
               "scrape_interval_s": 1, "scraper": "prometheus", "seed": args.seed}
     subprocess.run(["ip", "netns", "add", NS], check=True)
     subprocess.run(["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"], check=True)
+    home = enter_cgroup(base)
     try:
         steady = [Container(base, i) for i in range(args.containers)]
         for c in steady:
@@ -580,6 +599,7 @@ def main():
                 server.terminate()
                 server.wait(timeout=30)
         subprocess.run(["ip", "netns", "del", NS])
+        leave_cgroup(mount, home)
         for root, _, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
             try:
                 os.rmdir(root)

@@ -32,8 +32,26 @@ NS = "rdmascope-workload-bench"
 PORTS = {"with_workload": 9731, "without_workload": 9732}
 
 
+def enter_cgroup(base):
+    """Moves this process (and so the exporters it starts) into `base`; returns the cgroup it
+    left. The exporters run `unshare --cgroup`: their cgroup namespace is rooted at `base`, so
+    they see the bench's kubepods shapes at the top of the tree, where the anchored cgroup rules
+    match them (issue 37; tests/host/workload_cgroups.py does the same)."""
+    with open("/proc/self/cgroup") as own:
+        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
+    os.makedirs(base, exist_ok=True)
+    with open(os.path.join(base, "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+    return home
+
+
+def leave_cgroup(mount, home):
+    with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+
+
 def start_exporter(binary, library, port, workload):
-    args = ["ip", "netns", "exec", NS, binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
+    args = ["ip", "netns", "exec", NS, "unshare", "--cgroup", binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
             "--collector.disable-defaults", "--collector.mr", f"--probe.library={library}"]
     if workload:
         args.append("--collector.workload")
@@ -71,6 +89,7 @@ def main():
                             f"cri-containerd-{uuid.uuid4().hex * 2}.scope")
         os.makedirs(path)
         containers.append(path)
+    home = enter_cgroup(base)
     subprocess.run(["ip", "netns", "add", NS], check=True)
     subprocess.run(["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"], check=True)
     exporters, programs = {}, []
@@ -123,6 +142,7 @@ def main():
             proc.terminate()
             proc.wait()
         subprocess.run(["ip", "netns", "del", NS])
+        leave_cgroup(mount, home)
         for root, _, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
             try:
                 os.rmdir(root)

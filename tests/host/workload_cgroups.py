@@ -13,7 +13,11 @@ each (issue 28).
 - a process that exits loses its workload series with its MR series.
 
 The directories are made under a test directory of the cgroup2 mount (the host's, or one
-mounted for the test), never in the host's own kubepods or system slices."""
+mounted for the test), never in the host's own kubepods or system slices. The exporter (and
+`profile`) run in a cgroup namespace rooted at that directory (`unshare --cgroup` from inside
+it), so that they see the shapes at the top of the tree, where the kubelet, the runtime and
+slurmstepd make them: the rules match only there (issue 37: a delegated cgroup deeper down
+must not pass for a pod)."""
 
 import json
 import os
@@ -43,6 +47,25 @@ def cgroup2_mount():
         subprocess.run(["umount", path], check=False)
         os.rmdir(path)
     return path, unmount
+
+
+def enter_cgroup(base):
+    """Moves this process into `base` (made if needed) and returns the cgroup it left. Run from
+    there, `unshare --cgroup PROGRAM` roots PROGRAM's cgroup namespace at `base`: it sees the
+    test's shapes at the top of the tree, where the kubelet, the runtime and slurmstepd make
+    them (the rules match only there, issue 37)."""
+    with open("/proc/self/cgroup") as own:
+        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
+    os.makedirs(base, exist_ok=True)
+    with open(os.path.join(base, "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
+    return home
+
+
+def leave_cgroup(mount, home):
+    """Back to the cgroup enter_cgroup left (before the test's directories are removed)."""
+    with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
+        procs.write(str(os.getpid()))
 
 
 class Program:
@@ -116,14 +139,18 @@ def main(binary, workload, library):
     failures, expect = check.failures, check.expect
 
     programs = {}
+    home = None
     try:
         for relative, _ in shapes.values():
             os.makedirs(os.path.join(base, relative), exist_ok=True)
         os.makedirs(moved_to, exist_ok=True)
-        with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                       "--collector.workload",
-                                       "--collector.workload.recheck-interval=2s",
-                                       f"--probe.library={library}"]) as exporter:
+        # The test moves into its directory, and the exporter's cgroup namespace is rooted there.
+        home = enter_cgroup(base)
+        with harness.Exporter("unshare", ["--collector.disable-defaults", "--collector.mr",
+                                          "--collector.workload",
+                                          "--collector.workload.recheck-interval=2s",
+                                          f"--probe.library={library}"],
+                              prefix=("--cgroup", binary)) as exporter:
             samples = harness.parse(exporter.metrics())
             if harness.value(samples, "rdmascope_probe_attached", probe="mr") != 1.0:
                 print(exporter.read_log())
@@ -181,7 +208,8 @@ def main(binary, workload, library):
             k8s_pid = programs["kubernetes-systemd"].pid
             with tempfile.TemporaryDirectory() as out:
                 run = subprocess.run(
-                    [binary, "profile", f"--pid={k8s_pid}", "--duration=2s", f"--output={out}",
+                    ["unshare", "--cgroup", binary, "profile", f"--pid={k8s_pid}", "--duration=2s",
+                     f"--output={out}",
                      "--collector.disable-defaults", "--collector.mr", "--collector.workload",
                      f"--probe.library={library}"],
                     capture_output=True, text=True, timeout=120)
@@ -213,6 +241,8 @@ def main(binary, workload, library):
     finally:
         for program in programs.values():
             program.stop()
+        if home is not None:
+            leave_cgroup(mount, home)
         remove_cgroups(base)
         unmount()
     if failures:

@@ -74,7 +74,7 @@ def main(binary, workload, library):
     base = os.path.join(mount, f"rdmascope-cri-test-{os.getpid()}")
     pods = [{"id": uuid.uuid4().hex * 2, "pod": f"llm-{i}", "namespace": "training",
              "uid": str(uuid.uuid4()), "container": "worker"} for i in range(2)]
-    programs, server = [], None
+    programs, server, home = [], None, None
     with tempfile.TemporaryDirectory(prefix="rdmascope-cri-") as d:
         socket_path = os.path.join(d, "cri.sock")
         listing = os.path.join(d, "containers.json")
@@ -86,6 +86,8 @@ def main(binary, workload, library):
             if server.stdout.readline().strip() != "READY":
                 print("FAIL: the fake CRI server did not start")
                 return 1
+            # The exporters' cgroup namespace is rooted at the test's directory (unshare --cgroup).
+            home = workload_cgroups.enter_cgroup(base)
             dirs = []
             for pod in pods:
                 path = os.path.join(
@@ -99,7 +101,7 @@ def main(binary, workload, library):
                     f"--collector.workload.cri-endpoint=unix://{socket_path}",
                     "--collector.workload.cri-timeout=500ms",
                     "--collector.workload.cri-refresh-interval=60s"]
-            with harness.Exporter(binary, args) as exporter:
+            with harness.Exporter("unshare", args, prefix=("--cgroup", binary)) as exporter:
                 first = workload_cgroups.Program(workload, library, dirs[0])
                 programs.append(first)
                 want_first = {"namespace": "training", "pod": "llm-0", "container": "worker",
@@ -169,9 +171,11 @@ def main(binary, workload, library):
                 with open(f"/proc/{exporter.proc.pid}/maps") as maps:
                     check.expect("gRPC library mapped when an endpoint is set",
                                  "librdmascope_grpc.so" in maps.read(), True)
-            with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
-                                           "--collector.workload", f"--probe.library={library}",
-                                           "--collector.workload.cri-endpoint=none"]) as plain:
+            with harness.Exporter("unshare", ["--collector.disable-defaults", "--collector.mr",
+                                              "--collector.workload",
+                                              f"--probe.library={library}",
+                                              "--collector.workload.cri-endpoint=none"],
+                                  prefix=("--cgroup", binary)) as plain:
                 # Registered after this exporter's probes attached: exported, so described.
                 late = workload_cgroups.Program(workload, library, dirs[0])
                 programs.append(late)
@@ -186,6 +190,8 @@ def main(binary, workload, library):
                 program.stop()
             if server is not None and server.poll() is None:
                 server.kill()
+            if home is not None:
+                workload_cgroups.leave_cgroup(mount, home)
             workload_cgroups.remove_cgroups(base)
             unmount()
     return check.result()

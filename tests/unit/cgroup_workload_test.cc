@@ -150,6 +150,60 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"NonUtf8Unit", "/system.slice/caf\xe9.service", {.systemd_unit = "caf\xe9.service"}}),
     PrintName);
 
+// Issue 37: the forms count only where the kubelet, the runtime and slurmstepd make them, from
+// the top of the cgroup tree. Anyone with a delegated cgroup (every user has user@UID.service)
+// can make subgroups with these names deeper down; before, a match at any depth named the pod.
+INSTANTIATE_TEST_SUITE_P(
+    Delegated, CgroupPath,
+    ::testing::Values(
+        Case{"UserCgroupClaimsAPod",
+             std::string("/user.slice/user-1000.slice/user@1000.service/app.slice/"
+                         "kubepods-burstable-pod") +
+                 kUidEscaped + ".slice/cri-containerd-" + kId + ".scope",
+             {.systemd_unit = "cri-containerd-" + kId + ".scope"}},
+        Case{"UserCgroupClaimsAGuaranteedPod",
+             std::string("/user.slice/user-1000.slice/user@1000.service/kubepods.slice/"
+                         "kubepods-pod") +
+                 kUidEscaped + ".slice",
+             {.systemd_unit = "user@1000.service"}},
+        Case{"UserCgroupfsKubepods",
+             std::string("/user.slice/user-1000.slice/user@1000.service/kubepods/burstable/pod") +
+                 kUid + "/" + kId,
+             {.systemd_unit = "user@1000.service"}},
+        Case{"ServiceClaimsDocker",
+             "/system.slice/evil.service/docker/" + kId,
+             {.systemd_unit = "evil.service"}},
+        // A pod whose container makes cgroups of its own keeps its pod and container: a pod
+        // slice and container scope nested inside it are not another pod's.
+        Case{"PodInsideAnotherPodsContainer",
+             kPodSlice + "/cri-containerd-" + kId + ".scope/kubepods-pod" +
+                 "11111111_2222_3333_4444_555555555555.slice/cri-containerd-" + kId2 + ".scope",
+             {.pod_uid = kUid,
+              .container_id = "containerd://" + kId,
+              .systemd_unit = "cri-containerd-" + kId2 + ".scope"}},
+        Case{"QosSliceNotUnderKubepods",
+             std::string("/kubepods-burstable.slice/kubepods-burstable-pod") + kUidEscaped +
+                 ".slice",
+             {}},
+        Case{"UserCgroupClaimsASlurmJob",
+             "/user.slice/user-1000.slice/user@1000.service/slurmstepd.scope/job_7/step_0",
+             {.systemd_unit = "slurmstepd.scope"}},
+        Case{"StepdScopeOutsideSystemSlice",
+             "/system.slice/cron.service/slurmstepd.scope/job_7/step_0",
+             {.systemd_unit = "slurmstepd.scope"}},
+        Case{"SlurmV1NotAtTheRoot", "/user.slice/slurm/uid_1000/job_7/step_0", {}},
+        // From another cgroup namespace, the path starts below the common ancestor (here
+        // kubepods-burstable.slice): a level of the hierarchy, which a user cannot name there.
+        Case{"FromAPodNamespaceSiblingPod",
+             std::string("/../../kubepods-burstable-pod") + kUidEscaped + ".slice/cri-containerd-" +
+                 kId + ".scope",
+             {.pod_uid = kUid, .container_id = "containerd://" + kId}},
+        Case{"FromAnotherNamespaceUserCgroup",
+             std::string("/../../../user.slice/user-1000.slice/user@1000.service/kubepods-pod") +
+                 kUidEscaped + ".slice/cri-containerd-" + kId + ".scope",
+             {.systemd_unit = "cri-containerd-" + kId + ".scope"}}),
+    PrintName);
+
 TEST(ProcCgroup, TheUnifiedHierarchyComesFirst) {
   const std::string content =
       "12:memory:/kubepods/burstable/pod11111111-2222-3333-4444-"

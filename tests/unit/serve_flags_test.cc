@@ -32,6 +32,18 @@ TEST(ServeFlags, Defaults) {
   EXPECT_TRUE(config.ethtool.pfc);
 }
 
+// Issue 37: the occupancy collector's caps on the stats files read per collection.
+TEST(ServeFlags, OccupancyCaps) {
+  const ServeConfig defaults = Parse({});
+  EXPECT_EQ(defaults.occupancy.max_processes, 256U);
+  EXPECT_EQ(defaults.occupancy.max_processes_per_uid, 32U);
+  const ServeConfig set = Parse(
+      {"--collector.occupancy.max-processes=10", "--collector.occupancy.max-processes-per-uid=2"});
+  EXPECT_EQ(set.occupancy.max_processes, 10U);
+  EXPECT_EQ(set.occupancy.max_processes_per_uid, 2U);
+  EXPECT_THROW(Parse({"--collector.occupancy.max-processes=0"}), CLI::ValidationError);
+}
+
 TEST(ServeFlags, CollectorSwitches) {
   EXPECT_FALSE(Parse({"--no-collector.ethtool"}).collector_enabled.at("ethtool"));
   const ServeConfig only_rdma = Parse({"--collector.disable-defaults", "--collector.rdma"});

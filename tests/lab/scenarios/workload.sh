@@ -8,7 +8,10 @@ CG=/sys/fs/cgroup
 mkdir -p $CG
 grep -q " $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG || \
   echo "@@@LAB-ERROR cannot mount cgroup2"
-BASE=$CG/lab
+# At the top of the guest's cgroup tree, where the kubelet, slurmstepd and systemd make them:
+# the workload rules match a shape only there (issue 37: a delegated cgroup deeper down must
+# not pass for a pod). The guest is the lab's own VM.
+BASE=$CG
 UID1=0c1e3f3a-2b6d-4f6a-9d3e-7a2b1c0d9e8f
 UID2=5a6b7c8d-1111-2222-3333-444455556666
 CID1=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
