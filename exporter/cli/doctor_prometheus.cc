@@ -333,6 +333,7 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
         .window_kind = window > 0 ? doctor::kWindowLookback : doctor::kWindowNone};
     context.queries = std::move(records);
     context.instances = snapshots.size();
+    context.fixes_display_only = true;  // each fix is its instance's, none this host's
     if (!options.show_ok) doctor::CountOk(findings, context);
     return PrintDoctorReport(findings, context, options, false);
   } catch (const std::exception& e) {

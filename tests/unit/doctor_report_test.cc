@@ -344,9 +344,13 @@ TEST(DoctorRoute, ABadParameterIsA400WithTheReason) {
   const HttpReply window =
       handler.Handle({.method = "GET", .path = "/doctor", .query = "window=bad"});
   EXPECT_EQ(window.status, 400U);
-  EXPECT_NE(window.body.find("window must be a duration of at most 60s, like 10s: bad"),
+  EXPECT_NE(window.body.find("window must be a duration of at most 10s, like 5s: bad"),
             std::string::npos)
       << window.body;
+  // No client-chosen sleep past 10 s (issue 37): a minute is refused, at once.
+  const HttpReply minute =
+      handler.Handle({.method = "GET", .path = "/doctor", .query = "window=60s"});
+  EXPECT_EQ(minute.status, 400U) << minute.body;
   const HttpReply unknown =
       handler.Handle({.method = "GET", .path = "/doctor", .query = "nodez=4"});
   EXPECT_EQ(unknown.status, 400U);

@@ -1,0 +1,98 @@
+// Output safe to paste (issue 37 item 5): doctor's fix lines quote every host value or are
+// dropped, and text for a terminal carries no control character raw. Each quoted word is run
+// through a real /bin/sh to prove it comes back as the one literal word it was.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/html.h"
+#include "core/terminal_text.h"
+#include "doctor/shell_quote.h"
+
+namespace rdmascope::doctor {
+namespace {
+
+// What `sh -c 'printf %s WORD'` prints: the word after the shell parsed it (and ran nothing:
+// a command substitution would print, or touch, something else).
+std::string ThroughShell(const std::string& word) {
+  const std::string script = "printf %s " + word;
+  // The script is itself passed single-quoted to popen's sh: quote it with the same rule.
+  const std::string command = "sh -c " + *ShellQuote(script) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "<popen failed>";
+  std::string out;
+  char buffer[256];
+  while (size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+  pclose(pipe);
+  return out;
+}
+
+TEST(ShellQuote, PlainWordsStayAsTheyAre) {
+  EXPECT_EQ(ShellQuote("eth0"), "eth0");
+  EXPECT_EQ(ShellQuote("mlx5_0"), "mlx5_0");
+  EXPECT_EQ(ShellQuote("0000:3b:00.0"), "0000:3b:00.0");
+  EXPECT_EQ(ShellQuote("/sys/class/net/eth0/ecn/roce_np/enable/3"),
+            "/sys/class/net/eth0/ecn/roce_np/enable/3");
+}
+
+TEST(ShellQuote, HostileWordsAreOneLiteralWord) {
+  for (const std::string hostile :
+       {"$(reboot)", "`reboot`", "a b", "it's", "'", "''", "\"x\"", "a;rm -rf /", "a|b", "a&b",
+        "$HOME", "*", "~root", "a\\b", "!1", "{a,b}", "x>y", "#c"}) {
+    const auto quoted = ShellQuote(hostile);
+    ASSERT_TRUE(quoted) << hostile;
+    EXPECT_NE(*quoted, hostile) << "left unquoted: " << hostile;
+    EXPECT_EQ(ThroughShell(*quoted), hostile) << *quoted;
+  }
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+}
+
+TEST(ShellQuote, RefusesWhatCannotBePastedSafely) {
+  for (const std::string& bad :
+       {std::string(), std::string("a\nreboot"), std::string("\x1b[2J"), std::string("a\tb"),
+        std::string("a\x7f"),
+        std::string("a\xc2\x9b"
+                    "31m"),
+        std::string("\xff\xfe"), std::string("-rf"), std::string("a\0b", 3)}) {
+    EXPECT_FALSE(ShellQuote(bad)) << bad;
+  }
+}
+
+TEST(FixLine, QuotesHostValuesOnlyAndDropsTheLineOnABadOne) {
+  const std::string comm = "$(touch /tmp/pwned)";
+  EXPECT_EQ(FixLine({"numactl --cpunodebind=1 --membind=1 -- ", HostValue(comm)}),
+            "numactl --cpunodebind=1 --membind=1 -- '$(touch /tmp/pwned)'");
+  EXPECT_EQ(FixLine({"ip link set dev ", HostValue("eth0"), " up"}), "ip link set dev eth0 up");
+  EXPECT_EQ(FixLine({"ip link set dev ", HostValue("e\x1b]0;x\x07"), " up"}), "");
+  EXPECT_EQ(QuotedWords("26:3 48:6"), "26:3 48:6");
+  EXPECT_EQ(QuotedWords("26:3 $(x)"), "26:3 '$(x)'");
+  EXPECT_EQ(QuotedWords("26:3 a\nb"), "");
+}
+
+TEST(TerminalText, EscapesC0DelAndC1) {
+  EXPECT_EQ(EscapeControls("plain ≥ text"), "plain ≥ text");
+  EXPECT_EQ(EscapeControls("a\x1b[31mred"), "a\\x1b[31mred");
+  EXPECT_EQ(EscapeControls("line\nnext\t\r"), "line\\x0anext\\x09\\x0d");
+  EXPECT_EQ(EscapeControls("del\x7f"), "del\\x7f");
+  EXPECT_EQ(EscapeControls("csi\xc2\x9b"
+                           "2J"),
+            "csi\\u009b2J");
+  EXPECT_EQ(EscapeControls("lone\x9b"), "lone\xef\xbf\xbd");  // invalid UTF-8: U+FFFD
+  EXPECT_FALSE(HasControlCharacters(EscapeControls("\x1b\x7f\xc2\x85\n")));
+}
+
+TEST(TerminalText, JsonKeepsItsMeaningWithoutRawControls) {
+  EXPECT_EQ(EscapeJsonControls("{\"a\": \"x\x7fy\xc2\x9bz ≥\"}"),
+            "{\"a\": \"x\\u007fy\\u009bz ≥\"}");
+  EXPECT_EQ(EscapeJsonControls("{\"a\": 1}"), "{\"a\": 1}");
+}
+
+TEST(TerminalText, HtmlEscapeWritesControlsAsText) {
+  EXPECT_EQ(HtmlEscape("<b>\x1b[1m</b>\t\n"), "&lt;b&gt;\\x1b[1m&lt;/b&gt;\t\n");
+  EXPECT_EQ(HtmlEscape("x\xc2\x9by\xc2\xa0"), "x\\u009by\xc2\xa0");  // U+00A0 is not C1
+}
+
+}  // namespace
+}  // namespace rdmascope::doctor
