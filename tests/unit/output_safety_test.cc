@@ -9,7 +9,10 @@
 
 #include "core/html.h"
 #include "core/terminal_text.h"
+#include "doctor/checks.h"
+#include "doctor/report.h"
 #include "doctor/shell_quote.h"
+#include "unit/doctor_fixtures.h"
 
 namespace rdmascope::doctor {
 namespace {
@@ -92,6 +95,52 @@ TEST(TerminalText, JsonKeepsItsMeaningWithoutRawControls) {
 TEST(TerminalText, HtmlEscapeWritesControlsAsText) {
   EXPECT_EQ(HtmlEscape("<b>\x1b[1m</b>\t\n"), "&lt;b&gt;\\x1b[1m&lt;/b&gt;\t\n");
   EXPECT_EQ(HtmlEscape("x\xc2\x9by\xc2\xa0"), "x\\u009by\xc2\xa0");  // U+00A0 is not C1
+}
+
+// host.numa_placement's fix names the process by its comm, which the process chooses (prctl
+// PR_SET_NAME, 15 bytes). Before issue 37 it was pasted into `numactl ... -- COMM` raw.
+std::vector<Finding> NumaFindings(const std::string& comm) {
+  testing::Families f;
+  f.Gauge("rdma_device_numa_node", {{"device", "mlx5_0"}}, 1);
+  f.Gauge("rdma_process_remote_numa_thread_ratio",
+          {{"pid", "4242"}, {"comm", comm}, {"device", "mlx5_0"}}, 0.75);
+  std::vector<Finding> numa;
+  for (Finding& finding : RunChecks(f.Build(0, testing::AllRan()), nullptr, {})) {
+    if (finding.id == "host.numa_placement") numa.push_back(std::move(finding));
+  }
+  return numa;
+}
+
+TEST(FixLine, AHostileCommIsQuotedInTheNumaFixOrTheFixIsDropped) {
+  const std::string prefix = "numactl --cpunodebind=1 --membind=1 -- ";
+  for (const std::string comm : {"$(touch /tmp/pwned)", "`reboot`", "a'b\"c", "x;id"}) {
+    const auto numa = NumaFindings(comm);
+    ASSERT_EQ(numa.size(), 1U) << comm;
+    ASSERT_EQ(numa[0].fix.rfind(prefix, 0), 0U) << numa[0].fix;
+    // The shell reads the rest back as the one word the comm is, and runs nothing.
+    EXPECT_EQ(ThroughShell(numa[0].fix.substr(prefix.size())), comm) << numa[0].fix;
+  }
+  for (const std::string comm : {"\x1b[1m'$(id)\n\"", "a\nreboot", "-rf"}) {
+    const auto numa = NumaFindings(comm);
+    ASSERT_EQ(numa.size(), 1U);
+    EXPECT_EQ(numa[0].fix, "") << "a comm that cannot be quoted safely gets no fix";
+    // Its text report carries no raw control character.
+    const std::string text = RenderText(numa, {.host = "h"}, false);
+    EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+    EXPECT_EQ(RenderJson(numa, {.host = "h"}).find('\x1b'), std::string::npos);
+    EXPECT_EQ(RenderHtml(numa, {.host = "h"}).find('\x1b'), std::string::npos);
+  }
+}
+
+TEST(Report, RemoteFixesAreCommentsNamingTheirHost) {
+  auto numa = NumaFindings("trainer");
+  const ReportContext remote{.host = "node7", .fixes_display_only = true};
+  const std::string text = RenderText(numa, remote, false);
+  EXPECT_NE(text.find("fix:      # on node7, not here: numactl"), std::string::npos) << text;
+  EXPECT_NE(RenderJson(numa, remote).find("\"fixes_display_only\": true"), std::string::npos);
+  EXPECT_NE(RenderHtml(numa, remote).find("<em>on node7, not here:</em>"), std::string::npos);
+  const std::string local = RenderText(numa, {.host = "node7"}, false);
+  EXPECT_NE(local.find("fix:      numactl"), std::string::npos) << local;
 }
 
 }  // namespace
