@@ -3,10 +3,14 @@
 // through a real /bin/sh to prove it comes back as the one literal word it was.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
+#include "cli/local_exporter.h"
 #include "core/html.h"
 #include "core/terminal_text.h"
 #include "doctor/checks.h"
@@ -145,3 +149,95 @@ TEST(Report, RemoteFixesAreCommentsNamingTheirHost) {
 
 }  // namespace
 }  // namespace rdmascope::doctor
+
+namespace rdmascope::doctor {
+namespace {
+
+Finding Made(const std::string& id, const std::string& area, Severity severity) {
+  Finding finding;
+  finding.id = id;
+  finding.area = area;
+  finding.severity = severity;
+  finding.observed = id + " seen";
+  return finding;
+}
+
+// Item 6 of issue 37: on a host without RDMA the report opened with 40 skips before its one
+// warning. The areas come worst first; skips are folded.
+TEST(Report, WorstAreasFirstAndSkipsFolded) {
+  std::vector<Finding> findings = {
+      Made("links.port_state", "links", Severity::kSkip),
+      Made("links.active_mtu", "links", Severity::kSkip),
+      Made("roce.netdev_mtu", "roce", Severity::kOk),
+      Made("host.probes", "host", Severity::kWarn),
+      Made("host.collectors", "host", Severity::kOk),
+  };
+  SortFindings(findings);
+  const std::string text = RenderText(findings, {.host = "h"}, false);
+  EXPECT_LT(text.find("== Host and exporter =="), text.find("== RoCE")) << text;
+  EXPECT_EQ(text.find("== Links"), std::string::npos) << text;  // only skips: folded
+  EXPECT_NE(text.find("2 skipped (2 checks"), std::string::npos) << text;
+  const std::string html = RenderHtml(findings, {.host = "h"});
+  EXPECT_LT(html.find("<h2>Host and exporter</h2>"), html.find("<h2>RoCE")) << html;
+  EXPECT_EQ(html.find("<h2>Links"), std::string::npos);
+  const size_t details = html.find("<details><summary>2 skipped");
+  ASSERT_NE(details, std::string::npos) << html;
+  EXPECT_GT(html.find("links.port_state"), details);
+  // JSON keeps SortFindings' order (schema_version 1 unchanged).
+  const std::string json = RenderJson(findings, {.host = "h"});
+  EXPECT_LT(json.find("links.port_state"), json.find("host.probes"));
+}
+
+}  // namespace
+}  // namespace rdmascope::doctor
+
+namespace rdmascope {
+namespace {
+
+// A /proc of one process listening on 127.0.0.1:9879 (socket inode 4242).
+struct FakeProc {
+  std::filesystem::path root;
+  explicit FakeProc(const std::string& uid, const std::string& exe) {
+    root = std::filesystem::temp_directory_path() /
+           ("rdmascope-fakeproc-" + std::to_string(getpid()) + "-" + uid);
+    std::filesystem::remove_all(root);
+    std::filesystem::create_directories(root / "net");
+    std::filesystem::create_directories(root / "100" / "fd");
+    std::ofstream(root / "net" / "tcp")
+        << "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+           "timeout inode\n"
+           "   0: 0100007F:2697 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0  "
+           "      0 4242 1 0000000000000000 100 0 0 10 0\n";
+    std::ofstream(root / "net" / "tcp6") << "  sl  local_address ...\n";
+    std::ofstream(root / "100" / "status")
+        << "Name:\tx\nUid:\t" << uid << "\t" << uid << "\t" << uid << "\t" << uid << "\n";
+    std::filesystem::create_symlink("socket:[4242]", root / "100" / "fd" / "3");
+    std::filesystem::create_symlink(exe, root / "100" / "exe");
+  }
+  ~FakeProc() { std::filesystem::remove_all(root); }
+};
+
+TEST(LocalExporter, TrustsOnlyRootsRdmascope) {
+  {
+    FakeProc proc("0", "/usr/local/bin/rdmascope");
+    EXPECT_TRUE(VerifyLocalExporter(9879, proc.root));
+    const auto other_port = VerifyLocalExporter(9880, proc.root);
+    ASSERT_FALSE(other_port);
+    EXPECT_NE(other_port.error().find("nothing listens"), std::string::npos);
+  }
+  {
+    FakeProc proc("1000", "/usr/local/bin/rdmascope");
+    const auto trusted = VerifyLocalExporter(9879, proc.root);
+    ASSERT_FALSE(trusted);
+    EXPECT_NE(trusted.error().find("is not root"), std::string::npos) << trusted.error();
+  }
+  {
+    FakeProc proc("0", "/usr/bin/python3.11");
+    const auto trusted = VerifyLocalExporter(9879, proc.root);
+    ASSERT_FALSE(trusted);
+    EXPECT_NE(trusted.error().find("not rdmascope"), std::string::npos) << trusted.error();
+  }
+}
+
+}  // namespace
+}  // namespace rdmascope
