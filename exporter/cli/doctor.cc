@@ -19,6 +19,7 @@
 #include "bpf/mr_probe.h"
 #include "cli/doctor_prometheus.h"
 #include "cli/http_get.h"
+#include "cli/local_exporter.h"
 #include "cli/serve.h"
 #include "core/collector_runner.h"
 #include "core/version.h"
@@ -352,6 +353,7 @@ DoctorService::DoctorService(std::shared_ptr<const CollectorRunner> runner,
   // The first snapshot is taken before /doctor is served: counter rates always have a start.
   history_.Offer(Collect(*runner_, probe_errors_));
   thread_ = std::thread([this] { Tick(); });
+  live_thread_ = std::thread([this] { ObserveLiveWindows(); });
 }
 
 DoctorService::~DoctorService() {
@@ -360,7 +362,59 @@ DoctorService::~DoctorService() {
     stop_ = true;
   }
   wake_.notify_all();
+  live_wake_.notify_all();
+  live_ended_.notify_all();
   thread_.join();
+  live_thread_.join();
+}
+
+void DoctorService::ObserveLiveWindows() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    live_wake_.wait(lock, [this] { return stop_ || live_asked_; });
+    if (stop_) return;
+    const uint64_t window_ns = live_window_ns_;
+    lock.unlock();
+    std::shared_ptr<LiveWindow> window;
+    try {
+      Snapshot before = Collect(*runner_, probe_errors_);
+      lock.lock();
+      // Interrupted by the service stopping: a shutdown waits for no window.
+      const bool stopping = live_wake_.wait_for(lock, std::chrono::nanoseconds(window_ns),
+                                                [this] { return stop_; });
+      lock.unlock();
+      if (!stopping) {
+        Snapshot after = Collect(*runner_, probe_errors_);
+        history_.Offer(after);
+        window = std::make_shared<LiveWindow>(
+            LiveWindow{std::move(before), std::move(after), MonotonicSeconds()});
+      }
+    } catch (const std::exception& e) {  // the runner catches collectors; a last guard
+      log::Warn("doctor live window: collection failed", {{"err", e.what()}});
+    }
+    lock.lock();
+    live_ = std::move(window);  // null after a failure: the waiting requests get an error
+    live_asked_ = false;
+    ++live_generation_;
+    live_ended_.notify_all();
+  }
+}
+
+std::shared_ptr<const DoctorService::LiveWindow> DoctorService::SharedLiveWindow(
+    uint64_t window_ns) {
+  std::unique_lock lock(mutex_);
+  if (live_ && !live_asked_ && MonotonicSeconds() - live_->ended_seconds < kLiveWindowReuseSeconds) {
+    return live_;
+  }
+  if (!live_asked_) {  // else the one running is shared, whatever window it observes
+    live_asked_ = true;
+    live_window_ns_ = window_ns;
+    live_wake_.notify_one();
+  }
+  const uint64_t generation = live_generation_;
+  live_ended_.wait(lock, [&] { return stop_ || live_generation_ != generation; });
+  if (stop_ || !live_) return nullptr;
+  return live_;
 }
 
 void DoctorService::Tick() {
@@ -403,8 +457,8 @@ std::string DoctorService::Report(std::string_view query, bool html) {
         equals == std::string_view::npos ? std::string_view() : item.substr(equals + 1);
     if (name == "window") {
       window_ns = ParseDurationNs(value);
-      if (!window_ns || *window_ns > 60'000'000'000ULL) {
-        throw BadRequest("window must be a duration of at most 60s, like 10s: " +
+      if (!window_ns || *window_ns > static_cast<uint64_t>(kMaxLiveWindowSeconds * 1e9)) {
+        throw BadRequest("window must be a duration of at most 10s, like 5s: " +
                          std::string(value));
       }
       continue;
@@ -414,14 +468,18 @@ std::string DoctorService::Report(std::string_view query, bool html) {
     if (!*applied) throw BadRequest("unknown parameter " + std::string(name));
   }
   const auto view = history_.View();
-  std::optional<Snapshot> live_before;
+  std::shared_ptr<const LiveWindow> live;
+  std::optional<Snapshot> collected;
   if (window_ns && *window_ns > 0) {
-    live_before = Collect(*runner_, probe_errors_);
-    std::this_thread::sleep_for(std::chrono::nanoseconds(*window_ns));
+    live = SharedLiveWindow(*window_ns);
+    if (!live) throw std::runtime_error("the live window was not observed (see the log)");
+  } else {
+    collected = Collect(*runner_, probe_errors_);
+    history_.Offer(*collected);
   }
-  Snapshot now = Collect(*runner_, probe_errors_);
-  history_.Offer(now);
-  const Snapshot* before = live_before ? &*live_before
+  Snapshot now = live ? live->after : *collected;
+  const Snapshot* live_before = live ? &live->before : nullptr;
+  const Snapshot* before = live_before ? live_before
                            : window_ns ? nullptr
                                        : view->CounterBase(now.seconds());
   const char* kind = live_before              ? doctor::kWindowLive
@@ -495,9 +553,24 @@ std::optional<doctor::ParsedReport> FromExporter(const doctor::DoctorOptions& op
             (query.empty() ? "" : "&" + query);
   }
   const std::string target = "/doctor" + (query.empty() ? "" : "?" + query);
-  const auto answer =
-      HttpGet(*parsed, target, std::chrono::milliseconds(options.exporter_timeout_ns / 1'000'000),
-              ClientOptions(options.exporter_access, "exporter"));
+  // Credentials go to the URL the user named only; the implicit exporter gets none, and
+  // nothing at all unless it is root's rdmascope (cli/local_exporter.h).
+  HttpClientOptions client;
+  if (automatic) {
+    if (const auto trusted = VerifyLocalExporter(kDefaultPort); !trusted) {
+      if (trusted.error().starts_with("nothing listens")) {
+        log::Info("doctor: no exporter running at " + url + ", " + fallback);
+      } else {
+        log::Warn("doctor: not asking " + url + ": not root's rdmascope serve, " + fallback,
+                  {{"why", trusted.error()}});
+      }
+      return std::nullopt;
+    }
+  } else {
+    client = ClientOptions(options.exporter_access, "exporter");
+  }
+  const auto answer = HttpGet(
+      *parsed, target, std::chrono::milliseconds(options.exporter_timeout_ns / 1'000'000), client);
   std::string error;
   bool unreachable = false;
   if (!answer) {
@@ -558,6 +631,8 @@ int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
   try {
     if (auto remote = FromExporter(options)) {
       doctor::SortFindings(remote->findings);
+      // The exporter's fixes are its host's, and its bytes: to read, not to paste here as is.
+      remote->context.fixes_display_only = true;
       return PrintDoctorReport(remote->findings, remote->context, options,
                                config.log_level == log::Level::kDebug);
     }

@@ -10,6 +10,7 @@
 #include <ctime>
 #include <iterator>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -40,7 +41,8 @@ constexpr double kTrendSpanSeconds = 3600;
 constexpr double kTrendStepSeconds = 60;
 
 // What a query is asked for, and what its answer feeds.
-enum class Use { kNow, kBefore, kTrendThen, kTrendAppeared };
+// kIdentity: rdmascope_build_info, which names the (instance, job) pairs that are rdmascope.
+enum class Use { kNow, kBefore, kTrendThen, kTrendAppeared, kIdentity };
 
 struct PlannedQuery {
   std::string promql;
@@ -82,7 +84,7 @@ void Run(const HttpUrl& url, const HttpClientOptions& client, std::chrono::milli
   result.record.bytes = answer->body.size();
   // Prometheus answers its errors (400 bad query, 422 execution, 503 timeout) as JSON too.
   std::expected<void, std::string> read;
-  if (query.use == Use::kNow || query.use == Use::kBefore) {
+  if (query.use == Use::kNow || query.use == Use::kBefore || query.use == Use::kIdentity) {
     read = doctor::AddQueryAnswer(answer->body, result.series);
     for (const auto& [instance, by_name] : result.series) {
       for (const auto& [name, samples] : by_name) result.record.series += samples.size();
@@ -196,6 +198,26 @@ std::optional<double> ParseEvaluationTime(const std::string& text) {
   return static_cast<double>(utc - offset) + fraction;
 }
 
+// instance -> the jobs under which it is rdmascope (has rdmascope_build_info).
+using RdmascopeJobs = std::map<std::string, std::set<std::string>, std::less<>>;
+
+// Keeps the series of rdmascope's own targets: those whose (instance, job) has
+// rdmascope_build_info. Another exporter (or a recording rule, a pushgateway, a federated
+// source) publishing a series of the same name for an instance could otherwise add findings
+// and fix lines to its report. Returns how many samples were dropped.
+size_t KeepRdmascopeSeries(const RdmascopeJobs& jobs, doctor::SeriesByName& by_name,
+                           const std::string& instance) {
+  const auto own = jobs.find(instance);
+  size_t dropped = 0;
+  for (auto& [name, samples] : by_name) {
+    dropped += std::erase_if(samples, [&](const doctor::Sample& sample) {
+      return own == jobs.end() || !own->second.contains(sample.Label("job"));
+    });
+  }
+  std::erase_if(by_name, [](const auto& entry) { return entry.second.empty(); });
+  return dropped;
+}
+
 std::string PrometheusMatchers(const std::string& selector, const std::string& job) {
   std::string matchers = selector;
   const size_t first = matchers.find_first_not_of(" \t");
@@ -254,11 +276,20 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
                     .time = now,
                     .start = then + kTrendStepSeconds,
                     .use = Use::kTrendAppeared});
+    // The targets that are rdmascope: rdmascope_build_info seen in the last day (a target down
+    // now still counts, so that fleet drift reports it missing), named back (a function's
+    // result has no __name__; label_replace may set it).
+    plan.push_back({.promql = "label_replace(last_over_time(rdmascope_build_info" +
+                              (matchers.empty() ? "" : "{" + matchers + "}") +
+                              "[1d]), \"__name__\", \"rdmascope_build_info\", \"\", \"\")",
+                    .time = now,
+                    .use = Use::kIdentity});
     std::vector<QueryResult> results =
         RunAll(*url, client, timeout, plan, options.prometheus_concurrency);
 
     doctor::InstanceSeries now_series, before_series;
     doctor::TrendPoints trend;
+    RdmascopeJobs rdmascope_jobs;
     std::vector<doctor::ReportQuery> records;
     for (size_t i = 0; i < plan.size(); ++i) {
       QueryResult& result = results[i];
@@ -279,6 +310,15 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
         case Use::kBefore:
           doctor::MergeSeries(std::move(result.series), before_series);
           break;
+        case Use::kIdentity:
+          for (const auto& [instance, by_name] : result.series) {
+            for (const auto& [name, samples] : by_name) {
+              for (const doctor::Sample& sample : samples) {
+                rdmascope_jobs[instance].insert(sample.Label("job"));
+              }
+            }
+          }
+          break;
         default:
           for (auto& [instance, by_time] : result.trend) {
             for (auto& [at, by_name] : by_time) {
@@ -289,6 +329,23 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
             }
           }
       }
+    }
+    size_t foreign = 0;
+    for (doctor::InstanceSeries* series : {&now_series, &before_series}) {
+      for (auto& [instance, by_name] : *series) {
+        foreign += KeepRdmascopeSeries(rdmascope_jobs, by_name, instance);
+      }
+      std::erase_if(*series, [](const auto& entry) { return entry.second.empty(); });
+    }
+    for (auto& [instance, by_time] : trend) {
+      for (auto& [at, by_name] : by_time) {
+        foreign += KeepRdmascopeSeries(rdmascope_jobs, by_name, instance);
+      }
+    }
+    if (foreign > 0) {
+      log::Info("doctor: series of targets that are not rdmascope ignored",
+                {{"samples", std::to_string(foreign)},
+                 {"why", "no rdmascope_build_info for their instance and job"}});
     }
     auto snapshots = doctor::SnapshotsOf(std::move(now_series), now);
     const bool any_rdmascope = std::ranges::any_of(snapshots, [](const auto& entry) {
@@ -333,6 +390,7 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
         .window_kind = window > 0 ? doctor::kWindowLookback : doctor::kWindowNone};
     context.queries = std::move(records);
     context.instances = snapshots.size();
+    context.fixes_display_only = true;  // each fix is its instance's, none this host's
     if (!options.show_ok) doctor::CountOk(findings, context);
     return PrintDoctorReport(findings, context, options, false);
   } catch (const std::exception& e) {

@@ -26,11 +26,13 @@
 #include "collectors/workload.h"
 #include "core/collector_runner.h"
 #include "core/log.h"
+#include "core/terminal_text.h"
 #include "core/version.h"
 #include "doctor/check_util.h"
 #include "profile/folded_writer.h"
 #include "profile/html_report.h"
 #include "profile/json_writer.h"
+#include "profile/output_dir.h"
 #include "profile/pprof_writer.h"
 #include "profile/profile_session.h"
 #include "sys/perf_events.h"
@@ -127,16 +129,19 @@ std::string Histogram(const profile::Log2Histogram& h, double scale, const std::
          unit + ")";
 }
 
+// Every name in it is the profiled program's or the host's (comm, frames, devices, notes):
+// printed through EscapeControls, never raw to the terminal.
 std::string Summary(const ProfileData& data, const std::filesystem::path& output) {
+  const auto safe = [](std::string_view value) { return EscapeControls(value); };
   std::ostringstream out;
-  out << "rdmascope profile of pid " << data.pid << " (" << data.comm << "), "
+  out << "rdmascope profile of pid " << data.pid << " (" << safe(data.comm) << "), "
       << doctor::Num(std::round(data.duration_seconds * 10) / 10)
       << " s, ended: " << data.end_reason;
   if (data.exit_status) out << " (exit status " << *data.exit_status << ")";
   out << "\n";
   if (!data.workload.empty()) {
     out << "  workload:";
-    for (const auto& [name, value] : data.workload) out << " " << name << "=" << value;
+    for (const auto& [name, value] : data.workload) out << " " << safe(name) << "=" << safe(value);
     out << "\n";
   }
   const profile::MrSummary& mr = data.mr;
@@ -158,7 +163,7 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
           frame.function.starts_with("ibv_") || frame.module.starts_with("libibverbs.so") ||
           frame.module.find("-rdmav") != std::string::npos || frame.module.starts_with("libc.so");
       if (frame.function != "??" && !rdma_stack) {
-        where = frame.function + " (" + frame.module + ")";
+        where = safe(frame.function) + " (" + safe(frame.module) + ")";
         break;
       }
     }
@@ -175,8 +180,8 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
   };
   for (const profile::QueueInfo& qp : data.queues) {
     if (qp.kind != "qp") continue;
-    out << "  qp " << qp.handle << " (" << qp.type << ") on "
-        << (qp.device.empty() ? "?" : qp.device) << ": send " << figure(qp.capacity) << " WRs x "
+    out << "  qp " << qp.handle << " (" << safe(qp.type) << ") on "
+        << (qp.device.empty() ? "?" : safe(qp.device)) << ": send " << figure(qp.capacity) << " WRs x "
         << figure(qp.max_send_sge) << " SGEs, receive "
         << (qp.uses_srq ? "from an SRQ" : figure(qp.max_recv_wr) + " WRs") << " x "
         << figure(qp.max_recv_sge) << " SGEs";
@@ -188,7 +193,8 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
   }
   for (const profile::QueueInfo& queue : data.queues) {
     if (queue.kind == "qp") continue;
-    out << "  " << queue.kind << " " << queue.handle << " on " << queue.device << ": capacity "
+    out << "  " << safe(queue.kind) << " " << queue.handle << " on " << safe(queue.device)
+        << ": capacity "
         << (queue.capacity ? std::to_string(*queue.capacity) : "?") << ", peak "
         << (queue.peak_occupancy ? std::to_string(*queue.peak_occupancy) : "not measured") << "\n";
   }
@@ -202,7 +208,7 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
     for (const auto& [node, threads] : by_node) out << " node " << node << " x" << threads;
     if (numa.off_nic_share) {
       out << "; " << doctor::Percent(*numa.off_nic_share) << " of " << numa.samples
-          << " samples off " << numa.nic_device << "'s node " << *numa.nic_node;
+          << " samples off " << safe(numa.nic_device) << "'s node " << *numa.nic_node;
     } else {
       out << "; NIC node unknown";
     }
@@ -217,21 +223,15 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
     out << "\n";
   }
   for (const doctor::Finding& finding : data.advice) {
-    out << "  [" << doctor::SeverityName(finding.severity) << "] " << finding.id << ": "
-        << (finding.advice.empty() ? finding.observed : finding.advice) << "\n";
+    out << "  [" << doctor::SeverityName(finding.severity) << "] " << safe(finding.id) << ": "
+        << safe(finding.advice.empty() ? finding.observed : finding.advice) << "\n";
   }
-  for (const std::string& note : data.notes) out << "  note: " << note << "\n";
+  for (const std::string& note : data.notes) out << "  note: " << safe(note) << "\n";
   std::error_code ec;  // profile.pb.gz only if written (WriteOutputs removes a stale one)
-  out << "  report: " << (output / "profile.html").string() << " (also profile.json, "
+  out << "  report: " << safe((output / "profile.html").string()) << " (also profile.json, "
       << (std::filesystem::exists(output / "profile.pb.gz", ec) ? "profile.pb.gz, " : "")
       << "*.folded)\n";
   return out.str();
-}
-
-void WriteFile(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!file) throw std::runtime_error("cannot write " + path.string());
 }
 
 // pprof's encoder is librdmascope_pprof.so (libprotobuf), loaded here only: without it the
@@ -244,26 +244,26 @@ std::expected<std::string, std::string> EncodePprof(const ProfileData& data) {
   return profile::EncodePprof(data, *library);
 }
 
-void WriteOutputs(ProfileData& data, const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
+// Written as root into a directory that may be under /tmp: profile/output_dir.h.
+void WriteOutputs(ProfileData& data, const std::filesystem::path& path) {
+  const profile::OutputDir dir(path);
   if (auto pprof = EncodePprof(data)) {
-    WriteFile(dir / "profile.pb.gz", *pprof);
+    dir.Write("profile.pb.gz", *pprof);
   } else {
     log::Error("profile: no pprof output (profile.pb.gz)", {{"err", pprof.error()}});
     data.notes.push_back("no profile.pb.gz: " + pprof.error());
-    std::error_code ec;
-    std::filesystem::remove(dir / "profile.pb.gz", ec);  // not a previous run's
+    dir.Remove("profile.pb.gz");  // not a previous run's
   }
   std::ostringstream json;
   profile::WriteProfileJson(data, json);
-  WriteFile(dir / "profile.json", json.str());
+  dir.Write("profile.json", json.str());
   for (const auto value :
        {profile::FoldedValue::kOutstandingBytes, profile::FoldedValue::kRegisteredBytes,
         profile::FoldedValue::kOutstandingRegions, profile::FoldedValue::kRegistrations}) {
-    WriteFile(dir / (std::string(profile::FoldedValueName(value)) + ".folded"),
+    dir.Write(std::string(profile::FoldedValueName(value)) + ".folded",
               profile::FoldedStacks(data, value));
   }
-  WriteFile(dir / "profile.html", profile::HtmlReport(data));
+  dir.Write("profile.html", profile::HtmlReport(data));
 }
 
 // The process's own perf events: the software ones count on any host, the hardware ones
@@ -362,6 +362,14 @@ std::optional<std::filesystem::path> FindPreload(const std::string& flag,
 
 int RunProfile(ServeConfig config, const ProfileOptions& options) {
   log::SetLevel(config.log_level);
+  // The output directory is checked (and created) before the profile runs: a refused one
+  // must not cost the window. Checked again, on what is open, when writing.
+  try {
+    const profile::OutputDir check(options.output);
+  } catch (const std::exception& e) {
+    log::Error("profile: cannot write the report", {{"err", e.what()}});
+    return 1;
+  }
   std::vector<std::string> notes;
   const bool launch = !options.pid.has_value();
   std::optional<std::filesystem::path> preload;

@@ -1,5 +1,7 @@
 #include "core/html.h"
 
+#include <cstdio>
+
 #include "core/metric_set.h"
 
 namespace rdmascope {
@@ -8,7 +10,10 @@ std::string HtmlEscape(std::string_view text) {
   const std::string valid = SanitizeUtf8(text);
   std::string out;
   out.reserve(valid.size());
-  for (const char c : valid) {
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const char c = valid[i];
+    const auto byte = static_cast<unsigned char>(c);
+    char escaped[8];
     switch (c) {
       case '&':
         out += "&amp;";
@@ -26,7 +31,21 @@ std::string HtmlEscape(std::string_view text) {
         out += "&#39;";
         break;
       default:
-        out += c;
+        // Control characters (but tab and line ends) are written as text, \x1b or \u009b:
+        // never raw in a page saved, or printed by curl, to a terminal. C1 ones are
+        // U+0080..U+009F, C2 80..C2 9F in UTF-8.
+        if ((byte < 0x20 && c != '\t' && c != '\n' && c != '\r') || byte == 0x7f) {
+          std::snprintf(escaped, sizeof escaped, "\\x%02x", byte);
+          out += escaped;
+        } else if (byte == 0xc2 && i + 1 < valid.size() &&
+                   static_cast<unsigned char>(valid[i + 1]) <= 0x9f) {
+          std::snprintf(escaped, sizeof escaped, "\\u%04x",
+                        static_cast<unsigned char>(valid[i + 1]));
+          out += escaped;
+          ++i;
+        } else {
+          out += c;
+        }
     }
   }
   return out;

@@ -11,6 +11,7 @@
 
 #include "doctor/finding.h"
 #include "doctor/samples.h"
+#include "doctor/shell_quote.h"
 
 namespace rdmascope::doctor {
 

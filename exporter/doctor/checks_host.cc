@@ -31,8 +31,9 @@ std::vector<Finding> CheckNumaPlacement(const Snapshot& now, const Snapshot*,
           "every DMA and doorbell crosses the socket interconnect (local placement "
           "cut access latency by about 30%): run " +
           ratio->Label("comm") + " on node " + target + ", CPUs and memory";
-      finding.fix = "numactl --cpunodebind=" + target + " --membind=" + target + " -- " +
-                    ratio->Label("comm");
+      // The comm is the tenant's to choose (prctl PR_SET_NAME): quoted, or no fix.
+      finding.fix = FixLine({"numactl --cpunodebind=", target, " --membind=", target, " -- ",
+                             HostValue(ratio->Label("comm"))});
     }
     findings.push_back(std::move(finding));
   }

@@ -58,7 +58,7 @@ const Sample* PortInfo(const Snapshot& now, const Sample& port) {
 std::string ResetCommand(const Snapshot& now, const Sample& port) {
   const Sample* info = PortInfo(now, port);
   if (info == nullptr || info->Label("link_layer") != "InfiniBand") return "";
-  return "perfquery -R -C " + port.Label("device") + " -P " + port.Label("port");
+  return FixLine({"perfquery -R -C ", HostValue(port.Label("device")), " -P ", HostValue(port.Label("port"))});
 }
 
 // A counter that must not move over the window: one finding per series.
@@ -236,7 +236,7 @@ std::vector<Finding> CheckPortState(const Snapshot& now, const Snapshot*, const 
       finding.advice = "the link is physically up but the RDMA port is " + StateName(port->value) +
                        ": bring its interface " + (netdev.empty() ? "" : netdev + " ") +
                        "up and check `ip link`";
-      if (!netdev.empty()) finding.fix = "ip link set dev " + netdev + " up";
+      if (!netdev.empty()) finding.fix = FixLine({"ip link set dev ", HostValue(netdev), " up"});
     } else if (cabled) {
       finding.advice = "the link is physically up but the port is " + StateName(port->value) +
                        ": no subnet manager has configured it; start or fix the SM (opensm, or "
@@ -282,7 +282,8 @@ std::vector<Finding> CheckActiveMtu(const Snapshot& now, const Snapshot*,
                        " MTU to at least " + Num(options.min_netdev_mtu) + " for " + Num(*max) +
                        "-byte RDMA payloads, on the switches too";
       if (!netdev.empty()) {
-        finding.fix = "ip link set dev " + netdev + " mtu " + Num(options.min_netdev_mtu);
+        finding.fix =
+            FixLine({"ip link set dev ", HostValue(netdev), " mtu ", Num(options.min_netdev_mtu)});
       }
     } else if (*active < *max) {
       // The active MTU of an IB link is the lower of its two ends' MTUCap, set by the SM when it

@@ -144,7 +144,8 @@ std::vector<Finding> CheckPinnedVsMemlock(const Snapshot& now, const Snapshot*,
           "the limit for the service (LimitMEMLOCK=infinity in its systemd unit, "
           "memlock in /etc/security/limits.conf, or --ulimit memlock=-1 for a "
           "container)";
-      finding.fix = "prlimit --pid " + pinned->Label("pid") + " --memlock=unlimited:unlimited";
+      finding.fix = FixLine(
+          {"prlimit --pid ", HostValue(pinned->Label("pid")), " --memlock=unlimited:unlimited"});
     }
     findings.push_back(std::move(finding));
   }

@@ -143,8 +143,8 @@ std::vector<Finding> CheckIrqAffinity(const Snapshot& now, const Snapshot*, cons
                        "ban the NIC's IRQs), pin them to " +
                        where + "'s CPUs, and use no more channels than it has cores (ethtool -L " +
                        netdev + " combined N)";
-      finding.fix = "systemctl stop irqbalance && set_irq_affinity_bynode.sh " +
-                    (node ? Num(*node) : std::string("NODE")) + " " + netdev;
+      finding.fix = FixLine({"systemctl stop irqbalance && set_irq_affinity_bynode.sh ",
+                             node ? Num(*node) : std::string("NODE"), " ", HostValue(netdev)});
     }
     findings.push_back(std::move(finding));
   }
@@ -245,8 +245,9 @@ std::vector<Finding> CheckFirmwareUniform(const Snapshot& now, const Snapshot*,
       if (model.starts_with("board_id MT_")) {
         // mlxfwmanager names devices by PCI address; without one it would update every NIC.
         const auto pci = now.Find("rdma_pcie_link_width_lanes", {{"device", nic.device}});
-        finding.fix = "mlxfwmanager --online -u" +
-                      (pci.empty() ? "" : " -d " + pci.front()->Label("pci_address"));
+        finding.fix = pci.empty() ? "mlxfwmanager --online -u"
+                                  : FixLine({"mlxfwmanager --online -u -d ",
+                                             HostValue(pci.front()->Label("pci_address"))});
       }
       findings.push_back(std::move(finding));
     }

@@ -61,7 +61,8 @@ std::vector<Finding> CheckNetdevMtu(const Snapshot& now, const Snapshot*,
                        Num(options.min_netdev_mtu) +
                        " (or 9000), on the switches too, and make it persistent (the CNI or "
                        "network configuration that left it)";
-      finding.fix = "ip link set dev " + roce.netdev + " mtu " + Num(options.min_netdev_mtu);
+      finding.fix =
+          FixLine({"ip link set dev ", HostValue(roce.netdev), " mtu ", Num(options.min_netdev_mtu)});
     }
     findings.push_back(std::move(finding));
   }
@@ -100,7 +101,7 @@ std::vector<Finding> CheckPfc(const Snapshot& now, const Snapshot*, const Doctor
       finding.advice = "without PFC on priority " + priority +
                        ", congestion drops become retransmissions: enable it on " + roce.netdev +
                        " consistently with the switches";
-      finding.fix = "dcb pfc set dev " + roce.netdev + " prio-pfc " + priority + ":on";
+      finding.fix = FixLine({"dcb pfc set dev ", HostValue(roce.netdev), " prio-pfc ", priority, ":on"});
     }
     findings.push_back(std::move(finding));
   }
@@ -149,7 +150,7 @@ std::vector<Finding> CheckGlobalPause(const Snapshot& now, const Snapshot* befor
                        ": it stops every traffic class, not only RoCE's; turn it off and use PFC "
                        "on priority " +
                        std::to_string(options.roce_priority);
-      finding.fix = "ethtool -A " + roce.netdev + " rx off tx off";
+      finding.fix = FixLine({"ethtool -A ", HostValue(roce.netdev), " rx off tx off"});
     }
     findings.push_back(std::move(finding));
   }
@@ -185,7 +186,8 @@ std::vector<Finding> CheckPauseStorm(const Snapshot& now, const Snapshot* before
                        "pause frames after pausing too long, so the "
                        "lossless class now drops: find the receiver that cannot drain (a hung "
                        "host, PCIe, a process not polling) and keep storm prevention on";
-      finding.fix = "ethtool --set-tunable " + series->Label("device") + " pfc-prevention-tout 100";
+      finding.fix = FixLine(
+          {"ethtool --set-tunable ", HostValue(series->Label("device")), " pfc-prevention-tout 100"});
     }
     findings.push_back(std::move(finding));
   }
@@ -232,7 +234,7 @@ std::vector<Finding> CheckCoalescing(const Snapshot& now, const Snapshot* before
           roce.netdev +
           "'s Ethernet queues only: RDMA completion events are moderated per CQ "
           "(ibv_modify_cq), not by ethtool";
-      finding.fix = "ethtool -C " + roce.netdev + " adaptive-rx on";
+      finding.fix = FixLine({"ethtool -C ", HostValue(roce.netdev), " adaptive-rx on"});
     }
     findings.push_back(std::move(finding));
   }

@@ -70,8 +70,8 @@ std::vector<Finding> CheckDefaultTos(const Snapshot& now, const Snapshot*,
                        " on a NIC trusting DSCP, not the RoCE priority " +
                        Num(options.roce_priority) + " where PFC and ECN are set up: set ToS " +
                        Num(wanted_tos) + " (DSCP " + Num(dscp) + ")";
-      finding.fix = "echo " + Num(wanted_tos) + " > " + dir + "/ports/" + port->Label("port") +
-                    "/default_roce_tos";
+      finding.fix = FixLine({"echo ", Num(wanted_tos), " > ",
+                             HostValue(dir + "/ports/" + port->Label("port") + "/default_roce_tos")});
     }
     findings.push_back(std::move(finding));
   }
@@ -119,8 +119,14 @@ std::vector<Finding> CheckEcn(const Snapshot& now, const Snapshot*, const Doctor
       std::string fix;
       for (const char* point : {"roce_np", "roce_rp"}) {
         if (missing.find(point) == std::string::npos) continue;
-        if (!fix.empty()) fix += " && ";
-        fix += "echo 1 > /sys/class/net/" + netdev + "/ecn/" + point + "/enable/" + priority;
+        const std::string one = FixLine(
+            {"echo 1 > ",
+             HostValue("/sys/class/net/" + netdev + "/ecn/" + point + "/enable/" + priority)});
+        if (one.empty()) {  // a netdev name that cannot be quoted: no fix at all
+          fix.clear();
+          break;
+        }
+        fix += (fix.empty() ? "" : " && ") + one;
       }
       finding.fix = fix;
     }
@@ -154,7 +160,7 @@ std::vector<Finding> CheckKernelModules(const Snapshot& now, const Snapshot*,
       } else {
         finding.advice = "no process can use verbs without " + name + ": load it";
       }
-      finding.fix = "modprobe " + name;
+      finding.fix = FixLine({"modprobe ", HostValue(name)});
     }
     findings.push_back(std::move(finding));
   }

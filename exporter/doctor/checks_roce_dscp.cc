@@ -76,8 +76,8 @@ std::vector<Finding> CheckDscpTrust(const Snapshot& now, const Snapshot*,
                        " maps to priority " + priority;
       const bool mlx5 =
           !now.Find("rdma_netdev_info", {{"device", netdev}, {"driver", "mlx5_core"}}).empty();
-      finding.fix = mlx5 ? "mlnx_qos -i " + netdev + " --trust dscp"
-                         : "dcb app add dev " + netdev + " dscp-prio " + mapping;
+      finding.fix = mlx5 ? FixLine({"mlnx_qos -i ", HostValue(netdev), " --trust dscp"})
+                         : FixLine({"dcb app add dev ", HostValue(netdev), " dscp-prio ", mapping});
       findings.push_back(std::move(finding));
       continue;
     }
@@ -93,7 +93,7 @@ std::vector<Finding> CheckDscpTrust(const Snapshot& now, const Snapshot*,
                        " is left to the NIC's own map, which the kernel does not show: map it "
                        "to priority " +
                        priority;
-      finding.fix = "dcb app add dev " + netdev + " dscp-prio " + mapping;
+      finding.fix = FixLine({"dcb app add dev ", HostValue(netdev), " dscp-prio ", mapping});
     } else if (!on_roce_priority) {
       finding.severity = Severity::kWarn;
       finding.observed = "trusts DSCP; " + dscp_text + " maps to priority " + PriorityList(entries);
@@ -101,7 +101,7 @@ std::vector<Finding> CheckDscpTrust(const Snapshot& now, const Snapshot*,
                        PriorityList(entries) + ", not on the RoCE priority " + priority +
                        (pfc_on ? " where PFC is on" : "") + ": map DSCP " + Num(dscp) +
                        " to priority " + priority;
-      finding.fix = "dcb app replace dev " + netdev + " dscp-prio " + mapping;
+      finding.fix = FixLine({"dcb app replace dev ", HostValue(netdev), " dscp-prio ", mapping});
     } else {
       finding.observed = "trusts DSCP; " + dscp_text + " maps to priority " + priority;
     }

@@ -267,11 +267,16 @@ void MissingHosts(const std::map<std::string, Snapshot>& now, std::vector<Findin
           "until fixed";
       // The host collector names the provider that is not loaded (host.kernel_modules).
       const Snapshot& snapshot = now.at(instance);
+      // Module names are the remote host's series: each quoted, or no fix.
       std::string modules;
+      bool quotable = true;
       for (const Sample* module : snapshot.Find("rdma_host_kernel_module_loaded")) {
-        if (module->value == 0) modules += " " + module->Label("module");
+        if (module->value != 0) continue;
+        const std::string word = FixLine({" ", HostValue(module->Label("module"))});
+        quotable = quotable && !word.empty();
+        modules += word;
       }
-      if (!modules.empty()) finding.fix = "modprobe -a" + modules;
+      if (!modules.empty() && quotable) finding.fix = "modprobe -a" + modules;
       findings.push_back(std::move(finding));
     }
   }

@@ -46,9 +46,8 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
          // mlxfwmanager names a device by its PCI address; without -d it would update every NIC.
          if (!outlier.detail.at("board_id").starts_with("MT_")) return "";
          const auto pci = outlier.detail.find("pci");
-         return "mlxfwmanager -u -d " +
-                (pci == outlier.detail.end() ? std::string("PCI_ADDRESS") : pci->second) +
-                " -i IMAGE";
+         if (pci == outlier.detail.end()) return "mlxfwmanager -u -d PCI_ADDRESS -i IMAGE";
+         return FixLine({"mlxfwmanager -u -d ", HostValue(pci->second), " -i IMAGE"});
        }});
   settings.push_back(
       {"fleet.driver", "rdmafleetdriverdrift", Severity::kWarn, false, "driver",
@@ -130,7 +129,8 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
          }
        },
        [](const Entry& outlier, const Entry& majority) {
-         return "ip link set dev " + outlier.detail.at("netdev") + " mtu " + majority.value;
+         return FixLine({"ip link set dev ", HostValue(outlier.detail.at("netdev")), " mtu ",
+                         HostValue(majority.value)});
        }});
   settings.push_back(
       {"fleet.active_mtu", "rdmafleetmtudrift", Severity::kWarn, false, "active MTU",
@@ -185,8 +185,8 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
            }
          }
          return outlier.detail.at("driver") == "mlx5_core"
-                    ? "mlnx_qos -i " + netdev + " --pfc " + flags
-                    : "dcb pfc set dev " + netdev + " prio-pfc" + flags;
+                    ? FixLine({"mlnx_qos -i ", HostValue(netdev), " --pfc ", flags})
+                    : FixLine({"dcb pfc set dev ", HostValue(netdev), " prio-pfc", flags});
        }});
   const std::string roce_dscp = std::to_string(options.roce_dscp);
   settings.push_back(
@@ -227,17 +227,22 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
          const std::string& netdev = outlier.detail.at("netdev");
          const bool mlx5 = outlier.detail.at("driver") == "mlx5_core";
          if (majority.detail.at("trust") == "pcp") {
-           return mlx5 ? "mlnx_qos -i " + netdev + " --trust pcp"
-                       : "dcb app flush dev " + netdev + " dscp-prio";
+           return mlx5 ? FixLine({"mlnx_qos -i ", HostValue(netdev), " --trust pcp"})
+                       : FixLine({"dcb app flush dev ", HostValue(netdev), " dscp-prio"});
          }
          std::string fix;
          if (mlx5 && outlier.detail.at("trust") != "dscp") {
-           fix = "mlnx_qos -i " + netdev + " --trust dscp";
+           fix = FixLine({"mlnx_qos -i ", HostValue(netdev), " --trust dscp"});
+           if (fix.empty()) return fix;
          }
          const auto map = majority.detail.find("map");
          if (map != majority.detail.end() && !map->second.empty()) {
-           fix += (fix.empty() ? "" : " && ") +
-                  ("dcb app replace dev " + netdev + " dscp-prio " + map->second);
+           // "DSCP:PRIORITY ...", the majority's labels: each word quoted.
+           const std::string words = QuotedWords(map->second);
+           const std::string replace =
+               words.empty() ? "" : FixLine({"dcb app replace dev ", HostValue(netdev), " dscp-prio "});
+           if (replace.empty()) return std::string();
+           fix += (fix.empty() ? "" : " && ") + replace + words;
          }
          return fix;
        }});
@@ -268,8 +273,8 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
        },
        [](const Entry& outlier, const Entry& majority) {
          const std::string dir = "/sys/kernel/config/rdma_cm/" + outlier.detail.at("device");
-         return "mkdir -p " + dir + " && echo " + majority.value + " > " + dir + "/ports/" +
-                outlier.detail.at("port") + "/default_roce_tos";
+         return FixLine({"mkdir -p ", HostValue(dir), " && echo ", HostValue(majority.value), " > ",
+                         HostValue(dir + "/ports/" + outlier.detail.at("port") + "/default_roce_tos")});
        }});
   settings.push_back(
       {"fleet.ecn", "rdmafleetecndrift", Severity::kWarn, false, "ECN",
@@ -305,9 +310,12 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
            const auto mine = outlier.detail.find(key);
            if (mine != outlier.detail.end() && mine->second == value) continue;
            const size_t space = key.find(' ', 4);
-           fix += (fix.empty() ? "" : " && ") +
-                  ("echo " + value + " > /sys/class/net/" + outlier.detail.at("netdev") +
-                   "/ecn/roce_" + key.substr(4, space - 4) + "/enable/" + key.substr(space + 1));
+           const std::string one =
+               FixLine({"echo ", HostValue(value), " > ",
+                        HostValue("/sys/class/net/" + outlier.detail.at("netdev") + "/ecn/roce_" +
+                             key.substr(4, space - 4) + "/enable/" + key.substr(space + 1))});
+           if (one.empty()) return std::string();  // a value that cannot be quoted: no fix
+           fix += (fix.empty() ? "" : " && ") + one;
          }
          return fix;
        }});
@@ -344,7 +352,8 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
            if (mine != outlier.detail.end() && mine->second == value) continue;
            knobs += " " + key.substr(5) + " " + value;
          }
-         return knobs.empty() ? "" : "ethtool -C " + outlier.detail.at("netdev") + knobs;
+         return knobs.empty() ? ""
+                              : FixLine({"ethtool -C ", HostValue(outlier.detail.at("netdev")), knobs});
        }});
   settings.push_back(
       {"fleet.cqe_compression", "rdmafleetcoalescingdrift", Severity::kInfo, false,
@@ -364,8 +373,8 @@ std::vector<Setting> Settings(const DoctorOptions& options) {
          }
        },
        [](const Entry& outlier, const Entry& majority) {
-         return "ethtool --set-priv-flags " + outlier.detail.at("netdev") + " rx_cqe_compress " +
-                majority.value;
+         return FixLine({"ethtool --set-priv-flags ", HostValue(outlier.detail.at("netdev")),
+                         " rx_cqe_compress ", HostValue(majority.value)});
        }});
   return settings;
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/html.h"
+#include "core/terminal_text.h"
 
 namespace rdmascope::doctor {
 namespace {
@@ -142,6 +143,45 @@ std::string WindowKindText(const std::string& kind) {
   return "";
 }
 
+// The areas of a report to print, worst first: by the worst severity of their findings (skip
+// not counted), then in the areas' order; each area's findings in `findings`' order (worst
+// first after SortFindings). Skipped findings only with `with_skipped`; an area with nothing
+// else to print is left out.
+using Section = std::pair<std::string, std::vector<const Finding*>>;
+std::vector<Section> Sections(const std::vector<Finding>& findings, bool with_skipped) {
+  std::vector<Section> sections;
+  for (const Finding& finding : findings) {
+    if (finding.severity == Severity::kSkip && !with_skipped) continue;
+    auto section = std::find_if(sections.begin(), sections.end(),
+                                [&](const Section& s) { return s.first == finding.area; });
+    if (section == sections.end()) {
+      sections.emplace_back(finding.area, std::vector<const Finding*>{});
+      section = sections.end() - 1;
+    }
+    section->second.push_back(&finding);
+  }
+  const auto worst = [](const Section& section) {
+    int rank = SeverityRank(Severity::kSkip);
+    for (const Finding* finding : section.second) {
+      rank = std::min(rank, SeverityRank(finding->severity));
+    }
+    return rank;
+  };
+  std::stable_sort(sections.begin(), sections.end(), [&](const Section& a, const Section& b) {
+    return std::pair(worst(a), AreaRank(a.first)) < std::pair(worst(b), AreaRank(b.first));
+  });
+  return sections;
+}
+
+// Where a display-only fix applies: the finding's instance in a fleet report, else the host
+// the report is of.
+std::string FixHost(const Finding& finding, const ReportContext& context) {
+  for (const auto& [key, value] : finding.scope) {
+    if (key == "instance") return value;
+  }
+  return context.host;
+}
+
 }  // namespace
 
 void CountOk(std::vector<Finding>& findings, ReportContext& context) {
@@ -169,6 +209,8 @@ std::string RenderJson(const std::vector<Finding>& findings, const ReportContext
   // Absent only when re-rendering the report of an exporter older than the field.
   if (!context.window_kind.empty()) out["window_kind"] = context.window_kind;
   if (context.instances > 0) out["instances"] = context.instances;
+  // Added within schema_version 1: only when true.
+  if (context.fixes_display_only) out["fixes_display_only"] = true;
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Finding& finding : findings) {
     nlohmann::ordered_json item;
@@ -210,8 +252,10 @@ std::string RenderJson(const std::vector<Finding>& findings, const ReportContext
     }
     out["queries"] = std::move(queries);
   }
-  // Label values from drivers may hold invalid UTF-8: replace rather than throw.
-  return out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  // Label values from drivers may hold invalid UTF-8: replace rather than throw. The
+  // encoder escapes C0 controls; DEL and C1 ones too, for whoever prints it to a terminal.
+  return EscapeJsonControls(
+      out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n");
 }
 
 std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
@@ -259,8 +303,11 @@ std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
 
 std::string RenderText(const std::vector<Finding>& findings, const ReportContext& context,
                        bool colour, bool show_skipped) {
+  // Every value is the host's (device and process names), a remote exporter's or a
+  // Prometheus's: printed through EscapeControls, never raw to the terminal.
+  const auto safe = [](std::string_view value) { return EscapeControls(value); };
   const auto count = Count(findings, context);
-  std::string text = "rdmascope doctor on " + context.host +
+  std::string text = "rdmascope doctor on " + safe(context.host) +
                      (context.instances > 0 ? ", " + Thousands(context.instances) + " hosts" : "") +
                      " (window " + Window(context.window_seconds) +
                      WindowKindText(context.window_kind) + "): ";
@@ -268,51 +315,61 @@ std::string RenderText(const std::vector<Finding>& findings, const ReportContext
     text += std::to_string(count.at(severity)) + " " + std::string(SeverityName(severity)) +
             (severity == Severity::kSkip ? "\n" : ", ");
   }
+  if (context.fixes_display_only) {
+    text += "Fixes are for the host each names, not this one: printed as comments, to read.\n";
+  }
   const char* reset = colour ? "\033[0m" : "";
-  std::string area;
+  // A host without RDMA skips nearly every check: one line names them after the findings
+  // instead of a block each (--show-skipped prints the blocks with their reasons).
+  for (const auto& [area, section] : Sections(findings, show_skipped)) {
+    text += std::string("\n== ") + AreaTitle(area) + " ==\n";
+    for (const Finding* finding : section) {
+      std::string tag(SeverityName(finding->severity));
+      for (char& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      text += std::string(colour ? Colour(finding->severity) : "") + "[" + tag + "]" + reset +
+              " " + safe(finding->id);
+      const std::string scope = ScopeText(finding->scope);
+      if (!scope.empty()) text += "  " + safe(scope);
+      text += "\n";
+      // ok and skip fit one line: what was seen, or why the check did not run.
+      if (finding->severity == Severity::kOk || finding->severity == Severity::kSkip) {
+        text += "       " + safe(finding->observed) + "\n";
+        continue;
+      }
+      text += "       observed: " + safe(finding->observed) + "\n";
+      text += "       expected: " + safe(finding->expected) + "\n";
+      text += "       advice:   " + safe(finding->advice) + "\n";
+      if (!finding->fix.empty()) {
+        // Another host's fix is a comment: pasted here, it does nothing.
+        text += "       fix:      " +
+                (context.fixes_display_only
+                     ? "# on " + safe(FixHost(*finding, context)) + ", not here: "
+                     : std::string()) +
+                safe(finding->fix) + "\n";
+      }
+      text += "       runbook:  " + safe(finding->runbook) + "\n";
+    }
+  }
   std::vector<std::string> skipped;  // check ids, once each, in report order
-  for (const Finding& finding : findings) {
-    // A host without RDMA skips nearly every check: one line names them instead of a block
-    // each (--show-skipped prints the blocks with their reasons).
-    if (finding.severity == Severity::kSkip && !show_skipped) {
-      if (std::find(skipped.begin(), skipped.end(), finding.id) == skipped.end()) {
+  if (!show_skipped) {
+    for (const Finding& finding : findings) {
+      if (finding.severity == Severity::kSkip &&
+          std::find(skipped.begin(), skipped.end(), finding.id) == skipped.end()) {
         skipped.push_back(finding.id);
       }
-      continue;
     }
-    if (finding.area != area) {
-      area = finding.area;
-      text += std::string("\n== ") + AreaTitle(area) + " ==\n";
-    }
-    std::string tag(SeverityName(finding.severity));
-    for (char& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    text += std::string(colour ? Colour(finding.severity) : "") + "[" + tag + "]" + reset + " " +
-            finding.id;
-    const std::string scope = ScopeText(finding.scope);
-    if (!scope.empty()) text += "  " + scope;
-    text += "\n";
-    // ok and skip fit one line: what was seen, or why the check did not run.
-    if (finding.severity == Severity::kOk || finding.severity == Severity::kSkip) {
-      text += "       " + finding.observed + "\n";
-      continue;
-    }
-    text += "       observed: " + finding.observed + "\n";
-    text += "       expected: " + finding.expected + "\n";
-    text += "       advice:   " + finding.advice + "\n";
-    if (!finding.fix.empty()) text += "       fix:      " + finding.fix + "\n";
-    text += "       runbook:  " + finding.runbook + "\n";
   }
   if (!skipped.empty()) {
     text += "\n" + std::to_string(count.at(Severity::kSkip)) + " skipped (" +
             std::to_string(skipped.size()) + " checks; --show-skipped gives the reasons): ";
-    for (size_t i = 0; i < skipped.size(); ++i) text += (i > 0 ? ", " : "") + skipped[i];
+    for (size_t i = 0; i < skipped.size(); ++i) text += (i > 0 ? ", " : "") + safe(skipped[i]);
     text += "\n";
   }
-  if (!context.ok_by_check.empty()) text += "\n" + OkCountedText(context) + "\n";
+  if (!context.ok_by_check.empty()) text += "\n" + safe(OkCountedText(context)) + "\n";
   if (!context.queries.empty()) {
     text += "\n" + std::to_string(context.queries.size()) + " queries:\n";
     for (const ReportQuery& query : context.queries) {
-      text += "  " + query.promql + "\n      " + QueryText(query) + "\n";
+      text += "  " + safe(query.promql) + "\n      " + safe(QueryText(query)) + "\n";
     }
   }
   return text;
@@ -336,29 +393,49 @@ std::string RenderHtml(const std::vector<Finding>& findings, const ReportContext
             "</span> ";
   }
   html += "</p>\n";
-  // Worst first within each area (SortFindings), as the text report; every field is the
-  // hosts' bytes (device and process names): escaped.
-  std::string area;
-  for (const Finding& finding : findings) {
-    if (finding.area != area) {
-      html += std::string(area.empty() ? "" : "</table>\n") + "<h2>" +
-              HtmlEscape(AreaTitle(finding.area)) +
-              "</h2>\n<table><tr><th>severity</th><th>check</th><th>scope</th><th>observed</th>"
-              "<th>expected</th><th>advice</th><th>fix</th></tr>\n";
-      area = finding.area;
-    }
+  // As the text report: areas worst first, worst first within each (SortFindings); every
+  // field is the hosts' bytes (device and process names): escaped.
+  const auto row = [&](const Finding& finding) {
     const std::string severity(SeverityName(finding.severity));
     // "docs/runbook.md#anchor": the runbook `serve` answers at /runbook has the same anchors.
     const std::string runbook = RunbookLink(finding);
-    html += "<tr class=\"" + severity + "\"><td>" + severity + "</td><td><a href=\"" +
-            HtmlEscape(runbook) + "\">" + HtmlEscape(finding.id) + "</a></td><td>" +
-            HtmlEscape(ScopeText(finding.scope)) + "</td><td>" + HtmlEscape(finding.observed) +
-            "</td><td>" + HtmlEscape(finding.expected) + "</td><td>" + HtmlEscape(finding.advice) +
-            "</td><td>" +
-            (finding.fix.empty() ? "" : "<code>" + HtmlEscape(finding.fix) + "</code>") +
-            "</td></tr>\n";
+    std::string fix;
+    if (!finding.fix.empty()) {
+      fix = (context.fixes_display_only
+                 ? "<em>on " + HtmlEscape(FixHost(finding, context)) + ", not here:</em> "
+                 : std::string()) +
+            "<code>" + HtmlEscape(finding.fix) + "</code>";
+    }
+    return "<tr class=\"" + severity + "\"><td>" + severity + "</td><td><a href=\"" +
+           HtmlEscape(runbook) + "\">" + HtmlEscape(finding.id) + "</a></td><td>" +
+           HtmlEscape(ScopeText(finding.scope)) + "</td><td>" + HtmlEscape(finding.observed) +
+           "</td><td>" + HtmlEscape(finding.expected) + "</td><td>" + HtmlEscape(finding.advice) +
+           "</td><td>" + fix + "</td></tr>\n";
+  };
+  constexpr const char* kTableHead =
+      "<table><tr><th>severity</th><th>check</th><th>scope</th><th>observed</th>"
+      "<th>expected</th><th>advice</th><th>fix</th></tr>\n";
+  if (context.fixes_display_only) {
+    html += "<p>Fixes are for the host each names, not the one reading this page.</p>\n";
   }
-  if (!area.empty()) html += "</table>\n";
+  // The areas worst first; skipped checks folded into one closed block at the end.
+  for (const auto& [area, section] : Sections(findings, false)) {
+    html += "<h2>" + HtmlEscape(AreaTitle(area)) + "</h2>\n" + kTableHead;
+    for (const Finding* finding : section) html += row(*finding);
+    html += "</table>\n";
+  }
+  std::string skipped;
+  size_t skipped_count = 0;
+  for (const Finding& finding : findings) {
+    if (finding.severity != Severity::kSkip) continue;
+    skipped += row(finding);
+    ++skipped_count;
+  }
+  if (skipped_count > 0) {
+    html += "<details><summary>" + std::to_string(skipped_count) +
+            " skipped (what doctor could not check, and why)</summary>\n" + kTableHead + skipped +
+            "</table>\n</details>\n";
+  }
   if (!context.ok_by_check.empty()) {
     html += "<h2>Counted</h2>\n<p class=\"ok\">" + HtmlEscape(OkCountedText(context)) + "</p>\n";
   }

@@ -43,6 +43,10 @@ struct ReportContext {
   size_t instances = 0;
   std::vector<ReportQuery> queries;
   std::map<std::string, size_t> ok_by_check;
+  // Fixes are another host's (a report read from `doctor --exporter`, a fleet report): shown
+  // for reading, never to paste here as they are. Text prints each as a shell comment naming
+  // where it applies, HTML says so, JSON adds "fixes_display_only": true.
+  bool fixes_display_only = false;
 };
 
 // Moves the ok findings out of `findings` into context.ok_by_check (check id -> how many): at
@@ -52,7 +56,9 @@ void CountOk(std::vector<Finding>& findings, ReportContext& context);
 inline constexpr int kExitCannotRun = 3;  // Nagios UNKNOWN: doctor itself could not run
 
 // Findings in report order: by area (links, roce, queues, memory, host), then crit, warn,
-// info, ok, skip, then id; stable otherwise (collection order).
+// info, ok, skip, then id; stable otherwise (collection order). JSON keeps this order; text
+// and HTML print the areas worst first (an area's worst finding, then the areas' order) and
+// fold the skipped checks into one line or block at the end.
 void SortFindings(std::vector<Finding>& findings);
 
 std::string RenderJson(const std::vector<Finding>& findings, const ReportContext& context);

@@ -106,11 +106,13 @@ HttpHandler::HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string te
       rejected_(prometheus::BuildCounter()
                     .Name("rdmascope_http_requests_rejected_total")
                     .Help("HTTP requests refused without being served, by reason (max_requests: "
-                          "past --web.max-requests scrapes in flight; rate_limit: past the web "
-                          "config's rate_limit)")
+                          "past --web.max-requests requests in flight; rate_limit: past the web "
+                          "config's rate_limit; costly_requests: past the debug routes' own "
+                          "limit of requests in flight)")
                     .Register(*serving_metrics_)),
       rejected_max_requests_(rejected_.Add({{"reason", "max_requests"}})),
       rejected_rate_limit_(rejected_.Add({{"reason", "rate_limit"}})),
+      rejected_costly_(rejected_.Add({{"reason", "costly_requests"}})),
       max_requests_(max_requests) {}
 
 HttpReply HttpHandler::Handle(const HttpRequest& request) const {
@@ -180,6 +182,41 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
   } catch (...) {
     return Text(500, "error: unknown exception\n");
   }
+}
+
+bool HttpHandler::IsCostly(const HttpRequest& request) const {
+  if (request.method != "GET") return false;  // a debug route answers 405 to the rest, at once
+  const std::string path(request.path);
+  return routes_.contains(path) || routes_.contains(path + ".html");
+}
+
+std::shared_ptr<void> HttpHandler::AdmitCostly(HttpReply& refusal) const {
+  // Taken first, given back on refusal: two requests racing for the last slot cannot both win.
+  if (costly_in_flight_.fetch_add(1) >= kMaxCostlyInFlight) {
+    costly_in_flight_.fetch_sub(1);
+    refusal = RejectCostly(rejected_costly_, "too many debug requests in flight (limit " +
+                                                 std::to_string(kMaxCostlyInFlight) + ")");
+    return nullptr;
+  }
+  // Scrapes in flight plus this one and the other costly ones: --web.max-requests in all.
+  if (max_requests_ > 0 && scrapes_in_flight_.load() + costly_in_flight_.load() > max_requests_) {
+    costly_in_flight_.fetch_sub(1);
+    refusal = RejectCostly(rejected_max_requests_,
+                           "too many requests in flight (limit " + std::to_string(max_requests_) +
+                               ", --web.max-requests)");
+    return nullptr;
+  }
+  // The token's deleter frees the slot; it owns nothing else.
+  return std::shared_ptr<void>(&costly_in_flight_,
+                               [](void* count) { static_cast<std::atomic<int>*>(count)->fetch_sub(1); });
+}
+
+HttpReply HttpHandler::RejectCostly(prometheus::Counter& counter, std::string why) const {
+  counter.Increment();
+  // Not logged: a client retrying in a loop would flood the log; the counter says it.
+  HttpReply reply = Text(503, why + "\n");
+  reply.headers.emplace_back("Retry-After", "1");
+  return reply;
 }
 
 HttpReply HttpHandler::RejectRateLimited() const {

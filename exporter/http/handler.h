@@ -61,11 +61,24 @@ class HttpHandler {
  public:
   // max_requests: scrapes of the telemetry path running at once at most
   // (--web.max-requests, node_exporter's); past it a scrape gets 503 at once. 0: no limit.
+  // Costly requests count against it too (AdmitCostly).
   HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string telemetry_path,
               DebugRoutes routes, int max_requests = 0);
 
   // Never throws: a failure is a 500 with its reason.
   HttpReply Handle(const HttpRequest& request) const;
+
+  // Whether `request` is a GET of a debug route (/doctor, /doctor.html, /debug/*): one that
+  // may collect or wait, which the server runs on its slow lane (http/slow_lane.h) instead
+  // of on a libmicrohttpd thread.
+  bool IsCostly(const HttpRequest& request) const;
+  // Admits a costly request: a token whose destruction frees its slot, or null with `refusal`
+  // set to the 503 that refuses it. Costly requests count against --web.max-requests with the
+  // scrapes in flight, and kMaxCostlyInFlight bounds them alone; a scrape is refused only when
+  // max_requests scrapes are in flight, whatever the costly ones: they cannot starve /metrics.
+  std::shared_ptr<void> AdmitCostly(HttpReply& refusal) const;
+  // Costly requests running or waiting for the lane at most.
+  static constexpr int kMaxCostlyInFlight = 16;
 
   // The answer to a request past the web config's rate_limit, counted: Go's
   // http.Error(w, "Too Many Requests", 429), no Retry-After (exporter-toolkit sends none).
@@ -75,6 +88,8 @@ class HttpHandler {
   HttpReply Metrics(const HttpRequest& request) const;
   // The 503 of a scrape past max_requests_, counted and logged (once a minute at most).
   HttpReply RejectScrape() const;
+  // The 503 of a costly request past its limits, counted under `counter`.
+  HttpReply RejectCostly(prometheus::Counter& counter, std::string why) const;
 
   std::shared_ptr<CollectorRunner> runner_;
   std::string telemetry_path_;
@@ -91,8 +106,11 @@ class HttpHandler {
   prometheus::Family<prometheus::Counter>& rejected_;
   prometheus::Counter& rejected_max_requests_;
   prometheus::Counter& rejected_rate_limit_;
+  // {reason="costly_requests"}: a debug route past kMaxCostlyInFlight
+  prometheus::Counter& rejected_costly_;
   const int max_requests_;
   mutable std::atomic<int> scrapes_in_flight_{0};
+  mutable std::atomic<int> costly_in_flight_{0};
   mutable std::atomic<int64_t> last_reject_log_minute_{-1};
   // The last exposition's size: the next one's reservation.
   mutable std::atomic<size_t> last_text_bytes_{0};

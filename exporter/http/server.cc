@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <new>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -20,7 +22,48 @@
 #include "web/client_cert.h"
 
 namespace rdmascope {
+
+// A costly request (HttpHandler::IsCostly) whose connection is suspended while the slow lane
+// answers it. The request's strings are copied: nothing refers to libmicrohttpd's memory from
+// the lane. Whoever resumes the connection first (the lane with its reply, or Stop with none)
+// sets `resumed` under the mutex; the other then leaves the connection alone.
+struct DeferredRequest {
+  MHD_Connection* connection = nullptr;
+  std::string method, path, query, accept_encoding, accept;
+  std::mutex mutex;
+  bool resumed = false;
+  std::optional<HttpReply> reply;
+
+  HttpRequest Request() const {
+    return {.method = method,
+            .path = path,
+            .query = query,
+            .accept_encoding = accept_encoding,
+            .accept = accept};
+  }
+  // Resumes the connection with `answer` (nullopt: the server is stopping) unless it was.
+  void Resume(std::optional<HttpReply> answer) {
+    std::lock_guard lock(mutex);
+    if (resumed) return;
+    resumed = true;
+    reply = std::move(answer);
+    // Safe from any thread (microhttpd.h); libmicrohttpd then calls Answer again for it.
+    MHD_resume_connection(connection);
+  }
+};
+
 namespace {
+
+// Threads of the slow lane: a costly request waits for one (HttpHandler::kMaxCostlyInFlight
+// may wait in all), a scrape never does.
+constexpr int kSlowLaneThreads = 2;
+
+// What libmicrohttpd keeps in *request_context between calls of Answer for one request: the
+// first call marks the headers seen; a deferred request's holds its DeferredRequest.
+int headers_seen;
+bool IsDeferred(void* request_context) {
+  return request_context != nullptr && request_context != &headers_seen;
+}
 
 // libmicrohttpd's messages at run time are about clients (resets, malformed requests, the
 // connection limit): a hostile client must not flood the log. At most kLogBurst messages per
@@ -109,6 +152,76 @@ std::optional<HttpReply> Guard(HttpServer::Context& context, MHD_Connection* con
   return std::nullopt;
 }
 
+// Sends `reply`, with the web config's headers (http_server_config.headers: on every answer,
+// refusals included, but the 429: Guard clears `configured_headers` for it).
+MHD_Result Queue(HttpServer::Context& context, MHD_Connection* connection, HttpReply reply,
+                 bool configured_headers) {
+  try {
+    if (context.security && configured_headers) {
+      for (const auto& header : context.security->headers) reply.headers.push_back(header);
+    }
+  } catch (...) {  // allocation; no exception may cross into C
+    return MHD_NO;
+  }
+  // The body is handed over without a copy; libmicrohttpd frees it with the response.
+  auto* body = new (std::nothrow) std::string(std::move(reply.body));
+  if (body == nullptr) return MHD_NO;
+  MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
+      body->size(), body->data(), [](void* owned) { delete static_cast<std::string*>(owned); },
+      body);
+  if (response == nullptr) {
+    delete body;
+    return MHD_NO;
+  }
+  for (const auto& [name, value] : reply.headers) {
+    MHD_add_response_header(response, name.c_str(), value.c_str());
+  }
+  const MHD_Result queued = MHD_queue_response(connection, reply.status, response);
+  MHD_destroy_response(response);
+  return queued;
+}
+
+// Hands a costly request to the slow lane and suspends its connection: nullopt. Or the reply
+// that refuses it at once: past its limits (HttpHandler::AdmitCostly), or the daemon stopping.
+std::optional<HttpReply> Defer(HttpServer::Context& context, MHD_Connection* connection,
+                               const HttpRequest& request, void** request_context) {
+  HttpReply refusal;
+  std::shared_ptr<void> slot = context.handler->AdmitCostly(refusal);
+  if (!slot) return refusal;
+  auto deferred = std::make_shared<DeferredRequest>();
+  deferred->connection = connection;
+  deferred->method = request.method;
+  deferred->path = request.path;
+  deferred->query = request.query;
+  deferred->accept_encoding = request.accept_encoding;
+  deferred->accept = request.accept;
+  auto holder = std::make_unique<std::shared_ptr<DeferredRequest>>(deferred);
+  {
+    // Under the lock Stop takes: a connection is never suspended after Stop resumed them all.
+    std::lock_guard lock(context.deferred_mutex);
+    if (context.stopping) return Refuse(503, "server restarting, try again\n");
+    context.deferred.insert(deferred);
+    *request_context = holder.release();
+    MHD_suspend_connection(connection);
+  }
+  const HttpHandler* handler = context.handler;
+  try {
+    // The slot is freed when the job is destroyed, after it ran (or dropped, when the lane
+    // stops); the handler outlives the lane (HttpServer's members).
+    context.lane->Submit([handler, deferred, slot = std::move(slot)] {
+      std::optional<HttpReply> answer;
+      try {
+        answer = handler->Handle(deferred->Request());  // catches all but allocation
+      } catch (...) {
+      }
+      deferred->Resume(std::move(answer));
+    });
+  } catch (...) {  // allocation: answered at once rather than left suspended
+    deferred->Resume(std::nullopt);
+  }
+  return std::nullopt;
+}
+
 MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const char* method,
                   const char* /*version*/, const char* /*upload_data*/, size_t* upload_data_size,
                   void** request_context) {
@@ -120,7 +233,15 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
   // other method gets its 405 at once and the connection closes: no reading a body for it.
   const std::string_view method_name = method;
   const bool keep_alive_method = method_name == "GET" || method_name == "HEAD";
-  static int headers_seen;
+  if (IsDeferred(*request_context)) {
+    // Resumed: the lane's reply, or none when the daemon is stopping.
+    auto& deferred = **static_cast<std::shared_ptr<DeferredRequest>*>(*request_context);
+    std::lock_guard lock(deferred.mutex);
+    return Queue(context, connection,
+                 deferred.reply ? std::move(*deferred.reply)
+                                : Refuse(503, "not answered: the server is restarting\n"),
+                 true);
+  }
   if (keep_alive_method && *request_context == nullptr) {
     *request_context = &headers_seen;
     return MHD_YES;
@@ -145,30 +266,36 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
               MHD_lookup_connection_value(connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT)) {
         request.accept = accept;
       }
-      reply = context.handler->Handle(request);
-    }
-    // http_server_config.headers: on every answer, refusals included, but the 429 (Guard).
-    if (context.security && configured_headers) {
-      for (const auto& header : context.security->headers) reply.headers.push_back(header);
+      if (context.lane != nullptr && context.handler->IsCostly(request)) {
+        if (auto not_deferred = Defer(context, connection, request, request_context)) {
+          reply = std::move(*not_deferred);
+        } else {
+          return MHD_YES;  // suspended: the lane resumes it with its answer
+        }
+      } else {
+        reply = context.handler->Handle(request);
+      }
     }
   } catch (...) {  // only allocation can throw here; no exception may cross into C
     return MHD_NO;
   }
-  // The body is handed over without a copy; libmicrohttpd frees it with the response.
-  auto* body = new std::string(std::move(reply.body));
-  MHD_Response* response = MHD_create_response_from_buffer_with_free_callback_cls(
-      body->size(), body->data(), [](void* owned) { delete static_cast<std::string*>(owned); },
-      body);
-  if (response == nullptr) {
-    delete body;
-    return MHD_NO;
+  return Queue(context, connection, std::move(reply), configured_headers);
+}
+
+// libmicrohttpd's MHD_OPTION_NOTIFY_COMPLETED: a request's end, answered or not (the client
+// left, the daemon stopped). A deferred request's holder is released here, never earlier: the
+// resumed call of Answer reads it.
+void Completed(void* cls, MHD_Connection* /*connection*/, void** request_context,
+               MHD_RequestTerminationCode /*code*/) {
+  if (!IsDeferred(*request_context)) return;
+  auto& context = *static_cast<HttpServer::Context*>(cls);
+  auto* holder = static_cast<std::shared_ptr<DeferredRequest>*>(*request_context);
+  {
+    std::lock_guard lock(context.deferred_mutex);
+    context.deferred.erase(*holder);
   }
-  for (const auto& [name, value] : reply.headers) {
-    MHD_add_response_header(response, name.c_str(), value.c_str());
-  }
-  const MHD_Result queued = MHD_queue_response(connection, reply.status, response);
-  MHD_destroy_response(response);
-  return queued;
+  delete holder;
+  *request_context = nullptr;
 }
 
 std::string ReadTextFile(const char* path) {
@@ -201,6 +328,7 @@ HttpServer::HttpServer(const WebOptions& options, int listen_fd,
   try {
     handler_ = std::make_unique<HttpHandler>(std::move(runner), options.telemetry_path,
                                              std::move(routes), options.max_requests);
+    lane_ = std::make_unique<SlowLane>(kSlowLaneThreads);
     context_ = MakeContext(options.security);
     port_ = LocalPort(listen_fd_);
     daemon_ = Start(*context_);
@@ -214,6 +342,7 @@ std::unique_ptr<HttpServer::Context> HttpServer::MakeContext(
     std::shared_ptr<const web::WebConfig> security, const Context* previous) const {
   auto context = std::make_unique<Context>();
   context->handler = handler_.get();
+  context->lane = lane_.get();
   context->security = std::move(security);
   if (!context->security) return context;
   if (const web::RateLimit& limit = context->security->rate_limit; limit.limits()) {
@@ -252,7 +381,9 @@ MHD_Daemon* HttpServer::Start(Context& context) const {
   // Only the thread pool's own epoll threads: no thread per connection, so idle keep-alive
   // connections hold nothing but their socket (and at most max_connections of them).
   // MHD_USE_ITC: MHD_quiesce_daemon needs it in this mode (Reload).
-  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+  // MHD_ALLOW_SUSPEND_RESUME: the costly routes' connections wait suspended (Defer).
+  unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
+                   MHD_ALLOW_SUSPEND_RESUME;
   std::vector<MHD_OptionItem> pool;
   if (options_.threads > 1) {
     pool.push_back({MHD_OPTION_THREAD_POOL_SIZE, static_cast<intptr_t>(options_.threads), nullptr});
@@ -280,6 +411,7 @@ MHD_Daemon* HttpServer::Start(Context& context) const {
       // First, so that start-up messages reach our log too.
       MHD_OPTION_EXTERNAL_LOGGER, &LogFromMhd, nullptr,  //
       MHD_OPTION_LISTEN_SOCKET, fd,                      //
+      MHD_OPTION_NOTIFY_COMPLETED, &Completed, &context,  //
       MHD_OPTION_CONNECTION_TIMEOUT, static_cast<unsigned>(options_.idle_timeout_seconds),
       MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(options_.max_connections),  //
       MHD_OPTION_ARRAY, pool.data(),                                                 //
@@ -295,16 +427,30 @@ void HttpServer::Reload(std::shared_ptr<const web::WebConfig> security) {
   std::unique_ptr<Context> context = MakeContext(std::move(security), context_.get());
   MHD_Daemon* daemon = Start(*context);  // both accept on the socket for a moment
   const int old_fd = MHD_quiesce_daemon(daemon_);
-  MHD_stop_daemon(daemon_);
+  Stop(daemon_, *context_);
   if (old_fd >= 0) close(old_fd);  // after the stop, as libmicrohttpd asks
   daemon_ = daemon;
   context_ = std::move(context);
 }
 
 HttpServer::~HttpServer() {
-  // Stops the threads and closes every connection and the daemon's socket, then ours.
-  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+  // Stops the threads and closes every connection and the daemon's socket, then ours; then
+  // the lane (waiting for the job it runs), before the handler its jobs call.
+  if (daemon_ != nullptr) Stop(daemon_, *context_);
   if (listen_fd_ >= 0) close(listen_fd_);
+  lane_.reset();
+}
+
+void HttpServer::Stop(MHD_Daemon* daemon, Context& context) {
+  {
+    // libmicrohttpd forbids stopping a daemon with suspended connections (microhttpd.h,
+    // MHD_suspend_connection): each is resumed, to a 503, first. The lane's answer, when it
+    // comes, finds it resumed and is dropped.
+    std::lock_guard lock(context.deferred_mutex);
+    context.stopping = true;
+    for (const auto& deferred : context.deferred) deferred->Resume(std::nullopt);
+  }
+  MHD_stop_daemon(daemon);
 }
 
 }  // namespace rdmascope

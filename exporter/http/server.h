@@ -6,21 +6,28 @@
 // keep-alive connection, and four idle clients stopped every other scrape). A request is
 // handled on the thread that owns its connection: a long scrape delays only the requests that
 // arrive on that thread's connections meanwhile, by at most its own duration, while the other
-// threads keep accepting and serving.
+// threads keep accepting and serving. The costly routes (HttpHandler::IsCostly: /doctor,
+// /debug/*) never run there: their connection is suspended while the slow lane answers them, so
+// no client of theirs can hold a thread that scrapes and health probes need.
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "cli/serve_config.h"
 #include "core/collector_runner.h"
 #include "http/handler.h"
 #include "http/listen_address.h"
 #include "http/rate_limiter.h"
+#include "http/slow_lane.h"
 #include "web/basic_auth.h"
 
 struct MHD_Daemon;
 
 namespace rdmascope {
+
+struct DeferredRequest;  // server.cc: a costly request while the slow lane answers it
 
 // A socket bound to and listening on `listen_address` (--web.listen-address syntax), or
 // std::runtime_error with a one-line reason.
@@ -62,6 +69,12 @@ class HttpServer {
     std::shared_ptr<RateLimiter> limiter;
     std::string priorities;  // GnuTLS's, for libmicrohttpd
     std::string trust_pem;   // the client CAs handed to libmicrohttpd
+    // The costly requests of this daemon whose connection is suspended (a DeferredRequest
+    // each): each must be resumed before its daemon stops (libmicrohttpd's rule).
+    SlowLane* lane = nullptr;
+    std::mutex deferred_mutex;
+    bool stopping = false;  // set by Stop, under deferred_mutex: nothing is suspended after
+    std::set<std::shared_ptr<DeferredRequest>> deferred;
   };
 
  private:
@@ -70,9 +83,13 @@ class HttpServer {
                                        const Context* previous = nullptr) const;
   // A daemon serving `context` on a duplicate of the listening socket, or an exception.
   MHD_Daemon* Start(Context& context) const;
+  // Stops `daemon`, serving `context`: its suspended connections resumed first (with a 503).
+  static void Stop(MHD_Daemon* daemon, Context& context);
 
   WebOptions options_;
   std::unique_ptr<HttpHandler> handler_;
+  // After the handler: destroyed before it, as its jobs call it.
+  std::unique_ptr<SlowLane> lane_;
   std::unique_ptr<Context> context_;
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;  // bound by us; each daemon owns a duplicate

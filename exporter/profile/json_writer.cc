@@ -3,6 +3,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/terminal_text.h"
 #include "profile/measured.h"
 
 namespace rdmascope::profile {
@@ -237,7 +238,9 @@ void WriteProfileJson(const ProfileData& data, std::ostream& out) {
   json["advice"] = Advice(data.advice);
   // comm, command lines and symbols are the application's bytes: replace what is not UTF-8
   // (U+FFFD) rather than throw and lose the whole report.
-  out << json.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+  // The encoder escapes C0; DEL and C1 (a comm, a frame name) are escaped too, for whoever
+  // prints the file to a terminal (core/terminal_text.h).
+  out << EscapeJsonControls(json.dump(2, ' ', false, Json::error_handler_t::replace)) << "\n";
 }
 
 }  // namespace rdmascope::profile

@@ -229,6 +229,38 @@ std::unique_ptr<DoctorService> LeakingService() {
   return std::make_unique<DoctorService>(runner, std::map<std::string, std::string>{}, 3600);
 }
 
+// Issue 37: a live window is observed once for every request that arrives while it runs, and
+// reused for a while after: four concurrent ?window=1s take one second, not four, and report
+// the same window; the next one is answered from it at once.
+TEST(DoctorRoute, ConcurrentLiveWindowsShareOneObservation) {
+  auto service = LeakingService();
+  std::vector<std::string> bodies(4);
+  std::vector<std::thread> requests;
+  const auto start = std::chrono::steady_clock::now();
+  for (std::string& body : bodies) {
+    requests.emplace_back([&service, &body] { body = service->Report("window=1s"); });
+  }
+  for (std::thread& request : requests) request.join();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 1.9);
+  std::set<double> windows;
+  for (const std::string& body : bodies) {
+    const auto report = ParseJson(body);
+    ASSERT_TRUE(report.has_value()) << report.error();
+    EXPECT_EQ(report->context.window_kind, kWindowLive);
+    windows.insert(report->context.window_seconds);
+  }
+  EXPECT_EQ(windows.size(), 1U);
+  EXPECT_GE(*windows.begin(), 1.0);
+  const auto again_start = std::chrono::steady_clock::now();
+  const auto again = ParseJson(service->Report("window=5s"));
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - again_start).count(),
+            0.5);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->context.window_seconds, *windows.begin());  // the shared one, reused
+}
+
 TEST(DoctorRoute, ServesTheReportWithHistoryAtSlashDoctor) {
   auto service = LeakingService();
   DebugRoutes routes;
@@ -344,9 +376,13 @@ TEST(DoctorRoute, ABadParameterIsA400WithTheReason) {
   const HttpReply window =
       handler.Handle({.method = "GET", .path = "/doctor", .query = "window=bad"});
   EXPECT_EQ(window.status, 400U);
-  EXPECT_NE(window.body.find("window must be a duration of at most 60s, like 10s: bad"),
+  EXPECT_NE(window.body.find("window must be a duration of at most 10s, like 5s: bad"),
             std::string::npos)
       << window.body;
+  // No client-chosen sleep past 10 s (issue 37): a minute is refused, at once.
+  const HttpReply minute =
+      handler.Handle({.method = "GET", .path = "/doctor", .query = "window=60s"});
+  EXPECT_EQ(minute.status, 400U) << minute.body;
   const HttpReply unknown =
       handler.Handle({.method = "GET", .path = "/doctor", .query = "nodez=4"});
   EXPECT_EQ(unknown.status, 400U);

@@ -395,6 +395,93 @@ TEST(HttpServer, MaxRequestsAnswers503) {
       << refused;
 }
 
+// A debug route that blocks until the gate opens: /doctor?window=10s, or a slow /debug page.
+DebugRoutes BlockingRoute(Gate& gate) {
+  DebugRoutes routes;
+  routes["/debug/slow"] = [&gate](std::string_view) {
+    std::unique_lock lock(gate.mutex);
+    ++gate.entered;
+    gate.changed.notify_all();
+    gate.changed.wait(lock, [&gate] { return gate.open; });
+    return std::string("{\"slow\": true}");
+  };
+  return routes;
+}
+
+// Issue 37: a costly route runs on the slow lane with its connection suspended, so even the
+// only HTTP thread keeps answering scrapes and probes while it waits. Before the lane, the
+// scrape below waited on the same thread for the gate.
+TEST(HttpServer, CostlyRoutesRunOffTheHttpThreads) {
+  Gate gate;
+  HttpServer server({.listen_address = "127.0.0.1:0", .threads = 1}, EmptyRunner(),
+                    BlockingRoute(gate));
+  std::string slow_response;
+  std::thread slow([&] { slow_response = Fetch(AF_INET, server.port(), "/debug/slow"); });
+  WaitEntered(gate, 1);
+  const std::string scrape = Fetch(AF_INET, server.port(), "/metrics");
+  const std::string healthy = Fetch(AF_INET, server.port(), "/-/healthy");
+  OpenGate(gate);
+  slow.join();
+  EXPECT_EQ(scrape.rfind("HTTP/1.1 200", 0), 0U) << scrape;
+  EXPECT_EQ(healthy.rfind("HTTP/1.1 200", 0), 0U) << healthy;
+  EXPECT_EQ(slow_response.rfind("HTTP/1.1 200", 0), 0U) << slow_response;
+  EXPECT_NE(slow_response.find("{\"slow\": true}"), std::string::npos) << slow_response;
+}
+
+// libmicrohttpd forbids stopping a daemon with a suspended connection: the server resumes it
+// (503) first, and the lane's late answer is dropped. No crash, no hang.
+TEST(HttpServer, StoppingAnswersTheSuspendedRequests) {
+  Gate gate;
+  auto server = std::make_unique<HttpServer>(
+      WebOptions{.listen_address = "127.0.0.1:0", .threads = 1}, EmptyRunner(),
+      BlockingRoute(gate));
+  std::string response = "none";
+  std::thread client([&] { response = Fetch(AF_INET, server->port(), "/debug/slow"); });
+  WaitEntered(gate, 1);
+  // The lane's job still waits on the gate when the server stops; open it a little later so
+  // that the destructor's wait for the lane ends.
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    OpenGate(gate);
+  });
+  server.reset();
+  client.join();
+  opener.join();
+  EXPECT_TRUE(response.empty() || response.rfind("HTTP/1.1 503", 0) == 0) << response;
+}
+
+// The costly routes' own limit, and their share of --web.max-requests; scrapes keep theirs.
+TEST(HttpHandler, CostlyRequestsAreBoundedWithoutStarvingScrapes) {
+  Gate gate;
+  const HttpHandler handler(EmptyRunner(), "/metrics", BlockingRoute(gate), 40);
+  EXPECT_TRUE(handler.IsCostly({.method = "GET", .path = "/debug/slow"}));
+  EXPECT_FALSE(handler.IsCostly({.method = "HEAD", .path = "/debug/slow"}));
+  EXPECT_FALSE(handler.IsCostly({.method = "GET", .path = "/metrics"}));
+  std::vector<std::shared_ptr<void>> slots;
+  HttpReply refusal;
+  for (int i = 0; i < HttpHandler::kMaxCostlyInFlight; ++i) {
+    slots.push_back(handler.AdmitCostly(refusal));
+    ASSERT_TRUE(slots.back()) << i;
+  }
+  EXPECT_FALSE(handler.AdmitCostly(refusal));
+  EXPECT_EQ(refusal.status, 503U);
+  EXPECT_EQ(handler.Handle({.method = "GET", .path = "/metrics"}).status, 200U);
+  slots.pop_back();
+  EXPECT_TRUE(handler.AdmitCostly(refusal));  // a freed slot is free again
+  const HttpReply scrape = handler.Handle({.method = "GET", .path = "/metrics"});
+  EXPECT_NE(
+      scrape.body.find("rdmascope_http_requests_rejected_total{reason=\"costly_requests\"} 1\n"),
+      std::string::npos)
+      << scrape.body;
+
+  // --web.max-requests=2: two costly requests in flight, a third is refused.
+  const HttpHandler small(EmptyRunner(), "/metrics", BlockingRoute(gate), 2);
+  const auto a = small.AdmitCostly(refusal), b = small.AdmitCostly(refusal);
+  EXPECT_TRUE(a && b);
+  EXPECT_FALSE(small.AdmitCostly(refusal));
+  EXPECT_NE(refusal.body.find("--web.max-requests"), std::string::npos) << refusal.body;
+}
+
 // The web config's rate_limit (http/rate_limiter.h): x/time/rate's token bucket, on a clock
 // the test moves.
 TEST(RateLimiter, BurstThenOneTokenPerInterval) {
