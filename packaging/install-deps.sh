@@ -34,6 +34,7 @@ test_pkgs=(
   curl procps python3 python3-yaml time  # python3-yaml: rule checks, alerting lab; time: -v figures
   prometheus-node-exporter hyperfine wrk # benchmarks side by side
   ccache                                 # compiler cache: CI's clean clone, the .deb, fuzz builds
+  strace                                 # hostile tier: what the exporter opens (issue 37)
   hey                                    # load bench: keep-alive gzip scrapers (issue 18)
   python3-grpcio                         # host tier: a fake container runtime (CRI) server
   fiu-utils libfiu-dev                   # fault tier: libfiu's POSIX fault injection
