@@ -428,11 +428,12 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
   // Every region in the map had its stack sample submitted before it was written: the ring
   // is drained (a copy of bytes) and the stack thread's unwinding and symbolizing of its
   // samples waited for, within the request's budget, so the answer does not depend on the
-  // poller's timing. Nothing is parsed here: this runs on an HTTP thread.
-  const auto deadline = std::chrono::steady_clock::now() + limits.budget;
+  // poller's timing. Nothing is parsed here: this runs on an HTTP thread. The wait has a
+  // budget of its own: the walk below gets a whole one after it.
   StartStackPoller();
   ConsumeStackSamples();
-  sites_->WaitProcessed(deadline);
+  sites_->WaitProcessed(std::chrono::steady_clock::now() + limits.budget);
+  const auto deadline = std::chrono::steady_clock::now() + limits.budget;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   const uint64_t now_ns =
@@ -536,7 +537,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
             [](const MrProcessStacks& a, const MrProcessStacks& b) {
               return a.outstanding_bytes > b.outstanding_bytes;
             });
-  AddFramePointerSymbols(report, deadline);
+  AddFramePointerSymbols(report, std::chrono::steady_clock::now() + limits.budget);
   return report;
 }
 

@@ -375,7 +375,8 @@ std::optional<uint64_t> DwarfUnwinder::StartTicks(uint32_t pid) const {
   return stat ? ParseStartTicks(*stat) : std::nullopt;
 }
 
-std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, std::string& why) {
+std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, std::string& why,
+                                                                  bool exited_ok) {
   why = "process gone";
   if (pid == 0 || pid > INT_MAX) return nullptr;
   std::shared_ptr<Process> cached;
@@ -386,8 +387,8 @@ std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, 
   // Still the same process? Its pidfd says so in one poll(); without one (a fake procfs, a
   // kernel before 5.3) its start time, from PID/stat (about 10 us on procfs).
   if (cached && !cached->gone) {
-    if (cached->handle.valid() ? !cached->handle.Exited()
-                               : StartTicks(pid) == cached->start_ticks) {
+    if (exited_ok || (cached->handle.valid() ? !cached->handle.Exited()
+                                             : StartTicks(pid) == cached->start_ticks)) {
       return cached;
     }
   }
@@ -595,7 +596,9 @@ std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, const UnwoundStack& un
 std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
                                             const SymbolizeOptions& options, std::string* missing) {
   std::string why;
-  const std::shared_ptr<Process> process = ProcessFor(pid, why);
+  // The session of a process that has exited since still names its addresses (the modules
+  // it had): the stacks of regions left at exit are symbolized after it (Retain drops it).
+  const std::shared_ptr<Process> process = ProcessFor(pid, why, /*exited_ok=*/true);
   if (!process) {
     if (missing != nullptr) *missing = why;
     return SymbolizeWith(nullptr, addresses, options);

@@ -108,7 +108,8 @@ class DwarfUnwinder {
   struct Process;
   struct Walk;
   // The session of the process running as `pid` now (nullptr and `why` when it is gone).
-  std::shared_ptr<Process> ProcessFor(uint32_t pid, std::string& why);
+  // `exited_ok`: a cached session of a process that has exited since is good enough.
+  std::shared_ptr<Process> ProcessFor(uint32_t pid, std::string& why, bool exited_ok = false);
   std::optional<uint64_t> StartTicks(uint32_t pid) const;
   // Unwind() in a session, under its mutex.
   UnwoundStack UnwindIn(Process& process, const CapturedStack& captured,
