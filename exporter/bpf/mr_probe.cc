@@ -292,7 +292,7 @@ void MrProbe::StartStackPoller() {
       while (!stop_poller_.load()) {
         // Waits without the ring's lock, so that a request can take samples in meanwhile.
         epoll_event event{};
-        if (epoll_wait(epoll_fd, &event, 1, 200) < 0 && errno != EINTR) {
+        if (epoll_wait(epoll_fd, &event, 1, sites_->HasWork() ? 0 : 200) < 0 && errno != EINTR) {
           log::Warn("mr stacks: the ring buffer wait failed: samples are taken in no more",
                     {{"err", Errno(errno)}});
           break;
@@ -432,7 +432,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
   // budget of its own: the walk below gets a whole one after it.
   StartStackPoller();
   ConsumeStackSamples();
-  sites_->WaitProcessed(std::chrono::steady_clock::now() + limits.budget);
+  sites_->WaitProcessed(std::chrono::steady_clock::now() + limits.stack_thread_wait);
   const auto deadline = std::chrono::steady_clock::now() + limits.budget;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -537,7 +537,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
             [](const MrProcessStacks& a, const MrProcessStacks& b) {
               return a.outstanding_bytes > b.outstanding_bytes;
             });
-  AddFramePointerSymbols(report, std::chrono::steady_clock::now() + limits.budget);
+  AddFramePointerSymbols(report, std::chrono::steady_clock::now() + limits.stack_thread_wait);
   return report;
 }
 

@@ -176,6 +176,9 @@ struct MrTrackedKeys {
 struct MrStacksLimits {
   uint64_t max_regions = 65536;  // regions read from the map
   std::chrono::milliseconds budget{250};
+  // For the stack thread to unwind and symbolize what was queued before the request: a new
+  // process's first stacks read its files (milliseconds each on a loaded host).
+  std::chrono::milliseconds stack_thread_wait{1000};
 };
 
 struct MrStacksReport {

@@ -219,6 +219,9 @@ void MrStackSites::Process() {
   }
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options_.unwind_budget;
+  // The frame-pointer stacks a request waits for first: a few lookups, while samples may be
+  // many.
+  ProcessSymbolRequests(deadline);
   while (std::chrono::steady_clock::now() < deadline) {
     Pending sample;
     bool ranges_known = false;
@@ -227,8 +230,14 @@ void MrStackSites::Process() {
       if (pending_.empty()) break;
       sample = std::move(pending_.front());
       pending_.pop_front();
-      ++in_flight_;
       stats_.pending_bytes -= sample.stack.size();
+      // A site already unwound (its samples sent before the image's code ranges reached the
+      // probes share its key): the same stack, not unwound and symbolized again.
+      if (sites_.contains({sample.image, sample.site})) {
+        ++stats_.unwound;
+        continue;
+      }
+      ++in_flight_;
       const auto it = ranges_.find(sample.image);
       ranges_known = it != ranges_.end() && !it->second.second.empty();
     }
@@ -315,6 +324,11 @@ void MrStackSites::ProcessSymbolRequests(std::chrono::steady_clock::time_point d
     }
     frame_pointer_symbols_[{request.image, request.stack_id}] = std::move(symbols);
   }
+}
+
+bool MrStackSites::HasWork() const {
+  std::lock_guard lock(mutex_);
+  return !pending_.empty() || !symbol_requests_.empty();
 }
 
 bool MrStackSites::WaitProcessed(std::chrono::steady_clock::time_point deadline) {

@@ -119,6 +119,9 @@ class MrStackSites {
   // An HTTP request's wait for the stack thread: until everything queued before the call is
   // processed, or `deadline`. False at the deadline. Wakes the stack thread (wake_fd()).
   bool WaitProcessed(std::chrono::steady_clock::time_point deadline);
+  // Work is queued (a round of Process() stopped at its budget): the stack thread goes on at
+  // once rather than waiting for the next sample.
+  bool HasWork() const;
   // Readable when the stack thread has work a request waits for (an eventfd; drained by
   // Process()).
   int wake_fd() const { return wake_fd_; }
