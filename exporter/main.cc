@@ -5,6 +5,7 @@
 //   rdmascope profile a time-bounded profile of one RDMA process (docs/profile.md)
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "cli/doctor.h"
@@ -17,6 +18,11 @@
 #include "doctor/report.h"
 
 int main(int argc, char** argv) {
+  // libdwfl's dwfl_standard_find_debuginfo fetches debug info from the servers this names
+  // (libdwfl/debuginfod-client.c): the unwinder never calls it (sys/module_files.h), and
+  // nothing a process's files say should make the exporter reach the network. Unset while
+  // the process is still single-threaded (unsetenv is not thread-safe).
+  unsetenv("DEBUGINFOD_URLS");
   CLI::App app{"rdmascope: RDMA observability for Linux hosts (Prometheus exporter)", "rdmascope"};
   app.set_version_flag("--version", std::string("rdmascope ") + rdmascope::kVersion +
                                         " (revision " + rdmascope::kRevision + ")");

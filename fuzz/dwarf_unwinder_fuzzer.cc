@@ -13,6 +13,8 @@
 //       0xef -> libc + low 24 bits, 0x57 -> rsp + low 16 bits
 //   16  the pid of no process (the "process gone" path)
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -50,13 +52,25 @@ std::filesystem::path MakeProcfs() {
   if (dladdr(reinterpret_cast<void*>(&std::fprintf), &libc) == 0) std::abort();
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string libc_path = std::filesystem::canonical(libc.dli_fname).string();
+  // The files' real device and inode, and a root to open them through: the unwinder opens a
+  // mapping only inside the process's root and only if it is the inode the maps line names.
+  std::filesystem::create_directory_symlink("/", root / "1" / "root");
+  struct stat self_status {};
+  struct stat libc_status {};
+  if (stat(self.c_str(), &self_status) != 0 || stat(libc_path.c_str(), &libc_status) != 0) {
+    std::abort();
+  }
   char maps[8192];
   std::snprintf(maps, sizeof maps,
-                "%llx-%llx r-xp 00000000 08:01 11 %s\n%llx-%llx r-xp 00000000 08:01 12 %s\n",
+                "%llx-%llx r-xp 00000000 %x:%x %llu %s\n%llx-%llx r-xp 00000000 %x:%x %llu %s\n",
                 static_cast<unsigned long long>(kExecutable),
-                static_cast<unsigned long long>(kExecutable + kExecutableSpan), self.c_str(),
+                static_cast<unsigned long long>(kExecutable + kExecutableSpan),
+                major(self_status.st_dev), minor(self_status.st_dev),
+                static_cast<unsigned long long>(self_status.st_ino), self.c_str(),
                 static_cast<unsigned long long>(kLibc),
-                static_cast<unsigned long long>(kLibc + kLibcSpan), libc_path.c_str());
+                static_cast<unsigned long long>(kLibc + kLibcSpan), major(libc_status.st_dev),
+                minor(libc_status.st_dev), static_cast<unsigned long long>(libc_status.st_ino),
+                libc_path.c_str());
   std::ofstream(root / "1" / "maps") << maps;
   std::ofstream(root / "1" / "stat")
       << "1 (fuzz) S 0 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 42 1000000 200 0\n";

@@ -281,19 +281,27 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
 // ranges reach the probes after its first registrations, not a scrape interval later: a
 // program registering thousands of regions at start-up then costs one copy per site.
 void MrProbe::StartStackPoller() {
-  stack_poller_ = std::thread([this] {
-    const int epoll_fd = ring_buffer__epoll_fd(stack_ring_);
-    while (!stop_poller_.load()) {
-      // Waits without the ring's lock, so that a request can take samples in meanwhile.
-      epoll_event event{};
-      if (epoll_wait(epoll_fd, &event, 1, 200) < 0 && errno != EINTR) {
-        log::Warn("mr stacks: the ring buffer wait failed: samples are taken in no more",
-                  {{"err", Errno(errno)}});
-        return;
+  std::call_once(poller_started_, [this] {
+    stack_poller_ = std::thread([this] {
+      // The ring's epoll descriptor and the sites' wake-up (a request waiting for its stacks).
+      const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+      for (const int fd : {ring_buffer__epoll_fd(stack_ring_), sites_->wake_fd()}) {
+        epoll_event event{.events = EPOLLIN, .data = {.fd = fd}};
+        if (epoll_fd >= 0 && fd >= 0) epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &event);
       }
-      ConsumeStackSamples();
-      sites_->Process();
-    }
+      while (!stop_poller_.load()) {
+        // Waits without the ring's lock, so that a request can take samples in meanwhile.
+        epoll_event event{};
+        if (epoll_wait(epoll_fd, &event, 1, sites_->HasWork() ? 0 : 200) < 0 && errno != EINTR) {
+          log::Warn("mr stacks: the ring buffer wait failed: samples are taken in no more",
+                    {{"err", Errno(errno)}});
+          break;
+        }
+        ConsumeStackSamples();
+        sites_->Process();
+      }
+      if (epoll_fd >= 0) close(epoll_fd);
+    });
   });
 }
 
@@ -418,10 +426,13 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
   // No lock: this only reads the maps, and Snapshot() (which deletes from them) must never
   // wait for a debug request. Entries deleted meanwhile are simply missing from the answer.
   // Every region in the map had its stack sample submitted before it was written: the ring
-  // is drained and its samples unwound first (waiting for the poller's round, itself bounded
-  // by the unwind budget), so the answer does not depend on the poller's timing.
+  // is drained (a copy of bytes) and the stack thread's unwinding and symbolizing of its
+  // samples waited for, within the request's budget, so the answer does not depend on the
+  // poller's timing. Nothing is parsed here: this runs on an HTTP thread. The wait has a
+  // budget of its own: the walk below gets a whole one after it.
+  StartStackPoller();
   ConsumeStackSamples();
-  sites_->Process(MrStackSites::Wait::kYes);
+  sites_->WaitProcessed(std::chrono::steady_clock::now() + limits.stack_thread_wait);
   const auto deadline = std::chrono::steady_clock::now() + limits.budget;
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
@@ -440,7 +451,8 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
     mr_proc proc{};
     if ((pid && key.tgid != *pid) || bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
     if (proc.exec_ended) continue;  // an exec released its regions: not outstanding
-    processes[{key.tgid, key.exec_id, key.start_ns}] = {.pid = key.tgid, .comm = CommOf(proc)};
+    processes[{key.tgid, key.exec_id, key.start_ns}] = {
+        .pid = key.tgid, .exec_id = key.exec_id, .start_ns = key.start_ns, .comm = CommOf(proc)};
   }
   // By DWARF site when the registration's stack was captured, else by frame-pointer stack.
   std::map<std::tuple<ProcId, uint64_t, int32_t>, MrStack> by_site;
@@ -484,6 +496,8 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
           site.addresses = unwound->pcs;
           site.unwind = sys::MethodName(unwound->method);
           site.unwind_stop = unwound->stop_reason;
+          site.frames = unwound->symbols.frames;
+          site.symbols_missing = unwound->symbols.missing;
           continue;
         }
         // Not unwound (dropped at a bound, or still waiting): the frame-pointer stack.
@@ -523,7 +537,38 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
             [](const MrProcessStacks& a, const MrProcessStacks& b) {
               return a.outstanding_bytes > b.outstanding_bytes;
             });
+  AddFramePointerSymbols(report, std::chrono::steady_clock::now() + limits.stack_thread_wait);
   return report;
+}
+
+void MrProbe::AddFramePointerSymbols(MrStacksReport& report,
+                                     std::chrono::steady_clock::time_point deadline) {
+  // The frame-pointer stacks shown (the top ones only) are symbolized by the stack thread too:
+  // asked for, waited for within the request's budget, then read.
+  const auto fill = [&](bool final) {
+    bool asked = false;
+    for (MrProcessStacks& proc : report.processes) {
+      for (MrStack& site : proc.stacks) {
+        if (site.unwind != "frame_pointer" || !site.frames.empty() || site.addresses.empty()) {
+          continue;
+        }
+        const MrStackSites::Image image{proc.pid, proc.exec_id, proc.start_ns};
+        if (auto symbols = sites_->FramePointerSymbols(image, site.stack_id, site.addresses)) {
+          site.frames = std::move(symbols->frames);
+          site.symbols_missing = std::move(symbols->missing);
+        } else if (final) {
+          site.symbols_missing = "not symbolized yet: the stack thread is busy";
+        } else {
+          asked = true;
+        }
+      }
+    }
+    return asked;
+  };
+  if (fill(false)) {
+    sites_->WaitProcessed(deadline);
+    fill(true);
+  }
 }
 
 MrSnapshot MrProbe::Snapshot() {
@@ -531,13 +576,9 @@ MrSnapshot MrProbe::Snapshot() {
   if (kernel_) kernel_->EndStartUpWhenDue(std::chrono::steady_clock::now());
   pending_exits_.clear();
   ring_buffer__consume(exits_);
-  // Stacks before the exits are handled: a process that exited takes its samples along.
-  // From the first collection on a thread takes them in as they come (StartStackPoller).
-  if (!stack_poller_.joinable()) {
-    ConsumeStackSamples();
-    sites_->Process();
-    StartStackPoller();
-  }
+  // From the first collection on a thread takes the stack samples in as they come, and
+  // unwinds and symbolizes them (StartStackPoller): never this scrape's thread.
+  StartStackPoller();
 
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;

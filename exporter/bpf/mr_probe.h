@@ -118,10 +118,16 @@ struct MrStack {
   uint64_t bytes = 0;
   uint64_t oldest_age_ns = 0;
   std::vector<uint64_t> addresses;  // innermost first; empty if the stack was not captured
+  // The frames of `addresses` as the stack thread symbolized them (MrStackSites), and why
+  // there are none or some have no name ("" otherwise).
+  std::vector<sys::Frame> frames;
+  std::string symbols_missing;
 };
 
 struct MrProcessStacks {
   uint32_t pid = 0;
+  uint32_t exec_id = 0;  // the image (mr_proc_key): its stacks are symbolized per image
+  uint64_t start_ns = 0;
   std::string comm;
   uint64_t outstanding_regions = 0;
   uint64_t outstanding_bytes = 0;
@@ -170,6 +176,9 @@ struct MrTrackedKeys {
 struct MrStacksLimits {
   uint64_t max_regions = 65536;  // regions read from the map
   std::chrono::milliseconds budget{250};
+  // For the stack thread to unwind and symbolize what was queued before the request: a new
+  // process's first stacks read its files (milliseconds each on a loaded host).
+  std::chrono::milliseconds stack_thread_wait{1000};
 };
 
 struct MrStacksReport {
@@ -217,6 +226,9 @@ class MrProbe {
   bool ForEachRegion(const std::function<bool(const mr_region_key&, const mr_region&)>& visit);
   // One image of a process: tgid, exec generation, leader start time (mr_proc_key).
   using ProcId = std::tuple<uint32_t, uint32_t, uint64_t>;
+  // Symbols for the frame-pointer stacks of `report` (OutstandingStacks).
+  void AddFramePointerSymbols(MrStacksReport& report,
+                              std::chrono::steady_clock::time_point deadline);
   void CountLeakSuspects(std::vector<MrProcess>& processes, const std::map<ProcId, size_t>& index);
   struct Exited {
     uint32_t tgid;
@@ -253,7 +265,10 @@ class MrProbe {
   std::mutex mutex_;  // scrapes may run concurrently; map cleanup must not
   // Takes the stack samples in as they come, from the first collection on.
   std::thread stack_poller_;
+  std::once_flag poller_started_;
   std::atomic<bool> stop_poller_{false};
+  // Starts the stack thread once (the first collection or /debug/mr/stacks request, both after
+  // serve dropped its capabilities).
   void StartStackPoller();
   std::map<std::string, MrReleasedAtExit> released_;
   std::map<std::string, MrReleasedAtExit> released_at_exec_;

@@ -1,10 +1,14 @@
 #include "bpf/mr_stack_sites.h"
 
 #include <bpf/bpf.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <utility>
 
 #include "core/log.h"
 #include "core/sysfs.h"
@@ -21,7 +25,12 @@ std::optional<uint64_t> Hex(std::string_view text) {
 }
 
 uint64_t BytesOf(const MrUnwoundSite& site) {
-  return site.pcs.size() * sizeof(uint64_t) + site.stop_reason.size() + sizeof(site);
+  uint64_t bytes = site.pcs.size() * sizeof(uint64_t) + site.stop_reason.size() + sizeof(site) +
+                   site.symbols.missing.size();
+  for (const sys::Frame& frame : site.symbols.frames) {
+    bytes += sizeof frame + frame.function.size() + frame.module.size();
+  }
+  return bytes;
 }
 
 }  // namespace
@@ -58,18 +67,68 @@ std::vector<std::pair<uint64_t, uint64_t>> ExecutableRanges(std::string_view map
   // Too many (a program with hundreds of libraries): join the closest neighbours. The gaps
   // joined hold the libraries' data: pointers into it then count as code in the site hash,
   // which can only split sites (they are the same for one call path), never merge two.
-  while (max_ranges > 0 && merged.size() > max_ranges) {
-    size_t closest = 0;
-    for (size_t i = 1; i + 1 < merged.size(); ++i) {
-      if (merged[i + 1].first - merged[i].second <
-          merged[closest + 1].first - merged[closest].second) {
-        closest = i;
-      }
+  // Joining a gap leaves the others as they are, so the smallest gaps (the lower address
+  // first among equal ones) are joined in one pass: a sort, not a scan per join.
+  if (max_ranges == 0 || merged.size() <= max_ranges) return merged;
+  std::vector<size_t> gaps(merged.size() - 1);  // gap i: between ranges i and i + 1
+  for (size_t i = 0; i < gaps.size(); ++i) gaps[i] = i;
+  const auto width = [&](size_t i) { return merged[i + 1].first - merged[i].second; };
+  const size_t joins = merged.size() - max_ranges;
+  std::nth_element(
+      gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(joins - 1), gaps.end(),
+      [&](size_t a, size_t b) { return width(a) != width(b) ? width(a) < width(b) : a < b; });
+  std::vector<bool> joined(gaps.size(), false);
+  for (size_t i = 0; i < joins; ++i) joined[gaps[i]] = true;
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  out.reserve(max_ranges);
+  for (size_t i = 0; i < merged.size(); ++i) {
+    if (i > 0 && joined[i - 1]) {
+      out.back().second = merged[i].second;
+    } else {
+      out.push_back(merged[i]);
     }
-    merged[closest].second = merged[closest + 1].second;
-    merged.erase(merged.begin() + static_cast<std::ptrdiff_t>(closest) + 1);
   }
-  return merged;
+  return out;
+}
+
+StackBytes::StackBytes(const uint8_t* bytes, size_t size) {
+  if (size == 0) return;
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t mapped = (size + page - 1) / page * page;
+  void* address = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (address == MAP_FAILED) return;  // an empty copy: the stack unwinds to its first frame
+  // Out of core dumps (mm/madvise.c: VM_DONTDUMP); PR_SET_DUMPABLE 0 in serve prevents them
+  // anyway, this holds for a dump made by other means (gcore of a dumpable test build).
+  madvise(address, mapped, MADV_DONTDUMP);
+  data_ = static_cast<uint8_t*>(address);
+  size_ = size;
+  mapped_ = mapped;
+  std::memcpy(data_, bytes, size);
+}
+
+StackBytes::~StackBytes() { Free(); }
+
+StackBytes::StackBytes(StackBytes&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+StackBytes& StackBytes::operator=(StackBytes&& other) noexcept {
+  if (this != &other) {
+    Free();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
+
+void StackBytes::Free() {
+  if (data_ == nullptr) return;
+  explicit_bzero(data_, size_);  // not elided as a dead store before munmap
+  munmap(data_, mapped_);
+  data_ = nullptr;
+  size_ = mapped_ = 0;
 }
 
 MrStackSites::MrStackSites(MrStackSitesOptions options, std::filesystem::path procfs,
@@ -78,9 +137,12 @@ MrStackSites::MrStackSites(MrStackSitesOptions options, std::filesystem::path pr
       procfs_(std::move(procfs)),
       code_ranges_fd_(code_ranges_fd),
       sites_seen_fd_(sites_seen_fd),
-      unwinder_(std::make_unique<sys::DwarfUnwinder>(procfs_)) {}
+      unwinder_(std::make_unique<sys::DwarfUnwinder>(procfs_)),
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
-MrStackSites::~MrStackSites() = default;
+MrStackSites::~MrStackSites() {
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
 
 void MrStackSites::Add(const void* data, size_t size) {
   constexpr size_t kHeader = offsetof(mr_stack_sample, data);
@@ -88,33 +150,38 @@ void MrStackSites::Add(const void* data, size_t size) {
   mr_stack_sample header;
   std::memcpy(&header, data, kHeader);
   const size_t stack_bytes = std::min<size_t>({header.size, size - kHeader, MR_STACK_COPY_MAX});
-  std::lock_guard lock(mutex_);
-  if (stats_.pending_bytes + stats_.unwound_bytes + stack_bytes > options_.max_bytes) {
-    ++stats_.dropped_memory;
-    return;
+  {
+    std::lock_guard lock(mutex_);
+    if (stats_.pending_bytes + stats_.unwound_bytes + stack_bytes > options_.max_bytes) {
+      ++stats_.dropped_memory;
+      return;
+    }
   }
   Pending pending{.image = {header.tgid, header.exec_id, header.proc_start_ns},
                   .site = header.site,
                   .regs = {},
-                  .stack = {}};
+                  .stack = StackBytes(static_cast<const uint8_t*>(data) + kHeader, stack_bytes)};
   std::copy(std::begin(header.regs), std::end(header.regs), pending.regs.begin());
-  const auto* bytes = static_cast<const uint8_t*>(data) + kHeader;
-  pending.stack.assign(bytes, bytes + stack_bytes);
-  stats_.pending_bytes += stack_bytes;
-  // An image's first sample: its code ranges go to the probes now rather than after the
-  // unwind (0.3 ms cold), since until then each of its registrations is a sample of its own.
-  InstallRanges(pending.image, false);
+  explicit_bzero(&header, sizeof header);  // its registers are the process's too
+  std::lock_guard lock(mutex_);
+  stats_.pending_bytes += pending.stack.size();
   pending_.push_back(std::move(pending));
 }
 
+// Called without mutex_: /proc/PID/maps is read and merged (a process with 100,000 mappings
+// takes milliseconds) while a scrape's stats() or a request's Find() go on; only the result
+// is compared and written under the lock.
 void MrStackSites::InstallRanges(const Image& image, bool refresh) {
-  auto& [generation, ranges] = ranges_[image];
-  if (!ranges.empty() && !refresh) return;
-  // Reading /proc/PID/maps under mutex_: one file per image, at its first sample and when
-  // a library was loaded since; kept short.
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = ranges_.find(image);
+    if (it != ranges_.end() && !it->second.second.empty() && !refresh) return;
+  }
   const auto maps = sysfs::ReadFile(procfs_ / std::to_string(std::get<0>(image)) / "maps", 8 << 20);
   if (!maps) return;
   auto fresh = ExecutableRanges(*maps, MR_CODE_RANGES);
+  std::lock_guard lock(mutex_);
+  auto& [generation, ranges] = ranges_[image];
   if (fresh.empty() || fresh == ranges) return;
   ranges = std::move(fresh);
   ++generation;
@@ -133,66 +200,156 @@ void MrStackSites::InstallRanges(const Image& image, bool refresh) {
   }
 }
 
-void MrStackSites::Process(Wait wait) {
-  // One caller unwinds at a time (the poller, or a request); the lock on the figures is
-  // held only between stacks, so a scrape reading them never waits for an unwind.
-  std::unique_lock worker(process_mutex_, std::defer_lock);
-  if (wait == Wait::kYes) {
-    worker.lock();
-  } else if (!worker.try_lock()) {
-    return;  // another caller is at it
+MrSymbols MrStackSites::SymbolizeFrames(uint32_t pid, const std::vector<uint64_t>& pcs,
+                                        sys::FirstAddress first,
+                                        std::chrono::steady_clock::time_point deadline) {
+  MrSymbols symbols;
+  const sys::SymbolizeOptions options{.first = first, .inline_frames = true, .deadline = deadline};
+  symbols.frames = unwinder_->Symbolize(pid, pcs, options, &symbols.missing);
+  return symbols;
+}
+
+void MrStackSites::Process() {
+  // One caller at a time (the stack thread; tests call it directly). The lock on the figures
+  // is held only between stacks, so a scrape reading them never waits for an unwind.
+  std::lock_guard worker(process_mutex_);
+  if (wake_fd_ >= 0) {
+    uint64_t wakes = 0;
+    [[maybe_unused]] const ssize_t drained = read(wake_fd_, &wakes, sizeof wakes);
   }
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options_.unwind_budget;
+  // The frame-pointer stacks a request waits for first: a few lookups, while samples may be
+  // many.
+  ProcessSymbolRequests(deadline);
   while (std::chrono::steady_clock::now() < deadline) {
     Pending sample;
-    std::vector<std::pair<uint64_t, uint64_t>> known;
+    bool ranges_known = false;
     {
       std::lock_guard lock(mutex_);
       if (pending_.empty()) break;
       sample = std::move(pending_.front());
       pending_.pop_front();
       stats_.pending_bytes -= sample.stack.size();
+      // A site already unwound (its samples sent before the image's code ranges reached the
+      // probes share its key): the same stack, not unwound and symbolized again.
+      if (sites_.contains({sample.image, sample.site})) {
+        ++stats_.unwound;
+        continue;
+      }
+      ++in_flight_;
+      const auto it = ranges_.find(sample.image);
+      ranges_known = it != ranges_.end() && !it->second.second.empty();
+    }
+    // An image's first sample: its code ranges go to the probes before the unwind (0.3 ms
+    // cold), since until then each of its registrations is a sample of its own.
+    if (!ranges_known) InstallRanges(sample.image, false);
+    std::vector<std::pair<uint64_t, uint64_t>> known;
+    {
+      std::lock_guard lock(mutex_);
       known = ranges_[sample.image].second;
     }
     const uint32_t pid = std::get<0>(sample.image);
-    const sys::CapturedStack captured{.pid = pid, .regs = sample.regs, .stack = sample.stack};
+    const sys::CapturedStack captured{
+        .pid = pid, .regs = sample.regs, .stack = sample.stack.span()};
     sys::UnwoundStack unwound = unwinder_->Unwind(captured, options_.limits);
-    // Code outside the ranges the probes hash with (or none yet: the image's first sample,
-    // or a library loaded since): (re)write them, so that its sites are told apart and sent
-    // once from now on.
-    const bool outside = known.empty() || std::ranges::any_of(unwound.pcs, [&](uint64_t pc) {
-                           return !std::ranges::any_of(known, [&](const auto& range) {
-                             return pc >= range.first && pc < range.second;
-                           });
-                         });
-    std::lock_guard lock(mutex_);
     if (unwound.stop_reason == "time budget" && sample.tries < options_.retries) {
       ++sample.tries;
+      std::lock_guard lock(mutex_);
+      --in_flight_;
       stats_.pending_bytes += sample.stack.size();
       pending_.push_back(std::move(sample));
       continue;
     }
+    explicit_bzero(sample.regs.data(), sizeof sample.regs);
+    sample.stack = StackBytes();  // zeroed and unmapped now, not at the end of the round
+    // Code outside the ranges the probes hash with (a library loaded since): rewrite them, so
+    // that its sites are told apart and sent once from now on.
+    const bool outside = std::ranges::any_of(unwound.pcs, [&](uint64_t pc) {
+      return !std::ranges::any_of(
+          known, [&](const auto& range) { return pc >= range.first && pc < range.second; });
+    });
+    if (unwound.stop_reason != "process gone" && outside) InstallRanges(sample.image, true);
+    MrSymbols symbols;
+    if (unwound.stop_reason != "process gone") {
+      symbols = SymbolizeFrames(pid, unwound.pcs, sys::FirstAddress::kInstructionPointer,
+                                std::chrono::steady_clock::now() + options_.symbolize_budget);
+    }
+    std::lock_guard lock(mutex_);
+    --in_flight_;
     ++stats_.unwound;
     if (unwound.stop_reason == "process gone") {
       ++stats_.dropped_gone;
       continue;
     }
-    if (outside) InstallRanges(sample.image, true);
     MrUnwoundSite site{.pcs = std::move(unwound.pcs),
                        .method = unwound.method,
                        .truncated = unwound.truncated,
-                       .stop_reason = std::move(unwound.stop_reason)};
+                       .stop_reason = std::move(unwound.stop_reason),
+                       .symbols = std::move(symbols)};
     auto [it, inserted] = sites_.try_emplace({sample.image, sample.site}, std::move(site));
     if (inserted) {
       stats_.unwound_bytes += BytesOf(it->second);
       candidates_.erase(it->first);
     }
   }
+  ProcessSymbolRequests(deadline);
   std::lock_guard lock(mutex_);
   stats_.unwind_ns += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
           .count());
+  if (Idle()) processed_.notify_all();
+}
+
+void MrStackSites::ProcessSymbolRequests(std::chrono::steady_clock::time_point deadline) {
+  while (std::chrono::steady_clock::now() < deadline) {
+    SymbolRequest request;
+    {
+      std::lock_guard lock(mutex_);
+      if (symbol_requests_.empty()) return;
+      request = std::move(symbol_requests_.front());
+      symbol_requests_.pop_front();
+      if (frame_pointer_symbols_.contains({request.image, request.stack_id})) continue;
+      ++in_flight_;
+    }
+    // The probes' frame-pointer walk (bpf_get_stack): each address a return address.
+    MrSymbols symbols = SymbolizeFrames(
+        std::get<0>(request.image), request.addresses, sys::FirstAddress::kReturnAddress,
+        std::chrono::steady_clock::now() + options_.symbolize_budget);
+    std::lock_guard lock(mutex_);
+    --in_flight_;
+    if (!ranges_.contains(request.image)) continue;  // the image ended meanwhile
+    if (frame_pointer_symbols_.size() >= kMaxFramePointerSymbols) {
+      frame_pointer_symbols_.erase(frame_pointer_symbols_.begin());
+    }
+    frame_pointer_symbols_[{request.image, request.stack_id}] = std::move(symbols);
+  }
+}
+
+bool MrStackSites::HasWork() const {
+  std::lock_guard lock(mutex_);
+  return !pending_.empty() || !symbol_requests_.empty();
+}
+
+bool MrStackSites::WaitProcessed(std::chrono::steady_clock::time_point deadline) {
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t written = write(wake_fd_, &one, sizeof one);
+  }
+  std::unique_lock lock(mutex_);
+  return processed_.wait_until(lock, deadline, [&] { return Idle(); });
+}
+
+std::optional<MrSymbols> MrStackSites::FramePointerSymbols(const Image& image, int32_t stack_id,
+                                                           const std::vector<uint64_t>& addresses) {
+  std::lock_guard lock(mutex_);
+  const auto it = frame_pointer_symbols_.find({image, stack_id});
+  if (it != frame_pointer_symbols_.end()) return it->second;
+  // An image the stack thread knows (its ranges) is one whose process it tracks: its stacks
+  // may be symbolized, and are dropped with it (DropImages).
+  ranges_.try_emplace(image);
+  symbol_requests_.push_back({.image = image, .stack_id = stack_id, .addresses = addresses});
+  return std::nullopt;
 }
 
 std::optional<MrUnwoundSite> MrStackSites::Find(const Image& image, uint64_t site) const {
@@ -253,6 +410,10 @@ void MrStackSites::DropImages(const std::vector<Image>& images) {
       stats_.pending_bytes -= sample.stack.size();
       return true;
     });
+    std::erase_if(symbol_requests_,
+                  [&](const SymbolRequest& request) { return request.image == image; });
+    std::erase_if(frame_pointer_symbols_,
+                  [&](const auto& entry) { return entry.first.first == image; });
     if (ranges_.erase(image) > 0 && code_ranges_fd_ >= 0) {
       const mr_proc_key key{.tgid = std::get<0>(image),
                             .exec_id = std::get<1>(image),
@@ -268,6 +429,7 @@ void MrStackSites::RetainLiveSessions() {
   for (const auto& [image, ranges] : ranges_) live.push_back(std::get<0>(image));
   for (const Pending& sample : pending_) live.push_back(std::get<0>(sample.image));
   unwinder_->Retain(live);
+  if (Idle()) processed_.notify_all();
 }
 
 MrStackSitesStats MrStackSites::stats() const {

@@ -1,13 +1,18 @@
 // The user stacks the MR probes capture at registrations (probes/mr.h, "user stacks"), turned
-// into call sites: each sample is unwound with DWARF CFI (sys/dwarf_unwinder) while its process
-// still runs, kept as the program counters of its site, and dropped once no outstanding region
-// refers to it. The raw copies wait (bounded in bytes) only until the next collection or
-// /debug/mr/stacks request unwinds them; the per-image code ranges the probes hash return
+// into call sites: each sample is unwound with DWARF CFI (sys/dwarf_unwinder) and symbolized
+// while its process still runs, kept as the program counters and frames of its site, and
+// dropped once no outstanding region refers to it. All of it happens on the stack thread
+// (MrProbe's poller, Process()): an HTTP request only waits, bounded, for what was queued
+// before it, and formats (no ELF or DWARF is parsed on an HTTP thread). The raw copies wait
+// (bounded in bytes) only until the stack thread unwinds them, in memory left out of core
+// dumps and zeroed before it is freed; the per-image code ranges the probes hash return
 // addresses with are written here after an image's first sample.
 #pragma once
 
 #include <array>
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -16,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -28,6 +34,7 @@ namespace rdmascope {
 
 // Executable mappings of /proc/PID/maps text, sorted and merged (adjacent or overlapping
 // ones, then the closest pairs) down to at most `max_ranges`: a superset of the code.
+// O(n log n) in the number of mappings (a sort, then the gaps joined smallest first).
 std::vector<std::pair<uint64_t, uint64_t>> ExecutableRanges(std::string_view maps,
                                                             size_t max_ranges);
 
@@ -37,8 +44,17 @@ struct MrStackSitesOptions {
   // Per stack: the first stack of a process reads its modules' ELF files and CFI (about
   // 0.3 ms here, 10-30 ms under QEMU's TCG); later ones take microseconds.
   sys::UnwindLimits limits{.max_frames = 127, .budget = std::chrono::milliseconds(50)};
+  // Per stack's symbols: the first lookups in a module read its symbol table (and DWARF, for
+  // inline frames); frames left when it is spent have no name, and the stack says so.
+  std::chrono::milliseconds symbolize_budget{250};
   // A stack cut short by its budget is tried again (the files are cached by then).
   uint32_t retries = 2;
+};
+
+// A stack's frames as the stack thread symbolized them (sys::Frame: names and offsets only).
+struct MrSymbols {
+  std::vector<sys::Frame> frames;
+  std::string missing;  // why some or all frames have no name ("" when every one was tried)
 };
 
 // One image's site: what OutstandingStacks() shows for its regions.
@@ -47,6 +63,30 @@ struct MrUnwoundSite {
   sys::UnwindMethod method = sys::UnwindMethod::kNone;
   bool truncated = false;
   std::string stop_reason;
+  MrSymbols symbols;  // of pcs, the first an exact instruction address
+};
+
+// A stack's bytes copied from the ring buffer: anonymous pages marked MADV_DONTDUMP (a core
+// dump of the exporter carries no tenant's stack) and zeroed with explicit_bzero before they
+// are unmapped (no copy of them is left for the next allocation to read).
+class StackBytes {
+ public:
+  StackBytes() = default;
+  StackBytes(const uint8_t* bytes, size_t size);
+  ~StackBytes();
+  StackBytes(StackBytes&& other) noexcept;
+  StackBytes& operator=(StackBytes&& other) noexcept;
+  StackBytes(const StackBytes&) = delete;
+  StackBytes& operator=(const StackBytes&) = delete;
+
+  std::span<const uint8_t> span() const { return {data_, size_}; }
+  size_t size() const { return size_; }
+
+ private:
+  void Free();
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  size_t mapped_ = 0;
 };
 
 struct MrStackSitesStats {
@@ -73,13 +113,24 @@ class MrStackSites {
   // A sample from the ring buffer (struct mr_stack_sample, `size` bytes). Copies it, or
   // drops it at the memory bound. Called from ring_buffer__consume().
   void Add(const void* data, size_t size);
-  // Unwinds waiting samples, within the unwind budget. kNo returns at once when another
-  // caller is at it; kYes waits for that caller (a round is bounded by the budget too), so
-  // that the samples added before the call are unwound when it returns.
-  enum class Wait { kNo, kYes };
-  void Process(Wait wait = Wait::kNo);
+  // The stack thread's work: unwinds and symbolizes waiting samples, and symbolizes the
+  // frame-pointer stacks asked for (RequestSymbols), within the unwind budget.
+  void Process();
+  // An HTTP request's wait for the stack thread: until everything queued before the call is
+  // processed, or `deadline`. False at the deadline. Wakes the stack thread (wake_fd()).
+  bool WaitProcessed(std::chrono::steady_clock::time_point deadline);
+  // Work is queued (a round of Process() stopped at its budget): the stack thread goes on at
+  // once rather than waiting for the next sample.
+  bool HasWork() const;
+  // Readable when the stack thread has work a request waits for (an eventfd; drained by
+  // Process()).
+  int wake_fd() const { return wake_fd_; }
   // The site of a region, if it was unwound (a copy: sites may be dropped meanwhile).
   std::optional<MrUnwoundSite> Find(const Image& image, uint64_t site) const;
+  // The frames of a frame-pointer stack of the probes' stacks map (`stack_id`), as the stack
+  // thread symbolized them; nullopt, and the stack queued for the stack thread, when not yet.
+  std::optional<MrSymbols> FramePointerSymbols(const Image& image, int32_t stack_id,
+                                               const std::vector<uint64_t>& addresses);
   // Drops sites no region refers to at this call and at the previous one (a registration
   // takes its site key before its region is written), and images that are gone.
   void Collect(const std::set<SiteKey>& referenced);
@@ -92,9 +143,19 @@ class MrStackSites {
     Image image;
     uint64_t site;
     std::array<uint64_t, sys::kDwarfRegisters> regs;
-    std::vector<uint8_t> stack;
+    StackBytes stack;
     uint32_t tries = 0;
   };
+  struct SymbolRequest {
+    Image image;
+    int32_t stack_id;
+    std::vector<uint64_t> addresses;
+  };
+  MrSymbols SymbolizeFrames(uint32_t pid, const std::vector<uint64_t>& pcs, sys::FirstAddress first,
+                            std::chrono::steady_clock::time_point deadline);
+  void ProcessSymbolRequests(std::chrono::steady_clock::time_point deadline);
+  // Under mutex_: nothing queued or being worked on.
+  bool Idle() const { return pending_.empty() && symbol_requests_.empty() && in_flight_ == 0; }
   void InstallRanges(const Image& image, bool refresh);
   void RetainLiveSessions();  // under mutex_
   void Forget(const SiteKey& key);
@@ -110,6 +171,12 @@ class MrStackSites {
   std::map<SiteKey, MrUnwoundSite> sites_;
   std::map<Image, std::pair<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>> ranges_;
   std::set<SiteKey> candidates_;  // unreferenced at the last Collect()
+  std::deque<SymbolRequest> symbol_requests_;
+  std::map<std::pair<Image, int32_t>, MrSymbols> frame_pointer_symbols_;
+  static constexpr size_t kMaxFramePointerSymbols = 4096;
+  size_t in_flight_ = 0;               // samples and requests taken from the queues
+  std::condition_variable processed_;  // with mutex_: Idle() became true
+  int wake_fd_ = -1;
   MrStackSitesStats stats_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include <cerrno>
@@ -190,6 +191,13 @@ int RunServe(const ServeConfig& config) {
   log::SetLevel(config.log_level);
   log::Info("starting rdmascope", {{"version", kVersion}, {"revision", kRevision}});
   RaiseOpenFileLimit();
+  // No core dump of the exporter (it holds tenants' stack copies and parsed files) and no
+  // ptrace of it by the user it runs as: a non-dumpable process's /proc/PID files belong to
+  // root and ptrace_may_access refuses without CAP_SYS_PTRACE (kernel/ptrace.c
+  // __ptrace_may_access, get_dumpable). Capability changes do not reset it; an execve would.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+    throw std::runtime_error(std::string("prctl(PR_SET_DUMPABLE, 0): ") + std::strerror(errno));
+  }
 
   // Block the signals before any thread starts so that only sigwait below receives them.
   sigset_t signals;

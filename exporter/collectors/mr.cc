@@ -401,7 +401,6 @@ CollectResult MrCollector::Collect(MetricSet& out) const {
   MapMrSnapshot(snapshot, out, by_comm_);
   std::vector<uint32_t> registrants;
   for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
-  symbolizer_->Retain(registrants);
   MapPinned(pinned_->Read(registrants), out, by_comm_);
   MapHostMemory(ReadHostMemory(), out);
   std::string detail = std::to_string(snapshot.processes.size()) + " processes with registrations";
@@ -451,26 +450,23 @@ std::string MrCollector::StacksJson(std::string_view query) const {
   std::optional<uint32_t> only;
   if (pid && *pid <= UINT32_MAX) only = static_cast<uint32_t>(*pid);
   const MrStacksLimits limits = stacks_limits_;
-  const auto deadline = std::chrono::steady_clock::now() + limits.budget;
+  // Only formatting here (an HTTP thread): the stack thread unwound and symbolized the stacks
+  // (bpf/mr_stack_sites.h); the report says why a stack has no symbols when it has none.
   MrStacksReport report = probe_->OutstandingStacks(std::min<uint64_t>(top, 100), only, limits);
-  // Symbolising reads ELF files: bounded too, by the same budget and a frame count.
   size_t frames_left = kMaxStackFrames;
   nlohmann::json processes = nlohmann::json::array();
   for (const MrProcessStacks& proc : report.processes) {
     nlohmann::json stacks = nlohmann::json::array();
     for (const MrStack& site : proc.stacks) {
       nlohmann::json frames = nlohmann::json::array();
-      const bool symbolise =
-          frames_left >= site.addresses.size() && std::chrono::steady_clock::now() < deadline;
-      if (symbolise) {
-        frames_left -= site.addresses.size();
+      if (frames_left >= site.frames.size()) {
+        frames_left -= site.frames.size();
         // Symbols only (function+offset, module): raw addresses would reveal the
         // application's address-space layout (ASLR) to whoever can reach this endpoint.
         // Functions inlined at an address are frames of their own where the module has debug
         // info, except libibverbs' own static inline wrappers (verbs.h: ibv_reg_mr is the
         // inline __ibv_reg_mr), compiled into every caller: the API, not the caller's code.
-        for (const sys::Frame& frame :
-             symbolizer_->Symbolize(proc.pid, site.addresses, {.inline_frames = true})) {
+        for (const sys::Frame& frame : site.frames) {
           if (frame.inlined &&
               (frame.function.starts_with("__ibv_") || frame.function.starts_with("ibv_"))) {
             continue;
@@ -479,9 +475,9 @@ std::string MrCollector::StacksJson(std::string_view query) const {
           if (frame.inlined) entry["inlined"] = true;
           frames.push_back(std::move(entry));
         }
-      } else if (!site.addresses.empty() && !report.truncated) {
+      } else if (!report.truncated) {
         report.truncated = true;
-        report.truncated_reason = "frames not symbolised: time or frame budget spent";
+        report.truncated_reason = "frames left out: frame budget spent";
       }
       nlohmann::json stack = {
           {"outstanding_regions", site.regions},
@@ -492,6 +488,13 @@ std::string MrCollector::StacksJson(std::string_view query) const {
           {"unwind", site.unwind},
           {"frames", frames}};
       if (!site.unwind_stop.empty()) stack["unwind_stop"] = site.unwind_stop;
+      // Why frames have no name: the process gone, a file refused (sys/elf_checks.h,
+      // untrusted_files.h), the time budget, or not symbolized yet.
+      if (!site.symbols_missing.empty()) {
+        stack["symbols_missing"] = site.symbols_missing;
+      } else if (site.frames.empty() && !site.addresses.empty()) {
+        stack["symbols_missing"] = "not symbolized";
+      }
       stacks.push_back(std::move(stack));
     }
     nlohmann::json entry = {{"pid", proc.pid},

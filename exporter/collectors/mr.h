@@ -42,6 +42,7 @@ class MrCollector : public Collector {
 
   // JSON for /debug/mr/stacks; query: pid=N, top=N (default 5, at most 100). Bounded by
   // `limits` (regions walked, time) and kMaxStackFrames; says "truncated" when a bound cut it.
+  // Formats what the stack thread symbolized: no ELF or DWARF is read on the HTTP thread.
   std::string StacksJson(std::string_view query) const;
   // Forwards to MrProbe::SetExitObserver (nothing happens without the probes).
   void SetExitObserver(std::function<void(const MrProcess& last)> observer) {
@@ -59,7 +60,6 @@ class MrCollector : public Collector {
   std::unique_ptr<MrProbe> probe_;
   std::unique_ptr<MrSeedTracker> seed_;  // regions registered before the probes attached
   std::unique_ptr<UverbsHolders> pinned_;
-  std::unique_ptr<sys::Symbolizer> symbolizer_ = std::make_unique<sys::Symbolizer>();
   std::string attach_error_;
   WorkloadSource workload_source_;
   MrStacksLimits stacks_limits_;

@@ -21,7 +21,9 @@
 
 #include "core/process_metrics.h"
 #include "core/sysfs.h"
+#include "sys/module_files.h"
 #include "sys/process_handle.h"
+#include "sys/untrusted_files.h"
 
 // How libdwfl is used (elfutils 0.188, libdwfl/dwfl_frame.c, frame_unwind.c):
 // - dwfl_attach_state() can be called once per Dwfl, and the Dwfl holds what is expensive: the
@@ -36,10 +38,12 @@
 //   at each pc.
 // - libdwfl has no guard against a CFA that does not move (only the backend's rbp step checks
 //   that rsp went up): our frame callback stops when the stack pointer does not increase.
-// - A module's ELF file comes from the ElfCache (FindElf): one read-only mapping of each file
-//   for the sessions of all processes, each session with its own Elf* over it (elf_cache.cc
-//   says why not one Elf*). The vDSO (read from the process's memory), a deleted file and what
-//   the cache declines go to dwfl_linux_proc_find_elf, which opens the file per session.
+// - A module's ELF file is opened by sys/module_files.cc (never by a path in the exporter's
+//   namespace: /proc/PID/map_files or RESOLVE_IN_ROOT, device and inode checked, the bytes
+//   checked by sys/elf_checks.h) and comes from the ElfCache: one read-only mapping of each
+//   file for the sessions of all processes, each session with its own Elf* over it
+//   (elf_cache.cc says why not one Elf*). Debug info only from the process's own root. A
+//   session in which a file was refused is dropped once its request ends.
 // - The parsed CFI is not shared: libdwfl makes a module's Dwarf_CFI itself on its first
 //   lookup (dwfl_module_eh_cfi.c, dwfl_module_dwarf_cfi.c: into the module, with the module's
 //   backend; there is no call to hand it one), and a Dwarf_CFI is not thread-safe (libdw/fde.c
@@ -53,52 +57,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A module's userdata (libdwfl hands find_elf &module->userdata: MODCB_ARGS in
-// libdwfl/libdwflP.h): where its process's files are, and the cached file it holds, released
-// once libdwfl has dropped the module (and with it the Elf* over the file).
-struct ModuleFile {
-  ElfCache* cache;
-  std::string root;  // PROCFS/PID/root
-  std::shared_ptr<const ElfImage> image;
-};
-
-// libdwfl's find_elf contract (dwfl_module_getdwarf.c __libdwfl_getelf): return a descriptor
-// or -1, and/or set *elfp; libdwfl owns both and ends them with the module. Here *elfp is a
-// new Elf* over the shared bytes and there is no descriptor. *file_name is the path in the
-// maps, as dwfl_linux_proc_find_elf sets it (module names in stop reasons, debuginfo search).
-int FindElf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr base,
-            char** file_name, Elf** elfp) {
-  auto* file = static_cast<ModuleFile*>(*userdata);
-  if (file != nullptr && name != nullptr && name[0] == '/') {
-    if (std::shared_ptr<const ElfImage> image = file->cache->Open(file->root + name)) {
-      Elf* elf = image->NewElf();
-      char* path = strdup(name);
-      if (elf != nullptr && path != nullptr) {
-        file->image = std::move(image);
-        *file_name = path;
-        *elfp = elf;
-        return -1;
-      }
-      if (elf != nullptr) elf_end(elf);
-      std::free(path);
-    }
-  }
-  return dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elfp);
-}
-
-const Dwfl_Callbacks kProcCallbacks = {
-    .find_elf = FindElf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = nullptr,
-    .debuginfo_path = nullptr,
-};
-
 // When the instruction pointer lies in no module (a library dlopen()ed after the session was
 // made), the maps are read again, at most this often: an instruction pointer in anonymous
 // code (a JIT) would otherwise re-read them at every unwind.
 constexpr auto kReportInterval = std::chrono::seconds(1);
 
 constexpr const char* kFrameLimit = "frame limit";
+constexpr size_t kMaxMapsBytes = 8 << 20;  // /proc/PID/maps of a process with ~100k mappings
 constexpr const char* kTimeBudget = "time budget";
 
 std::string Hex(uint64_t value) {
@@ -246,8 +211,7 @@ struct DwarfUnwinder::Process {
   const uint32_t pid;
   const uint64_t start_ticks;
   const std::shared_ptr<ElfCache> elf_cache;
-  const std::string root;  // PROCFS/PID/root: the files as the process sees them
-  std::mutex mutex;        // a Dwfl is not thread-safe: one unwind or symbolisation at a time
+  std::mutex mutex;  // a Dwfl is not thread-safe: one unwind or symbolisation at a time
   Dwfl* dwfl = nullptr;
   // The architecture for dwfl_attach_state: an x86-64 ELF header in memory. Without it libdwfl
   // would borrow the backend of the first module, which a later re-report may drop.
@@ -257,12 +221,20 @@ struct DwarfUnwinder::Process {
   std::atomic<bool> gone = false;  // the maps could not be read again: make a new session
   ProcessHandle handle;            // this process only (not a later one with its pid)
   Walk* walk = nullptr;            // the sample being unwound, under `mutex`
-  // One per module, its userdata (a list: their addresses must not move). Destroyed after
-  // dwfl_end() (in the destructor's body), which ends the Elf*s over the cached files.
+  // What the modules' file callbacks need (sys/module_files.h), and one ModuleFile per module,
+  // its userdata (a list: their addresses must not move). Destroyed after dwfl_end() (in the
+  // destructor's body), which ends the Elf*s over the cached files.
+  ProcessFiles context;
   std::list<ModuleFile> files;
 
-  Process(uint32_t p, uint64_t ticks, std::string proc_root, std::shared_ptr<ElfCache> cache)
-      : pid(p), start_ticks(ticks), elf_cache(std::move(cache)), root(std::move(proc_root)) {}
+  Process(uint32_t p, uint64_t ticks, const std::filesystem::path& procfs,
+          std::shared_ptr<ElfCache> cache)
+      : pid(p), start_ticks(ticks), elf_cache(std::move(cache)) {
+    context.procfs = procfs;
+    context.pid = p;
+    context.real_procfs = procfs == "/proc";
+    context.cache = elf_cache.get();
+  }
   ~Process() {
     if (dwfl != nullptr) dwfl_end(dwfl);
     if (arch != nullptr) elf_end(arch);
@@ -275,7 +247,7 @@ struct DwarfUnwinder::Process {
   // a module reported again with the same name and range, with its ELF and CFI).
   bool Report(const std::filesystem::path& procfs, std::string& why) {
     if (dwfl == nullptr) {
-      dwfl = dwfl_begin(&kProcCallbacks);
+      dwfl = dwfl_begin(&ModuleFileCallbacks());
       if (dwfl == nullptr) {
         why = std::string("libdwfl: ") + dwfl_errmsg(-1);
         return false;
@@ -283,15 +255,24 @@ struct DwarfUnwinder::Process {
     } else {
       dwfl_report_begin(dwfl);
     }
+    // The maps as read here give each file's device and inode (what an open must find);
+    // libdwfl reports the modules from the same text, or on the real procfs from its own
+    // reading, with the vDSO (a file changed in between fails the check: no file).
     int result = 0;
-    if (procfs == "/proc") {
-      result = dwfl_linux_proc_report(dwfl, static_cast<pid_t>(pid));  // with the vDSO
-    } else if (FILE* maps = std::fopen((procfs / std::to_string(pid) / "maps").c_str(), "r")) {
-      result = dwfl_linux_proc_maps_report(dwfl, maps);
-      std::fclose(maps);
+    const auto maps = sysfs::ReadFile(procfs / std::to_string(pid) / "maps", kMaxMapsBytes);
+    if (!maps) {
+      result = ENOENT;
+    } else if (maps->empty()) {
+      result = 0;  // no module: ESRCH below
+    } else if (procfs == "/proc") {
+      result = dwfl_linux_proc_report(dwfl, static_cast<pid_t>(pid));
+    } else if (FILE* text = fmemopen(const_cast<char*>(maps->data()), maps->size(), "r")) {
+      result = dwfl_linux_proc_maps_report(dwfl, text);
+      std::fclose(text);
     } else {
       result = errno;
     }
+    context.mapped = maps ? ParseMappedFiles(*maps) : std::vector<MappedFile>{};
     dwfl_report_end(dwfl, nullptr, nullptr);
     TrackModules();
     // No file mapped (a zombie, a kernel thread): nothing to unwind against.
@@ -341,8 +322,8 @@ struct DwarfUnwinder::Process {
   static int TrackModule(Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, void* arg) {
     auto& [process, seen] = *static_cast<std::pair<Process*, std::set<const void*>>*>(arg);
     if (*userdata == nullptr) {
-      *userdata = &process->files.emplace_back(
-          ModuleFile{.cache = process->elf_cache.get(), .root = process->root, .image = nullptr});
+      *userdata = &process->files.emplace_back();
+      process->files.back().process = &process->context;
     }
     seen.insert(*userdata);
     return DWARF_CB_OK;
@@ -394,7 +375,8 @@ std::optional<uint64_t> DwarfUnwinder::StartTicks(uint32_t pid) const {
   return stat ? ParseStartTicks(*stat) : std::nullopt;
 }
 
-std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, std::string& why) {
+std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, std::string& why,
+                                                                  bool exited_ok) {
   why = "process gone";
   if (pid == 0 || pid > INT_MAX) return nullptr;
   std::shared_ptr<Process> cached;
@@ -405,16 +387,15 @@ std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, 
   // Still the same process? Its pidfd says so in one poll(); without one (a fake procfs, a
   // kernel before 5.3) its start time, from PID/stat (about 10 us on procfs).
   if (cached && !cached->gone) {
-    if (cached->handle.valid() ? !cached->handle.Exited()
-                               : StartTicks(pid) == cached->start_ticks) {
+    if (exited_ok || (cached->handle.valid() ? !cached->handle.Exited()
+                                             : StartTicks(pid) == cached->start_ticks)) {
       return cached;
     }
   }
   const std::optional<uint64_t> start = StartTicks(pid);
   if (!start) return nullptr;
   // Reading the maps and ELF headers is slow: not under mutex_.
-  auto process = std::make_shared<Process>(
-      pid, *start, (procfs_ / std::to_string(pid) / "root").string(), elf_cache_);
+  auto process = std::make_shared<Process>(pid, *start, procfs_, elf_cache_);
   if (procfs_ == "/proc") {
     process->handle = ProcessHandle::Open(pid);
     // The pid may have been reused between the two reads: the pidfd must be this process's.
@@ -463,6 +444,9 @@ UnwoundStack DwarfUnwinder::WalkDwarf(Process& process, const CapturedStack& cap
       out.stop_reason = "no module at the pc (anonymous or unmapped code)";
     } else if (!HasCfi(module, lookup)) {
       out.stop_reason = "no CFI for " + Where(module, lookup);
+      if (const std::string refused = RefusalOf(module); !refused.empty()) {
+        out.stop_reason += " (file refused: " + refused + ")";
+      }
     } else if (walk.LastStepReadOutside() && walk.failed_above) {
       out.stop_reason = "stack copy ends";
       out.truncated = true;
@@ -544,21 +528,40 @@ UnwoundStack DwarfUnwinder::WalkFramePointers(Process& process, const CapturedSt
   return out;
 }
 
+void DwarfUnwinder::DropIfRefused(const std::shared_ptr<Process>& process) {
+  {
+    std::lock_guard lock(process->mutex);
+    if (process->context.refused.empty()) return;
+  }
+  std::lock_guard lock(mutex_);
+  const auto it = processes_.find(process->pid);
+  if (it != processes_.end() && it->second == process) processes_.erase(it);
+}
+
 UnwoundStack DwarfUnwinder::Unwind(const CapturedStack& captured, const UnwindLimits& limits) {
   if (limits.max_frames == 0) return {.truncated = true, .stop_reason = kFrameLimit};
   const uint64_t ip = captured.regs[kDwarfRip];
   std::string why;
   const std::shared_ptr<Process> process = ProcessFor(captured.pid, why);
   if (!process) return {.pcs = {ip}, .stop_reason = why};
-  std::lock_guard lock(process->mutex);
+  UnwoundStack unwound = UnwindIn(*process, captured, limits);
+  DropIfRefused(process);
+  return unwound;
+}
+
+UnwoundStack DwarfUnwinder::UnwindIn(Process& process, const CapturedStack& captured,
+                                     const UnwindLimits& limits) {
+  const uint64_t ip = captured.regs[kDwarfRip];
+  std::string why;
+  std::lock_guard lock(process.mutex);
   // The budget is the walk's: a new process's maps are read before it starts (the modules'
   // files are opened as the walk reaches them, and count).
   const Clock::time_point deadline = Clock::now() + limits.budget;
-  if (dwfl_addrmodule(process->dwfl, ip) == nullptr &&
-      Clock::now() - process->reported >= kReportInterval && !process->Report(procfs_, why)) {
+  if (dwfl_addrmodule(process.dwfl, ip) == nullptr &&
+      Clock::now() - process.reported >= kReportInterval && !process.Report(procfs_, why)) {
     return {.pcs = {ip}, .stop_reason = why};
   }
-  UnwoundStack dwarf = WalkDwarf(*process, captured, limits.max_frames, deadline);
+  UnwoundStack dwarf = WalkDwarf(process, captured, limits.max_frames, deadline);
   // Stopped by a limit, or CFI got past the first frame and on to the outermost frame or to
   // the end of the copy: the rbp walk, in the same limits and copy, cannot do better (if it
   // went further, its frames would be garbage: rbp used as a general register).
@@ -566,7 +569,7 @@ UnwoundStack DwarfUnwinder::Unwind(const CapturedStack& captured, const UnwindLi
       (dwarf.method == UnwindMethod::kDwarf && (dwarf.stop_reason.empty() || dwarf.truncated))) {
     return dwarf;
   }
-  UnwoundStack frame_pointers = WalkFramePointers(*process, captured, limits.max_frames, deadline);
+  UnwoundStack frame_pointers = WalkFramePointers(process, captured, limits.max_frames, deadline);
   if (frame_pointers.pcs.size() <= dwarf.pcs.size()) return dwarf;
   if (!dwarf.stop_reason.empty()) {
     frame_pointers.stop_reason += (frame_pointers.stop_reason.empty() ? "" : "; ") +
@@ -586,13 +589,30 @@ UnwoundStack DwarfUnwinder::UnwindFramePointers(const CapturedStack& captured,
 
 std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, const UnwoundStack& unwound,
                                             bool inline_frames) {
-  const SymbolizeOptions options{.first = FirstAddress::kInstructionPointer,
-                                 .inline_frames = inline_frames};
+  return Symbolize(pid, unwound.pcs,
+                   {.first = FirstAddress::kInstructionPointer, .inline_frames = inline_frames});
+}
+
+std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+                                            const SymbolizeOptions& options, std::string* missing) {
   std::string why;
-  const std::shared_ptr<Process> process = ProcessFor(pid, why);
-  if (!process) return SymbolizeWith(nullptr, unwound.pcs, options);
-  std::lock_guard lock(process->mutex);
-  return SymbolizeWith(process->dwfl, unwound.pcs, options);
+  // The session of a process that has exited since still names its addresses (the modules
+  // it had): the stacks of regions left at exit are symbolized after it (Retain drops it).
+  const std::shared_ptr<Process> process = ProcessFor(pid, why, /*exited_ok=*/true);
+  if (!process) {
+    if (missing != nullptr) *missing = why;
+    return SymbolizeWith(nullptr, addresses, options);
+  }
+  std::vector<Frame> frames;
+  {
+    std::lock_guard lock(process->mutex);
+    frames = SymbolizeWith(process->dwfl, addresses, options, missing);
+    if (missing != nullptr && missing->empty() && !process->context.refused.empty()) {
+      *missing = "file refused: " + process->context.refused;
+    }
+  }
+  DropIfRefused(process);
+  return frames;
 }
 
 ElfCacheStats DwarfUnwinder::elf_stats() const { return elf_cache_->stats(); }

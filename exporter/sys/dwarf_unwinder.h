@@ -93,6 +93,12 @@ class DwarfUnwinder {
   // unless `inline_frames` is false (see SymbolizeOptions).
   std::vector<Frame> Symbolize(uint32_t pid, const UnwoundStack& unwound,
                                bool inline_frames = true);
+  // Any addresses of `pid` (options.first says what the first one is), within
+  // options.deadline. `missing` (when given): why frames have no name ("process gone", "file
+  // refused: libfoo.so: ...", "symbolization time budget spent"), "" when every address was
+  // looked up with every file.
+  std::vector<Frame> Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+                               const SymbolizeOptions& options, std::string* missing = nullptr);
   // Drops the sessions of processes not in `live_pids`.
   void Retain(const std::vector<uint32_t>& live_pids);
   // The ELF cache's figures (shared with any other unwinder of the same cache).
@@ -102,8 +108,14 @@ class DwarfUnwinder {
   struct Process;
   struct Walk;
   // The session of the process running as `pid` now (nullptr and `why` when it is gone).
-  std::shared_ptr<Process> ProcessFor(uint32_t pid, std::string& why);
+  // `exited_ok`: a cached session of a process that has exited since is good enough.
+  std::shared_ptr<Process> ProcessFor(uint32_t pid, std::string& why, bool exited_ok = false);
   std::optional<uint64_t> StartTicks(uint32_t pid) const;
+  // Unwind() in a session, under its mutex.
+  UnwoundStack UnwindIn(Process& process, const CapturedStack& captured,
+                        const UnwindLimits& limits);
+  // A session in which a file was refused is not kept (sys/module_files.h ProcessFiles).
+  void DropIfRefused(const std::shared_ptr<Process>& process);
   // Both under the process's mutex; `deadline` ends the walk (UnwindLimits::budget from the
   // start of Unwind).
   UnwoundStack WalkDwarf(Process& process, const CapturedStack& captured, size_t max_frames,

@@ -7,11 +7,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <compare>
+#include <cstring>
+#include <expected>
 #include <list>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -32,7 +36,8 @@
 //   one (libdwfl/relocate.c, ET_REL only). libdw decompresses SHF_COMPRESSED and .zdebug
 //   sections when it opens DWARF (libdw/dwarf_begin_elf.c check_section), libdwfl a
 //   compressed symbol table (dwfl_module_getdwarf.c find_symtab). Files with either, and
-//   anything but ET_EXEC or ET_DYN, are declined: libdwfl opens them per session as before.
+//   anything but ET_EXEC or ET_DYN, are declined: each session gets a private copy-on-write
+//   mapping of its own, which libelf may write (the inflated sizes bounded by CheckElf).
 //   The rest are never written; the mapping is PROT_READ all the same, so that a write missed
 //   here faults instead of changing another session's view of the file.
 // - The bytes are a read-only private mapping, not a read (elf_cntl(ELF_C_FDREAD) on a
@@ -60,57 +65,90 @@ FileKey KeyOf(const struct stat& status) {
           .mtime_nsec = status.st_mtim.tv_nsec};
 }
 
-bool Mappable(const struct stat& status) { return S_ISREG(status.st_mode) && status.st_size > 0; }
-
 void InitLibelf() {
   static std::once_flag once;
   std::call_once(once, [] { elf_version(EV_CURRENT); });
 }
 
-// See the top of the file: what libelf and libdw only ever read.
-bool Shareable(const ElfImage& image) {
+// See the top of the file: what libelf and libdw only ever read (the compressed sections are
+// found by CheckElf).
+bool Shareable(const ElfImage& image, const ElfVerdict& verdict) {
+  if (verdict.compressed) return false;
   Elf* elf = image.NewElf();
   if (elf == nullptr) return false;
   GElf_Ehdr header{};
-  bool ok = elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &header) != nullptr &&
-            (header.e_type == ET_EXEC || header.e_type == ET_DYN);
-  size_t names = 0;
-  const bool named = elf_getshdrstrndx(elf, &names) == 0;
-  for (Elf_Scn* section = nullptr; ok && (section = elf_nextscn(elf, section)) != nullptr;) {
-    GElf_Shdr section_header{};
-    if (gelf_getshdr(section, &section_header) == nullptr) {
-      ok = false;
-    } else if ((section_header.sh_flags & SHF_COMPRESSED) != 0) {
-      ok = false;
-    } else if (const char* name =
-                   named ? elf_strptr(elf, names, section_header.sh_name) : nullptr) {
-      ok = !std::string_view(name).starts_with(".zdebug");
-    }
-  }
+  const bool ok = elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &header) != nullptr &&
+                  (header.e_type == ET_EXEC || header.e_type == ET_DYN);
   elf_end(elf);
   return ok;
 }
 
+// Files others than root can write are copied into memory: a lower bound than the mapped ones.
+constexpr uint64_t kMaxCopiedBytes = 256ULL << 20;
+
 struct Loaded {
   FileKey key;
   std::unique_ptr<ElfImage> image;
+  bool shareable = false;
+  std::vector<uint8_t> alt_build_id;
+  std::string alt_name;
 };
 
-// Maps the file; nullopt when it is not one to share. O_NONBLOCK: a FIFO put in place of the
-// file since the caller's stat() must not block the open.
-std::optional<Loaded> Load(const std::filesystem::path& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  struct stat status {};
-  void* address = MAP_FAILED;
-  if (fstat(fd, &status) == 0 && Mappable(status)) {
-    address = mmap(nullptr, static_cast<size_t>(status.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+// The file's bytes in anonymous memory (read, not mapped), writable until the caller seals it.
+void* CopyFile(int fd, size_t size) {
+  void* address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (address == MAP_FAILED) return MAP_FAILED;
+  auto* bytes = static_cast<char*>(address);
+  for (size_t done = 0; done < size;) {
+    const ssize_t got = pread(fd, bytes + done, size - done, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {  // truncated meanwhile, or unreadable
+      munmap(address, size);
+      errno = got == 0 ? EIO : errno;
+      return MAP_FAILED;
+    }
+    done += static_cast<size_t>(got);
   }
-  close(fd);
-  if (address == MAP_FAILED) return std::nullopt;
-  auto image = std::make_unique<ElfImage>(address, static_cast<size_t>(status.st_size));
-  if (!Shareable(*image)) return std::nullopt;
-  return Loaded{.key = KeyOf(status), .image = std::move(image)};
+  return address;
+}
+
+// Maps (or copies) and checks the file; the refusal's reason otherwise.
+std::expected<Loaded, std::string> Load(const OpenedFile& file, const ElfLimits& limits) {
+  const auto size = static_cast<size_t>(file.status.st_size);
+  // Only root can change the bytes: they are mapped from the file (page cache, shared with the
+  // processes that run it). Any other file is copied into private memory first: its owner
+  // could rewrite it between the checks below and libelf's reading (a section made compressed
+  // after the check would make libelf write into a read-only mapping, or inflate to any size).
+  const bool copy = !OnlyRootCanWrite(file.status);
+  if (copy && file.status.st_size > static_cast<off_t>(kMaxCopiedBytes)) {
+    return std::unexpected("a file others than root can write, larger than " +
+                           std::to_string(kMaxCopiedBytes >> 20) + " MiB");
+  }
+  void* address = copy ? CopyFile(file.fd.get(), size)
+                       : mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd.get(), 0);
+  if (address == MAP_FAILED) return std::unexpected(std::string("read: ") + std::strerror(errno));
+  auto image = std::make_unique<ElfImage>(address, size, copy);
+  Elf* elf = image->NewElf();
+  // A copy is checked on its own bytes: no second reading of the file.
+  ElfVerdict verdict = CheckElf(elf, copy ? -1 : file.fd.get(), limits);
+  if (elf != nullptr) elf_end(elf);
+  if (!verdict.refused.empty()) return std::unexpected(verdict.refused);
+  Loaded loaded{.key = KeyOf(file.status),
+                .image = nullptr,
+                .shareable = Shareable(*image, verdict),
+                .alt_build_id = std::move(verdict.alt_build_id),
+                .alt_name = std::move(verdict.alt_name)};
+  if (loaded.shareable && copy) {
+    mprotect(address, size, PROT_READ);  // shared: a write missed here faults
+  } else if (!loaded.shareable && !copy) {
+    // A private copy-on-write mapping libelf may write into, for this session alone.
+    image.reset();
+    address = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, file.fd.get(), 0);
+    if (address == MAP_FAILED) return std::unexpected(std::string("mmap: ") + std::strerror(errno));
+    image = std::make_unique<ElfImage>(address, size, /*writable=*/true);
+  }
+  loaded.image = std::move(image);
+  return loaded;
 }
 
 }  // namespace
@@ -123,6 +161,8 @@ struct ElfCache::State {
   struct Entry {
     std::unique_ptr<ElfImage> image;
     size_t users = 0;
+    std::vector<uint8_t> alt_build_id;
+    std::string alt_name;
     // In `unused` exactly when no session holds the file (users == 0).
     std::list<FileKey>::iterator unused;
   };
@@ -165,6 +205,7 @@ struct ElfCache::State {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t declined = 0;
+  uint64_t refused = 0;
 };
 
 ElfCache::ElfCache(size_t max_unused) : state_(std::make_shared<State>(max_unused)) {
@@ -173,54 +214,56 @@ ElfCache::ElfCache(size_t max_unused) : state_(std::make_shared<State>(max_unuse
 
 ElfCache::~ElfCache() = default;
 
-std::shared_ptr<const ElfImage> ElfCache::Open(const std::filesystem::path& path) {
+ElfOpened ElfCache::Open(OpenedFile file, const ElfLimits& limits) {
   // A lease of the entry: its release reaches the state even after the cache is gone.
   const auto lease = [this](const FileKey& key, const ElfImage* image) {
     return std::shared_ptr<const ElfImage>(
         image, [state = state_, key](const ElfImage*) { state->Release(key); });
   };
-  // stat() first, as dwfl_linux_proc_find_elf does: opening a device file mapped by the
-  // process (/dev/infiniband/uverbs0, a GPU's) may block or do something.
-  struct stat status {};
-  if (stat(path.c_str(), &status) != 0 || !Mappable(status)) {
-    std::lock_guard lock(state_->mutex);
-    ++state_->declined;
-    return nullptr;
-  }
-  const FileKey key = KeyOf(status);
-  const ElfImage* image = nullptr;
+  const FileKey key = KeyOf(file.status);
   {
     std::lock_guard lock(state_->mutex);
     if (const auto it = state_->entries.find(key); it != state_->entries.end()) {
       ++state_->hits;
-      image = state_->Acquire(it->second);
+      const ElfImage* image = state_->Acquire(it->second);
+      return {.image = lease(key, image),
+              .refused = "",
+              .alt_build_id = it->second.alt_build_id,
+              .alt_name = it->second.alt_name};
     }
   }
-  if (image != nullptr) return lease(key, image);
-
   // Mapping and checking a file takes a while: not under the lock. Two threads may map the
   // same file at once; the second to finish uses the first's entry.
-  std::optional<Loaded> loaded = Load(path);
+  std::expected<Loaded, std::string> loaded = Load(file, limits);
   std::unique_ptr<ElfImage> duplicate;
-  {
-    std::lock_guard lock(state_->mutex);
-    if (!loaded) {
-      ++state_->declined;
-      return nullptr;
-    }
-    ++state_->misses;
-    auto [it, inserted] = state_->entries.try_emplace(loaded->key);
-    if (inserted) {
-      it->second.image = std::move(loaded->image);
-      it->second.unused = state_->unused.end();
-      state_->bytes += it->second.image->bytes().size();
-    } else {
-      duplicate = std::move(loaded->image);  // unmapped outside the lock
-    }
-    image = state_->Acquire(it->second);
+  std::lock_guard lock(state_->mutex);
+  if (!loaded) {
+    ++state_->refused;
+    return {.image = nullptr, .refused = loaded.error(), .alt_build_id = {}, .alt_name = {}};
   }
-  // The file's key as opened (it may have been replaced since the stat()).
-  return lease(loaded->key, image);
+  if (!loaded->shareable) {
+    ++state_->declined;
+    return {.image = std::shared_ptr<const ElfImage>(std::move(loaded->image)),
+            .refused = "",
+            .alt_build_id = std::move(loaded->alt_build_id),
+            .alt_name = std::move(loaded->alt_name)};
+  }
+  ++state_->misses;
+  auto [it, inserted] = state_->entries.try_emplace(loaded->key);
+  if (inserted) {
+    it->second.image = std::move(loaded->image);
+    it->second.unused = state_->unused.end();
+    it->second.alt_build_id = loaded->alt_build_id;
+    it->second.alt_name = loaded->alt_name;
+    state_->bytes += it->second.image->bytes().size();
+  } else {
+    duplicate = std::move(loaded->image);  // unmapped below, after the lock (declared first)
+  }
+  const ElfImage* image = state_->Acquire(it->second);
+  return {.image = lease(loaded->key, image),
+          .refused = "",
+          .alt_build_id = std::move(loaded->alt_build_id),
+          .alt_name = std::move(loaded->alt_name)};
 }
 
 ElfCacheStats ElfCache::stats() const {
@@ -230,7 +273,8 @@ ElfCacheStats ElfCache::stats() const {
           .bytes = state_->bytes,
           .hits = state_->hits,
           .misses = state_->misses,
-          .declined = state_->declined};
+          .declined = state_->declined,
+          .refused = state_->refused};
 }
 
 }  // namespace rdmascope::sys

@@ -3,9 +3,12 @@
 // same program and libraries. Each file is mapped once, read-only, and every session that has
 // it as a module gets its own libelf descriptor over those bytes (ElfImage::NewElf).
 //
-// A file is identified as the process sees it, through /proc/PID/root/<path>: device, inode,
-// size and modification time. A process in another mount namespace (a container) gets its own
-// file, and a file replaced under its path (a library upgraded) is a new entry.
+// A file is opened by the caller (sys/untrusted_files.h: through the kernel's handle of the
+// mapping or inside the process's root, never by path in the exporter's namespace) and
+// identified by device, inode, size and modification time: a process in another mount
+// namespace (a container) gets its own file, and a file replaced under its path (a library
+// upgraded) is a new entry. Every file is checked (sys/elf_checks.h) before libelf parses more
+// than its headers; a refused one is never handed to libdwfl.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +16,11 @@
 #include <filesystem>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
+
+#include "sys/elf_checks.h"
+#include "sys/untrusted_files.h"
 
 struct Elf;
 
@@ -21,7 +29,10 @@ namespace rdmascope::sys {
 // One file's bytes, mapped read-only for as long as a session uses it or the cache keeps it.
 class ElfImage {
  public:
-  ElfImage(void* address, size_t size) : address_(address), size_(size) {}
+  // `writable`: a private copy-on-write mapping that libelf may write (decompressing a
+  // section rewrites its header in place), for one session only.
+  ElfImage(void* address, size_t size, bool writable = false)
+      : address_(address), size_(size), writable_(writable) {}
   ~ElfImage();
   ElfImage(const ElfImage&) = delete;
   ElfImage& operator=(const ElfImage&) = delete;
@@ -32,10 +43,12 @@ class ElfImage {
   // A new descriptor over the shared bytes (elf_memory), owned by the caller: elf_end() never
   // unmaps them. nullptr if libelf cannot make one.
   Elf* NewElf() const;
+  bool writable() const { return writable_; }
 
  private:
   void* const address_;
   const size_t size_;
+  const bool writable_;
 };
 
 struct ElfCacheStats {
@@ -45,6 +58,14 @@ struct ElfCacheStats {
   uint64_t hits = 0;      // opens served by a mapped file
   uint64_t misses = 0;    // opens that read a file
   uint64_t declined = 0;  // opens of files the cache does not share (see Open)
+  uint64_t refused = 0;   // files not handed to libdwfl at all (ElfOpened::refused)
+};
+
+struct ElfOpened {
+  std::shared_ptr<const ElfImage> image;  // null when refused
+  std::string refused;                    // why (sys/elf_checks.h), "" otherwise
+  std::vector<uint8_t> alt_build_id;      // the file's .gnu_debugaltlink build id, if any
+  std::string alt_name;                   // and its name
 };
 
 // Thread-safe.
@@ -57,11 +78,12 @@ class ElfCache {
   ElfCache(const ElfCache&) = delete;
   ElfCache& operator=(const ElfCache&) = delete;
 
-  // The file at `path` (/proc/PID/root/<module path>), held until the returned pointer and
-  // its copies are gone. nullptr ("declined": the caller opens the file as it did without a
-  // cache) for anything but a regular file, a file that cannot be read or mapped, and files
-  // libelf or libdw would write to (see elf_cache.cc).
-  std::shared_ptr<const ElfImage> Open(const std::filesystem::path& path);
+  // The image of `file` (opened and checked by sys/untrusted_files.h), held until the returned
+  // pointer and its copies are gone. Files libelf or libdw would write to (compressed
+  // sections, anything but ET_EXEC and ET_DYN: see elf_cache.cc) get a private writable
+  // mapping of their own ("declined": not shared). Refused (no image) when CheckElf refuses
+  // it or it cannot be mapped.
+  ElfOpened Open(OpenedFile file, const ElfLimits& limits = {});
 
   ElfCacheStats stats() const;
 

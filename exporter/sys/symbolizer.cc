@@ -5,20 +5,12 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
 namespace rdmascope::sys {
 namespace {
-
-const Dwfl_Callbacks kProcCallbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = nullptr,
-    .debuginfo_path = nullptr,
-};
 
 std::string Hex(uint64_t value) {
   char text[24];
@@ -88,17 +80,22 @@ std::string Frame::Describe() const {
 }
 
 std::vector<Frame> SymbolizeWith(Dwfl* dwfl, std::span<const uint64_t> addresses,
-                                 const SymbolizeOptions& options) {
+                                 const SymbolizeOptions& options, std::string* missing) {
   std::vector<Frame> frames;
   frames.reserve(addresses.size());
+  bool out_of_time = false;
   for (size_t i = 0; i < addresses.size(); ++i) {
     const uint64_t address = addresses[i];
+    if (!out_of_time && i > 0 && std::chrono::steady_clock::now() >= options.deadline) {
+      out_of_time = true;
+      if (missing != nullptr) missing->assign("symbolization time budget spent");
+    }
     // Return addresses point after the call: look up the call instruction itself, and show
     // the offset of the return address, as the stack holds it.
     const bool exact = i == 0 && options.first == FirstAddress::kInstructionPointer;
     const uint64_t adjust = exact ? 0 : 1;
     Frame frame;
-    if (dwfl == nullptr || address == 0) {
+    if (dwfl == nullptr || address == 0 || out_of_time) {
       frames.push_back(std::move(frame));
       continue;
     }
@@ -128,53 +125,6 @@ std::vector<Frame> SymbolizeWith(Dwfl* dwfl, std::span<const uint64_t> addresses
     frames.push_back(std::move(frame));
   }
   return frames;
-}
-
-// A Dwfl is not thread-safe: one user at a time, under its own lock.
-struct Symbolizer::Session {
-  std::mutex mutex;
-  Dwfl* dwfl = nullptr;
-  ~Session() {
-    if (dwfl != nullptr) dwfl_end(dwfl);
-  }
-};
-
-Symbolizer::~Symbolizer() = default;
-
-std::shared_ptr<Symbolizer::Session> Symbolizer::SessionFor(uint32_t pid) {
-  {
-    std::lock_guard lock(mutex_);
-    if (const auto it = sessions_.find(pid); it != sessions_.end()) return it->second;
-  }
-  // Reading /proc/PID/maps and the ELF headers can be slow: not under mutex_.
-  auto session = std::make_shared<Session>();
-  session->dwfl = dwfl_begin(&kProcCallbacks);
-  if (session->dwfl == nullptr) return nullptr;
-  if (dwfl_linux_proc_report(session->dwfl, static_cast<pid_t>(pid)) != 0 ||
-      dwfl_report_end(session->dwfl, nullptr, nullptr) != 0) {
-    return nullptr;  // the process is gone or not readable
-  }
-  std::lock_guard lock(mutex_);
-  if (const auto it = sessions_.find(pid); it != sessions_.end()) return it->second;
-  if (sessions_.size() >= kMaxSessions) sessions_.erase(sessions_.begin());
-  sessions_[pid] = session;
-  return session;
-}
-
-std::vector<Frame> Symbolizer::Symbolize(uint32_t pid, const std::vector<uint64_t>& addresses,
-                                         const SymbolizeOptions& options) {
-  const std::shared_ptr<Session> session = SessionFor(pid);
-  if (!session) return SymbolizeWith(nullptr, addresses, options);
-  std::lock_guard lock(session->mutex);
-  return SymbolizeWith(session->dwfl, addresses, options);
-}
-
-void Symbolizer::Retain(const std::vector<uint32_t>& live) {
-  std::lock_guard lock(mutex_);
-  // A session in use elsewhere stays alive through its shared_ptr until that use ends.
-  std::erase_if(sessions_, [&](const auto& entry) {
-    return std::find(live.begin(), live.end(), entry.first) == live.end();
-  });
 }
 
 }  // namespace rdmascope::sys

@@ -1,14 +1,12 @@
-// Symbolises user-space addresses of live processes with elfutils' libdwfl (the library
-// behind eu-stack): modules from /proc/PID/maps, names from .symtab/.dynsym, C++ names
+// Symbolises user-space addresses with elfutils' libdwfl (the library behind eu-stack), on the
+// modules of a DWARF unwinder's session (sys/dwarf_unwinder.h, whose callbacks open the
+// process's files safely: sys/module_files.h): names from .symtab/.dynsym, C++ names
 // demangled, and (when asked) the functions inlined at an address where the module has DWARF
 // debug info.
-// One Dwfl session per process, cached until the process is forgotten.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -46,39 +44,19 @@ struct SymbolizeOptions {
   // inline __ibv_reg_mr) wherever the application has debug info, where /debug/mr/stacks and
   // `rdmascope profile` look for the application's registering function.
   bool inline_frames = false;
+  // No lookup starts after it: the addresses left get no name (a hostile file's DWARF can
+  // make one lookup slow; the budget bounds how many are made).
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // The symbolisation itself, on modules already reported in `dwfl` (not thread-safe: one user
 // of a Dwfl at a time). Every address but the first (see FirstAddress) is a return address.
+// `missing` (when given) says why frames have no name when the deadline cut the lookups short.
 std::vector<Frame> SymbolizeWith(Dwfl* dwfl, std::span<const uint64_t> addresses,
-                                 const SymbolizeOptions& options = {});
+                                 const SymbolizeOptions& options = {},
+                                 std::string* missing = nullptr);
 
 // "_ZN2ns3fooEv" -> "ns::foo()"; anything else (C names, garbage, very long names) unchanged.
 std::string Demangle(const std::string& name);
-
-class Symbolizer {
- public:
-  Symbolizer() = default;
-  ~Symbolizer();
-  Symbolizer(const Symbolizer&) = delete;
-  Symbolizer& operator=(const Symbolizer&) = delete;
-
-  // Return addresses of one stack, innermost first. Thread-safe; slow work (reading the
-  // process's maps and ELF files) is done outside the lock Retain() takes, so that a scrape
-  // calling Retain() never waits for a symbolisation.
-  // With options.inline_frames, an address inside inlined functions yields several frames.
-  std::vector<Frame> Symbolize(uint32_t pid, const std::vector<uint64_t>& return_addresses,
-                               const SymbolizeOptions& options = {});
-  // Drops the cached sessions of processes not in `live` (exited, or pid reused).
-  void Retain(const std::vector<uint32_t>& live);
-
- private:
-  struct Session;
-  std::shared_ptr<Session> SessionFor(uint32_t pid);
-
-  std::mutex mutex_;  // guards sessions_ only
-  std::map<uint32_t, std::shared_ptr<Session>> sessions_;
-  static constexpr size_t kMaxSessions = 256;
-};
 
 }  // namespace rdmascope::sys

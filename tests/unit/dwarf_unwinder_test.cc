@@ -8,6 +8,8 @@
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <atomic>
 #include <cstring>
@@ -117,10 +119,15 @@ class DwarfUnwinderTest : public ::testing::Test {
     if (root && !std::filesystem::is_symlink(dir / "root")) {
       std::filesystem::create_directory_symlink("/", dir / "root");
     }
+    // The file's real device and inode: what the unwinder checks the opened file against.
+    struct stat status {};
+    EXPECT_EQ(stat(self_.c_str(), &status), 0);
     char line[4096];
-    std::snprintf(line, sizeof line, "%llx-%llx r-xp 00000000 08:01 4711 %s\n",
+    std::snprintf(line, sizeof line, "%llx-%llx r-xp 00000000 %x:%x %llu %s\n",
                   static_cast<unsigned long long>(base),
-                  static_cast<unsigned long long>(base + kSpan), self_.c_str());
+                  static_cast<unsigned long long>(base + kSpan), major(status.st_dev),
+                  minor(status.st_dev), static_cast<unsigned long long>(status.st_ino),
+                  self_.c_str());
     WriteFile(dir / "maps", line);
     WriteFile(dir / "stat", std::to_string(pid) +
                                 " (unwind test) S 1 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 " +
@@ -399,21 +406,43 @@ TEST_F(DwarfUnwinderTest, ThreadsUnwindProcessesOfOneProgramAtOnce) {
   EXPECT_EQ(stats.hits + stats.misses, static_cast<uint64_t>(kProcesses));
 }
 
-// No PID/root to open the file through (or the cache declines it): libdwfl opens it by its
-// path in the maps, as without a cache, and unwinds the same.
-TEST_F(DwarfUnwinderTest, WithoutTheProcessRootLibdwflOpensTheFile) {
+// No PID/root to open the file through: no file, never the path of the maps opened in the
+// exporter's own namespace (what dwfl_linux_proc_find_elf did). The stop reason says why.
+TEST_F(DwarfUnwinderTest, WithoutTheProcessRootNoFileIsOpened) {
   constexpr uint32_t kRootless = kPid + 9;
   MapAt(kRootless, kBase, 888, /*root=*/false);
   const uint64_t alpha = At(rdmascope_unwind_alpha);
   const uint64_t beta = At(rdmascope_unwind_beta);
   const UnwoundStack unwound =
       unwinder_.Unwind(CaptureOf(kRootless, alpha, 0, {beta + 1, 0}), kPatient);
-  EXPECT_EQ(unwound.pcs, (std::vector<uint64_t>{alpha, beta + 1}));
-  EXPECT_EQ(unwound.method, UnwindMethod::kDwarf);
-  EXPECT_EQ(Names(unwound, kRootless)[1], "rdmascope_unwind_beta+0x1");
-  const ElfCacheStats stats = unwinder_.elf_stats();
-  EXPECT_EQ(stats.entries, 0U);
-  EXPECT_EQ(stats.declined, 1U);
+  EXPECT_EQ(unwound.pcs, (std::vector<uint64_t>{alpha}));
+  EXPECT_NE(unwound.stop_reason.find("file refused"), std::string::npos) << unwound.stop_reason;
+  EXPECT_EQ(unwinder_.elf_stats().entries, 0U);
+}
+
+// A maps line whose device and inode are not the file's (replaced under its path, or a
+// process that lies about nothing but whose file changed): refused, not parsed.
+TEST_F(DwarfUnwinderTest, AFileThatIsNotTheMappedOneIsRefused) {
+  constexpr uint32_t kLiar = kPid + 11;
+  MapAt(kLiar, kBase, 999);
+  const std::filesystem::path maps = procfs_.path() / std::to_string(kLiar) / "maps";
+  char line[4096];
+  std::snprintf(line, sizeof line, "%llx-%llx r-xp 00000000 08:01 4711 %s\n",
+                static_cast<unsigned long long>(kBase),
+                static_cast<unsigned long long>(kBase + kSpan), self_.c_str());
+  WriteFile(maps, line);
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const UnwoundStack unwound =
+      unwinder_.Unwind(CaptureOf(kLiar, alpha, 0, {beta + 1, 0}), kPatient);
+  EXPECT_EQ(unwound.pcs.size(), 1U);
+  EXPECT_NE(unwound.stop_reason.find("not the mapped file"), std::string::npos)
+      << unwound.stop_reason;
+  std::string missing;
+  const std::vector<Frame> frames = unwinder_.Symbolize(
+      kLiar, unwound.pcs, {.first = FirstAddress::kInstructionPointer}, &missing);
+  EXPECT_EQ(frames.at(0).function, "");
+  EXPECT_NE(missing.find("file refused"), std::string::npos) << missing;
 }
 
 // Registers and bytes that are anything: no crash, every limit kept, and the first frame is

@@ -4,6 +4,7 @@
 #include "sys/elf_cache.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <gtest/gtest.h>
 #include <libelf.h>
@@ -27,7 +28,7 @@ namespace {
 // An x86-64 ELF file of `type`, ending with `payload` (so that two versions differ). With
 // `section`, section headers too: a null one, .shstrtab, and `section` with `flags`.
 std::string TinyElf(uint16_t type, const std::string& payload, const std::string& section = "",
-                    uint64_t flags = 0) {
+                    uint64_t flags = 0, const std::string& content = "") {
   Elf64_Ehdr header{};
   std::memcpy(header.e_ident, ELFMAG, SELFMAG);
   header.e_ident[EI_CLASS] = ELFCLASS64;
@@ -56,7 +57,10 @@ std::string TinyElf(uint16_t type, const std::string& payload, const std::string
     sections[2].sh_name = 11;
     sections[2].sh_type = SHT_PROGBITS;
     sections[2].sh_flags = flags;
-    sections[2].sh_size = 0;
+    sections[2].sh_size = content.size();
+    names.resize((names.size() + 7) / 8 * 8, '\0');
+    sections[2].sh_offset = sizeof header + names.size();
+    names += content;
     names.resize((names.size() + 7) / 8 * 8, '\0');  // section headers 8-aligned
     header.e_shoff = sizeof header + names.size();
     header.e_shentsize = sizeof(Elf64_Shdr);
@@ -71,6 +75,31 @@ std::string TinyElf(uint16_t type, const std::string& payload, const std::string
 
 void Write(const std::filesystem::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// A compression header (Elf64_Chdr, zlib) claiming `size` bytes once inflated, and no data.
+std::string Chdr(uint64_t size) {
+  Elf64_Chdr chdr{
+      .ch_type = ELFCOMPRESS_ZLIB, .ch_reserved = 0, .ch_size = size, .ch_addralign = 1};
+  return {reinterpret_cast<const char*>(&chdr), sizeof chdr};
+}
+
+// The file as the unwinder opens one (sys/untrusted_files.h), here below "/" of this process.
+OpenedFile OpenChecked(const std::filesystem::path& path) {
+  const UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  auto file = OpenInRoot(root.get(), path.string());
+  if (!file) ADD_FAILURE() << path << ": " << file.error();
+  return file ? std::move(*file) : OpenedFile{};
+}
+
+std::shared_ptr<const ElfImage> Open(ElfCache& cache, const std::filesystem::path& path) {
+  return cache.Open(OpenChecked(path)).image;
+}
+
+// Files only root can write are mapped from the file; others are copied (elf_cache.cc).
+bool MappedFromTheFile(const std::filesystem::path& path) {
+  struct stat status {};
+  return stat(path.c_str(), &status) == 0 && OnlyRootCanWrite(status);
 }
 
 std::string Text(const ElfImage& image) {
@@ -99,8 +128,8 @@ class ElfCacheTest : public ::testing::Test {
 TEST_F(ElfCacheTest, TheSameFileTwiceIsOneEntryAndAHit) {
   ElfCache cache;
   const std::filesystem::path path = File("libone.so", "one");
-  std::shared_ptr<const ElfImage> first = cache.Open(path);
-  std::shared_ptr<const ElfImage> second = cache.Open(path);
+  std::shared_ptr<const ElfImage> first = Open(cache, path);
+  std::shared_ptr<const ElfImage> second = Open(cache, path);
   ASSERT_NE(first, nullptr);
   EXPECT_EQ(first.get(), second.get());
   ElfCacheStats stats = cache.stats();
@@ -128,14 +157,14 @@ TEST_F(ElfCacheTest, TheSameFileTwiceIsOneEntryAndAHit) {
   stats = cache.stats();
   EXPECT_EQ(stats.entries, 1U);  // kept for the next process of the program
   EXPECT_EQ(stats.unused, 1U);
-  EXPECT_TRUE(Mapped(path));
+  EXPECT_EQ(Mapped(path), MappedFromTheFile(path));
 }
 
-// This very program, through /proc/self/root as the unwinder opens a process's files.
+// This very program, opened inside a root as the unwinder opens a process's files.
 TEST_F(ElfCacheTest, ARealProgramIsShared) {
   ElfCache cache;
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::shared_ptr<const ElfImage> image = cache.Open("/proc/self/root" + self);
+  const std::shared_ptr<const ElfImage> image = Open(cache, self);
   ASSERT_NE(image, nullptr) << "declined: " << cache.stats().declined;
   EXPECT_EQ(image->bytes().size(), std::filesystem::file_size(self));
   Elf* elf = image->NewElf();
@@ -143,7 +172,8 @@ TEST_F(ElfCacheTest, ARealProgramIsShared) {
   ASSERT_NE(gelf_getehdr(elf, &header), nullptr);
   EXPECT_TRUE(header.e_type == ET_DYN || header.e_type == ET_EXEC);
   elf_end(elf);
-  EXPECT_NE(cache.Open(self), nullptr);  // the same file by another path: the same entry
+  EXPECT_NE(Open(cache, self), nullptr);  // again: the same entry
+
   EXPECT_EQ(cache.stats().entries, 1U);
   EXPECT_EQ(cache.stats().hits, 1U);
 }
@@ -151,12 +181,12 @@ TEST_F(ElfCacheTest, ARealProgramIsShared) {
 TEST_F(ElfCacheTest, AReplacedFileIsANewEntry) {
   ElfCache cache;
   const std::filesystem::path path = File("libtwo.so", "version one");
-  const std::shared_ptr<const ElfImage> old_file = cache.Open(path);
+  const std::shared_ptr<const ElfImage> old_file = Open(cache, path);
   ASSERT_NE(old_file, nullptr);
   // Replaced by rename (a package upgrade): a new inode.
   Write(dir_.path() / "libtwo.so.new", TinyElf(ET_DYN, "version two"));
   std::filesystem::rename(dir_.path() / "libtwo.so.new", path);
-  const std::shared_ptr<const ElfImage> new_file = cache.Open(path);
+  const std::shared_ptr<const ElfImage> new_file = Open(cache, path);
   ASSERT_NE(new_file, nullptr);
   EXPECT_NE(new_file.get(), old_file.get());
   EXPECT_TRUE(Text(*new_file).ends_with("version two"));
@@ -167,7 +197,7 @@ TEST_F(ElfCacheTest, AReplacedFileIsANewEntry) {
   const auto written = std::filesystem::last_write_time(path);
   Write(path, TinyElf(ET_DYN, "version 2!!"));
   std::filesystem::last_write_time(path, written + std::chrono::seconds(5));
-  const std::shared_ptr<const ElfImage> rewritten = cache.Open(path);
+  const std::shared_ptr<const ElfImage> rewritten = Open(cache, path);
   ASSERT_NE(rewritten, nullptr);
   EXPECT_NE(rewritten.get(), new_file.get());
   EXPECT_TRUE(Text(*rewritten).ends_with("version 2!!"));
@@ -180,7 +210,7 @@ TEST_F(ElfCacheTest, TheLruUnmapsTheOldestUnusedFiles) {
   std::vector<std::filesystem::path> paths;
   for (int i = 0; i < 4; ++i) {
     paths.push_back(File("lib" + std::to_string(i) + ".so", std::to_string(i)));
-    ASSERT_NE(cache.Open(paths.back()), nullptr);  // released at once
+    ASSERT_NE(Open(cache, paths.back()), nullptr);  // released at once
   }
   ElfCacheStats stats = cache.stats();
   EXPECT_EQ(stats.entries, 2U);
@@ -188,16 +218,16 @@ TEST_F(ElfCacheTest, TheLruUnmapsTheOldestUnusedFiles) {
   EXPECT_EQ(stats.bytes, 2 * std::filesystem::file_size(paths[0]));
   EXPECT_FALSE(Mapped(paths[0]));
   EXPECT_FALSE(Mapped(paths[1]));
-  EXPECT_TRUE(Mapped(paths[3]));
-  EXPECT_NE(cache.Open(paths[3]), nullptr);
+  EXPECT_EQ(Mapped(paths[3]), MappedFromTheFile(paths[3]));
+  EXPECT_NE(Open(cache, paths[3]), nullptr);
   EXPECT_EQ(cache.stats().hits, 1U);
-  EXPECT_NE(cache.Open(paths[0]), nullptr);  // unmapped: read again
+  EXPECT_NE(Open(cache, paths[0]), nullptr);  // unmapped: read again
   EXPECT_EQ(cache.stats().misses, 5U);
 
   // Files in use are never unmapped, whatever the bound.
   ElfCache small(1);
   std::vector<std::shared_ptr<const ElfImage>> held;
-  for (const auto& path : paths) held.push_back(small.Open(path));
+  for (const auto& path : paths) held.push_back(Open(small, path));
   EXPECT_EQ(small.stats().entries, 4U);
   EXPECT_EQ(small.stats().unused, 0U);
   held.clear();
@@ -205,36 +235,59 @@ TEST_F(ElfCacheTest, TheLruUnmapsTheOldestUnusedFiles) {
   EXPECT_EQ(small.stats().unused, 1U);
 }
 
-// Declined: anything but a regular ELF executable or shared object, and files libdw would
-// decompress in place.
-TEST_F(ElfCacheTest, DeclinesWhatItMustNotShare) {
-  ElfCache cache;
+// Refused before the cache (sys/untrusted_files.h): what is not a regular file with bytes.
+TEST_F(ElfCacheTest, OnlyRegularFilesAreOpened) {
   const std::filesystem::path fifo = dir_.path() / "fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const std::filesystem::path empty = dir_.path() / "empty";
   Write(empty, "");
+  const UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  for (const auto& path :
+       {dir_.path(), fifo, std::filesystem::path("/dev/null"), dir_.path() / "missing", empty}) {
+    EXPECT_FALSE(OpenInRoot(root.get(), path.string())) << path;
+  }
+}
+
+// Refused: what is not ELF, and compressed sections inflating beyond the bounds. Declined
+// (a private mapping for one session, not shared): anything but an executable or shared
+// object, and files libdw would decompress in place.
+TEST_F(ElfCacheTest, RefusesOrDeclinesWhatItMustNotShare) {
+  ElfCache cache;
   const std::filesystem::path text = dir_.path() / "text";
   Write(text, "#!/bin/sh\necho not an ELF file\n");
+  const std::filesystem::path unreadable = dir_.path() / "unreadable_chdr";
+  Write(unreadable, TinyElf(ET_DYN, "", ".debug_info", SHF_COMPRESSED));
+  const std::filesystem::path huge = dir_.path() / "huge";
+  Write(huge, TinyElf(ET_DYN, "", ".debug_info", SHF_COMPRESSED, Chdr(1ULL << 40)));
+  const std::filesystem::path gnu_huge = dir_.path() / "gnu_huge";
+  Write(gnu_huge, TinyElf(ET_DYN, "", ".zdebug_info", 0,
+                          std::string("ZLIB\x00\x00\x01\x00\x00\x00\x00\x00", 12)));
+  for (const auto& path : {text, unreadable, huge, gnu_huge}) {
+    const ElfOpened opened = cache.Open(OpenChecked(path));
+    EXPECT_EQ(opened.image, nullptr) << path;
+    EXPECT_FALSE(opened.refused.empty()) << path;
+  }
+  EXPECT_NE(cache.Open(OpenChecked(huge)).refused.find("inflates to more than"), std::string::npos);
+  EXPECT_EQ(cache.stats().refused, 5U);
+
   const std::filesystem::path object = dir_.path() / "object.o";
   Write(object, TinyElf(ET_REL, "relocatable"));
   const std::filesystem::path compressed = dir_.path() / "compressed";
-  Write(compressed, TinyElf(ET_DYN, "", ".debug_info", SHF_COMPRESSED));
-  const std::filesystem::path gnu_compressed = dir_.path() / "gnu_compressed";
-  Write(gnu_compressed, TinyElf(ET_DYN, "", ".zdebug_info"));
-  const std::vector<std::filesystem::path> declined = {
-      dir_.path(), fifo,   "/dev/null", dir_.path() / "missing", empty,
-      text,        object, compressed,  gnu_compressed,
-  };
-  for (const auto& path : declined) EXPECT_EQ(cache.Open(path), nullptr) << path;
+  Write(compressed, TinyElf(ET_DYN, "", ".debug_info", SHF_COMPRESSED, Chdr(4096)));
+  for (const auto& path : {object, compressed}) {
+    const std::shared_ptr<const ElfImage> image = Open(cache, path);
+    ASSERT_NE(image, nullptr) << path;
+    EXPECT_TRUE(image->writable()) << path;
+  }
   ElfCacheStats stats = cache.stats();
-  EXPECT_EQ(stats.declined, declined.size());
+  EXPECT_EQ(stats.declined, 2U);
   EXPECT_EQ(stats.entries, 0U);
   EXPECT_EQ(stats.misses, 0U);
   // The same builder's file with an uncompressed section is shared: the flag and the name
   // were the reasons.
   const std::filesystem::path plain = dir_.path() / "plain";
   Write(plain, TinyElf(ET_DYN, "", ".debug_info"));
-  EXPECT_NE(cache.Open(plain), nullptr);
+  EXPECT_NE(Open(cache, plain), nullptr);
   EXPECT_EQ(cache.stats().entries, 1U);
 }
 
@@ -242,7 +295,7 @@ TEST_F(ElfCacheTest, DeclinesWhatItMustNotShare) {
 // another session reads (elf_cache.cc: none of libelf's writes is expected).
 TEST_F(ElfCacheTest, TheBytesAreReadOnly) {
   ElfCache cache;
-  const std::shared_ptr<const ElfImage> image = cache.Open(File("libro.so", "ro"));
+  const std::shared_ptr<const ElfImage> image = Open(cache, File("libro.so", "ro"));
   ASSERT_NE(image, nullptr);
   auto* bytes = const_cast<std::byte*>(image->bytes().data());
   EXPECT_DEATH(*static_cast<volatile std::byte*>(bytes) = std::byte{0}, "");
@@ -252,7 +305,7 @@ TEST_F(ElfCacheTest, AHeldFileOutlivesTheCache) {
   std::shared_ptr<const ElfImage> image;
   {
     ElfCache cache;
-    image = cache.Open(File("libheld.so", "held"));
+    image = Open(cache, File("libheld.so", "held"));
   }
   ASSERT_NE(image, nullptr);
   EXPECT_TRUE(Text(*image).ends_with("held"));
@@ -275,7 +328,7 @@ TEST_F(ElfCacheTest, ConcurrentOpens) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < kRounds; ++round) {
         const size_t which = static_cast<size_t>(t + round) % paths.size();
-        const std::shared_ptr<const ElfImage> image = cache.Open(paths[which]);
+        const std::shared_ptr<const ElfImage> image = Open(cache, paths[which]);
         Elf* elf = image ? image->NewElf() : nullptr;
         GElf_Ehdr header{};
         if (elf == nullptr || gelf_getehdr(elf, &header) == nullptr || header.e_type != ET_DYN ||
