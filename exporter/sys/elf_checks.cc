@@ -111,6 +111,7 @@ ElfVerdict CheckElf(Elf* elf, int fd, const ElfLimits& limits) {
     return verdict;
   }
   uint64_t total = 0;
+  bool dwarf = false;  // sections whose forms may point into the alternate (dwz) file
   for (Elf_Scn* section = nullptr; (section = elf_nextscn(elf, section)) != nullptr;) {
     GElf_Shdr header{};
     if (gelf_getshdr(section, &header) == nullptr) {
@@ -120,6 +121,11 @@ ElfVerdict CheckElf(Elf* elf, int fd, const ElfLimits& limits) {
     const char* raw_name = elf_strptr(elf, names, header.sh_name);
     const std::string_view name = raw_name != nullptr ? raw_name : "";
     if (header.sh_type == SHT_NOBITS) continue;
+    for (const std::string_view user : {".debug_info", ".debug_types", ".debug_line", ".debug_macro",
+                                         ".zdebug_info", ".zdebug_types", ".zdebug_line",
+                                         ".zdebug_macro"}) {
+      if (name == user) dwarf = true;
+    }
     uint64_t inflated = 0;
     bool compressed = false;
     if ((header.sh_flags & SHF_COMPRESSED) != 0) {
@@ -182,6 +188,14 @@ ElfVerdict CheckElf(Elf* elf, int fd, const ElfLimits& limits) {
   }
   if (verdict.split_dwarf) {
     verdict.refused = "split DWARF (.dwo paths libdw would open by name)";
+  }
+  // A stripped library keeps its .gnu_debugaltlink (Debian's dh_strip after dwz: rdma-core's
+  // librxe-rdmav34.so) with no DWARF of its own: nothing in it refers to the alternate file,
+  // libdw never looks for one (it is only read for a DW_FORM_GNU_*_alt of a unit), so the
+  // link asks for nothing. Its debug file, found by build id, carries the link that matters.
+  if (!dwarf) {
+    verdict.alt_build_id.clear();
+    verdict.alt_name.clear();
   }
   return verdict;
 }
