@@ -380,8 +380,8 @@ void DoctorService::ObserveLiveWindows() {
       Snapshot before = Collect(*runner_, probe_errors_);
       lock.lock();
       // Interrupted by the service stopping: a shutdown waits for no window.
-      const bool stopping = live_wake_.wait_for(lock, std::chrono::nanoseconds(window_ns),
-                                                [this] { return stop_; });
+      const bool stopping =
+          live_wake_.wait_for(lock, std::chrono::nanoseconds(window_ns), [this] { return stop_; });
       lock.unlock();
       if (!stopping) {
         Snapshot after = Collect(*runner_, probe_errors_);
@@ -403,7 +403,8 @@ void DoctorService::ObserveLiveWindows() {
 std::shared_ptr<const DoctorService::LiveWindow> DoctorService::SharedLiveWindow(
     uint64_t window_ns) {
   std::unique_lock lock(mutex_);
-  if (live_ && !live_asked_ && MonotonicSeconds() - live_->ended_seconds < kLiveWindowReuseSeconds) {
+  if (live_ && !live_asked_ &&
+      MonotonicSeconds() - live_->ended_seconds < kLiveWindowReuseSeconds) {
     return live_;
   }
   if (!live_asked_) {  // else the one running is shared, whatever window it observes

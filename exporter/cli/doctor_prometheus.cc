@@ -10,9 +10,9 @@
 #include <ctime>
 #include <iterator>
 #include <map>
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "cli/doctor.h"

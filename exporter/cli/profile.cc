@@ -181,8 +181,8 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
   for (const profile::QueueInfo& qp : data.queues) {
     if (qp.kind != "qp") continue;
     out << "  qp " << qp.handle << " (" << safe(qp.type) << ") on "
-        << (qp.device.empty() ? "?" : safe(qp.device)) << ": send " << figure(qp.capacity) << " WRs x "
-        << figure(qp.max_send_sge) << " SGEs, receive "
+        << (qp.device.empty() ? "?" : safe(qp.device)) << ": send " << figure(qp.capacity)
+        << " WRs x " << figure(qp.max_send_sge) << " SGEs, receive "
         << (qp.uses_srq ? "from an SRQ" : figure(qp.max_recv_wr) + " WRs") << " x "
         << figure(qp.max_recv_sge) << " SGEs";
     if (qp.needed_send_wrs) {
@@ -194,8 +194,7 @@ std::string Summary(const ProfileData& data, const std::filesystem::path& output
   for (const profile::QueueInfo& queue : data.queues) {
     if (queue.kind == "qp") continue;
     out << "  " << safe(queue.kind) << " " << queue.handle << " on " << safe(queue.device)
-        << ": capacity "
-        << (queue.capacity ? std::to_string(*queue.capacity) : "?") << ", peak "
+        << ": capacity " << (queue.capacity ? std::to_string(*queue.capacity) : "?") << ", peak "
         << (queue.peak_occupancy ? std::to_string(*queue.peak_occupancy) : "not measured") << "\n";
   }
   const profile::NumaSummary& numa = data.numa;

@@ -65,7 +65,8 @@ std::vector<Finding> CheckGidIndex(const Snapshot& now, const Snapshot*, const D
                        "route and make rdma_cm address resolution fail; give " +
                        netdev + " its IP address (and bring it up)";
       if (!port->Label("netdev").empty()) {
-        finding.fix = FixLine({"ip address add ADDRESS/PREFIX dev ", HostValue(port->Label("netdev"))});
+        finding.fix =
+            FixLine({"ip address add ADDRESS/PREFIX dev ", HostValue(port->Label("netdev"))});
       }
       findings.push_back(std::move(finding));
       continue;
@@ -132,7 +133,8 @@ std::vector<Finding> CheckCqeCompression(const Snapshot& now, const Snapshot* be
           "for compression with mlx5dv_create_cq); at this IP packet rate it cuts their "
           "interrupts and PCIe traffic (about 70% fewer interrupts on ConnectX-6). mlx5 keeps "
           "it off while RX hardware timestamping is on";
-      finding.fix = FixLine({"ethtool --set-priv-flags ", HostValue(netdev), " rx_cqe_compress on"});
+      finding.fix =
+          FixLine({"ethtool --set-priv-flags ", HostValue(netdev), " rx_cqe_compress on"});
     }
     findings.push_back(std::move(finding));
   }

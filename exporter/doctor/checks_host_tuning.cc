@@ -194,8 +194,8 @@ std::vector<Finding> CheckMemlock(const Snapshot& now, const Snapshot*, const Do
                        "process, then where it starts (LimitMEMLOCK=infinity in its systemd "
                        "unit, memlock in /etc/security/limits.conf, --ulimit memlock=-1 for "
                        "containers)";
-      finding.fix =
-          FixLine({"prlimit --pid ", HostValue(limit->Label("pid")), " --memlock=unlimited:unlimited"});
+      finding.fix = FixLine(
+          {"prlimit --pid ", HostValue(limit->Label("pid")), " --memlock=unlimited:unlimited"});
     }
     findings.push_back(std::move(finding));
   }
