@@ -48,10 +48,16 @@ std::filesystem::path MakeProcfs() {
   static std::filesystem::path root = dir;
   std::atexit([] { std::filesystem::remove_all(root); });
   std::filesystem::create_directories(root / "1");
+  // libc's own fprintf, by lookup in libc: &std::fprintf may be the executable's (clang's
+  // -fsanitize=fuzzer runtime defines a weak fprintf), and two ranges of one file would be one
+  // module spanning both, whose offsets are absolute-sized.
+  void* libc_handle = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  void* libc_symbol = libc_handle != nullptr ? dlsym(libc_handle, "fprintf") : nullptr;
   Dl_info libc{};
-  if (dladdr(reinterpret_cast<void*>(&std::fprintf), &libc) == 0) std::abort();
+  if (libc_symbol == nullptr || dladdr(libc_symbol, &libc) == 0) std::abort();
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string libc_path = std::filesystem::canonical(libc.dli_fname).string();
+  if (std::filesystem::equivalent(self, libc_path)) std::abort();
   // The files' real device and inode, and a root to open them through: the unwinder opens a
   // mapping only inside the process's root and only if it is the inode the maps line names.
   std::filesystem::create_directory_symlink("/", root / "1" / "root");
