@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <string_view>
 
 #include "cli/doctor.h"
 #include "cli/help_format.h"
@@ -16,8 +17,14 @@
 #include "core/log.h"
 #include "core/version.h"
 #include "doctor/report.h"
+#include "sys/unwind_sandbox.h"
 
 int main(int argc, char** argv) {
+  // The exporter's own unwinder worker (sys/unwind_client.h starts it): not a command for
+  // users, so not in --help; it sandboxes itself before it reads a byte.
+  if (argc >= 2 && std::string_view(argv[1]) == "__unwind-worker") {
+    return rdmascope::sys::UnwindWorkerMain(argc, argv);
+  }
   // libdwfl's dwfl_standard_find_debuginfo fetches debug info from the servers this names
   // (libdwfl/debuginfod-client.c): the unwinder never calls it (sys/module_files.h), and
   // nothing a process's files say should make the exporter reach the network. Unset while

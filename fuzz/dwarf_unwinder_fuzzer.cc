@@ -13,9 +13,9 @@
 //       0xef -> libc + low 24 bits, 0x57 -> rsp + low 16 bits
 //   16  the pid of no process (the "process gone" path)
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -67,16 +67,15 @@ std::filesystem::path MakeProcfs() {
     std::abort();
   }
   char maps[8192];
-  std::snprintf(maps, sizeof maps,
-                "%llx-%llx r-xp 00000000 %x:%x %llu %s\n%llx-%llx r-xp 00000000 %x:%x %llu %s\n",
-                static_cast<unsigned long long>(kExecutable),
-                static_cast<unsigned long long>(kExecutable + kExecutableSpan),
-                major(self_status.st_dev), minor(self_status.st_dev),
-                static_cast<unsigned long long>(self_status.st_ino), self.c_str(),
-                static_cast<unsigned long long>(kLibc),
-                static_cast<unsigned long long>(kLibc + kLibcSpan), major(libc_status.st_dev),
-                minor(libc_status.st_dev), static_cast<unsigned long long>(libc_status.st_ino),
-                libc_path.c_str());
+  std::snprintf(
+      maps, sizeof maps,
+      "%llx-%llx r-xp 00000000 %x:%x %llu %s\n%llx-%llx r-xp 00000000 %x:%x %llu %s\n",
+      static_cast<unsigned long long>(kExecutable),
+      static_cast<unsigned long long>(kExecutable + kExecutableSpan), major(self_status.st_dev),
+      minor(self_status.st_dev), static_cast<unsigned long long>(self_status.st_ino), self.c_str(),
+      static_cast<unsigned long long>(kLibc), static_cast<unsigned long long>(kLibc + kLibcSpan),
+      major(libc_status.st_dev), minor(libc_status.st_dev),
+      static_cast<unsigned long long>(libc_status.st_ino), libc_path.c_str());
   std::ofstream(root / "1" / "maps") << maps;
   std::ofstream(root / "1" / "stat")
       << "1 (fuzz) S 0 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 42 1000000 200 0\n";

@@ -10,7 +10,8 @@ root=$(dirname "$here")
 corpus=$here/corpus
 fixtures=$root/tests/fixtures
 targets=(sysfs_value rdma_netlink dcb_netlink mlx5_cq_dump elf_symbols x86_tail_jump pmu cpu_list
-         perf_event_groups proc occupancy listen_address web_config serve_flags dwarf_unwinder)
+         perf_event_groups proc occupancy listen_address web_config serve_flags dwarf_unwinder
+         elf_dwarf)
 for t in "${targets[@]}"; do
   mkdir -p "$corpus/$t"
   find "$corpus/$t" -name 'seed-*' -delete
@@ -41,6 +42,31 @@ gcc -O2 -fPIC -shared -nostdlib -Wl,--version-script="$tmp/lib.map" -Wl,-z,nosep
     -o "$tmp/lib.so" "$tmp/lib.c"
 strip --strip-unneeded "$tmp/lib.so"
 cp "$tmp/lib.so" "$corpus/elf_symbols/seed-forwarder.so"
+
+# ELF files for elf_dwarf_fuzzer.cc (16 bytes of ip and return offsets first): a small
+# shared object with CFI, symbols and DWARF (an inlined function), the same with .debug_frame
+# only, with compressed DWARF sections, and stripped to .eh_frame.
+cat >"$tmp/dwarf.c" <<'C'
+static inline __attribute__((always_inline)) int twice(int x) { return x * 2; }
+__attribute__((noinline)) int leaf(int x) { return twice(x) + 1; }
+int caller(int x) { return leaf(x) * leaf(x + 1); }
+C
+elf_seed() {  # NAME GCC_FLAGS...
+  local name=$1
+  shift
+  gcc -O1 -fPIC -shared -nostdlib -Wl,--build-id -Wl,-z,noseparate-code "$@" \
+      -o "$tmp/$name.so" "$tmp/dwarf.c"
+  { printf '\0\0\0\0\0\0\x10\x40\0\0\0\0\0\0\x10\x60'; cat "$tmp/$name.so"; } \
+    >"$corpus/elf_dwarf/seed-$name"
+}
+elf_seed dwarf -g
+elf_seed debug_frame -g -fno-asynchronous-unwind-tables -fno-unwind-tables
+elf_seed compressed -g -gz=zlib
+gcc -O1 -fPIC -shared -nostdlib -Wl,--build-id -Wl,-z,noseparate-code -o "$tmp/stripped.so" \
+    "$tmp/dwarf.c"
+strip --strip-all "$tmp/stripped.so"
+{ printf '\0\0\0\0\0\0\x10\x40\0\0\0\0\0\0\x10\x60'; cat "$tmp/stripped.so"; } \
+  >"$corpus/elf_dwarf/seed-stripped"
 
 # Text values: every distinct value of the fixture trees (at most 4 KiB, like an attribute).
 n=0

@@ -20,6 +20,7 @@ build_pkgs=(
   libyaml-cpp-dev libgnutls28-dev libcrypt-dev  # --web.config.file: YAML, TLS, bcrypt
   help2man                               # rdmascope(1) from --help
   libcap-dev                             # dropping capabilities after start-up (libcap)
+  libseccomp-dev                         # the unwinder worker's system call allow-list (libseccomp)
   libcurl4-openssl-dev                   # doctor --exporter: TLS, client certificates, basic auth
   protobuf-compiler libprotobuf-dev      # profile: pprof's profile.proto, compiled and written
   golang-github-google-pprof-dev         # ... the profile.proto itself (pprof's sources)

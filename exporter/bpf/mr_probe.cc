@@ -249,8 +249,10 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
                                         &MrProbe::OnStackSample, probe.get(), nullptr);
   if (probe->stack_ring_ == nullptr) return std::unexpected("cannot open the stack ring buffer");
   probe->sites_ = std::make_unique<MrStackSites>(
-      MrStackSitesOptions{.max_bytes = options.stack_memory_bytes}, probe->procfs_,
-      bpf_map__fd(probe->skel_->maps.code_ranges), bpf_map__fd(probe->skel_->maps.sites_seen));
+      MrStackSitesOptions{.max_bytes = options.stack_memory_bytes,
+                          .sandboxed_worker = options.unwind_sandbox},
+      probe->procfs_, bpf_map__fd(probe->skel_->maps.code_ranges),
+      bpf_map__fd(probe->skel_->maps.sites_seen));
   return probe;
 }
 
@@ -673,6 +675,10 @@ MrSnapshot MrProbe::Snapshot() {
   snapshot.stacks_dropped_gone = stacks.dropped_gone;
   snapshot.stacks_unwound = stacks.unwound;
   snapshot.stack_unwind_seconds = static_cast<double>(stacks.unwind_ns) / 1e9;
+  snapshot.unwind_worker = stacks.sandboxed;
+  snapshot.unwind_worker_restarts = stacks.worker.restarts;
+  snapshot.unwind_worker_sandbox = stacks.worker.sandbox;
+  snapshot.unwind_worker_starts = stacks.worker.starts;
   snapshot.released = released_;
   snapshot.released_at_exec = released_at_exec_;
   snapshot.histograms = retired_histograms_;

@@ -56,6 +56,8 @@ struct MrProbeOptions {
   uint64_t stack_memory_bytes = 16ULL << 20;
   // The ring buffer carrying the copies to user space (a power of two).
   uint32_t stack_ring_bytes = 4U << 20;
+  // ELF, CFI and DWARF parsed in a sandboxed worker process (sys/unwind_client.h).
+  bool unwind_sandbox = true;
 };
 
 // Prometheus-style durations: "90s", "10m", "1h30m", "250ms", "2d". nullopt if malformed.
@@ -159,6 +161,11 @@ struct MrSnapshot {
   uint64_t stack_samples_deduplicated = 0;  // registrations of a site sent before
   uint64_t stacks_unwound = 0;
   double stack_unwind_seconds = 0;
+  // The sandboxed unwinder worker, when stacks are unwound by one.
+  bool unwind_worker = false;
+  std::map<std::string, uint64_t> unwind_worker_restarts;  // by reason
+  std::map<std::string, bool> unwind_worker_sandbox;       // by layer: entered
+  uint64_t unwind_worker_starts = 0;
   // false: the probes' globals map could not be read; the four counters above are unknown
   // (their series are left out, never served as 0).
   bool globals_known = true;

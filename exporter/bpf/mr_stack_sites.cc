@@ -137,8 +137,17 @@ MrStackSites::MrStackSites(MrStackSitesOptions options, std::filesystem::path pr
       procfs_(std::move(procfs)),
       code_ranges_fd_(code_ranges_fd),
       sites_seen_fd_(sites_seen_fd),
-      unwinder_(std::make_unique<sys::DwarfUnwinder>(procfs_)),
-      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (options_.sandboxed_worker && procfs_ == "/proc") {
+    auto worker = std::make_unique<sys::UnwindClient>(
+        std::make_shared<sys::LocalProcessAccess>(procfs_), options_.worker);
+    worker_ = worker.get();
+    unwinder_ = std::move(worker);
+    worker_->Start();  // now: its sandbox is known (and logged) before the first stack
+  } else {
+    unwinder_ = std::make_unique<sys::DwarfUnwinder>(procfs_);
+  }
+}
 
 MrStackSites::~MrStackSites() {
   if (wake_fd_ >= 0) close(wake_fd_);
@@ -436,6 +445,10 @@ MrStackSitesStats MrStackSites::stats() const {
   std::lock_guard lock(mutex_);
   MrStackSitesStats out = stats_;
   out.sites = sites_.size();
+  if (worker_ != nullptr) {
+    out.sandboxed = true;
+    out.worker = worker_->stats();
+  }
   return out;
 }
 

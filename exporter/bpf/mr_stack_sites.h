@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "sys/dwarf_unwinder.h"
+#include "sys/unwind_client.h"
 
 namespace rdmascope {
 
@@ -49,6 +50,10 @@ struct MrStackSitesOptions {
   std::chrono::milliseconds symbolize_budget{250};
   // A stack cut short by its budget is tried again (the files are cached by then).
   uint32_t retries = 2;
+  // Parse in a sandboxed worker (sys/unwind_client.h) rather than in this process; only on
+  // the real /proc (a fixture tree is unwound in the process).
+  bool sandboxed_worker = false;
+  sys::UnwindClientOptions worker;
 };
 
 // A stack's frames as the stack thread symbolized them (sys::Frame: names and offsets only).
@@ -93,10 +98,12 @@ struct MrStackSitesStats {
   uint64_t pending_bytes = 0;  // raw copies not unwound yet
   uint64_t unwound_bytes = 0;  // program counters kept
   uint64_t sites = 0;
-  uint64_t dropped_memory = 0;  // samples dropped at max_bytes, since start
-  uint64_t dropped_gone = 0;    // samples whose process had exited before they were unwound
-  uint64_t unwound = 0;         // samples unwound, since start
-  uint64_t unwind_ns = 0;       // wall time spent unwinding, since start
+  uint64_t dropped_memory = 0;    // samples dropped at max_bytes, since start
+  uint64_t dropped_gone = 0;      // samples whose process had exited before they were unwound
+  uint64_t unwound = 0;           // samples unwound, since start
+  uint64_t unwind_ns = 0;         // wall time spent unwinding, since start
+  bool sandboxed = false;         // stacks are unwound by the sandboxed worker
+  sys::UnwindClientStats worker;  // its figures
 };
 
 class MrStackSites {
@@ -164,9 +171,10 @@ class MrStackSites {
   std::filesystem::path procfs_;
   int code_ranges_fd_;
   int sites_seen_fd_;
-  std::unique_ptr<sys::DwarfUnwinder> unwinder_;
-  std::mutex process_mutex_;  // one Process() at a time
-  mutable std::mutex mutex_;  // everything below
+  std::unique_ptr<sys::StackUnwinder> unwinder_;
+  sys::UnwindClient* worker_ = nullptr;  // unwinder_, when it is the sandboxed worker
+  std::mutex process_mutex_;             // one Process() at a time
+  mutable std::mutex mutex_;             // everything below
   std::deque<Pending> pending_;
   std::map<SiteKey, MrUnwoundSite> sites_;
   std::map<Image, std::pair<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>> ranges_;

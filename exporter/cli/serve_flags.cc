@@ -369,6 +369,13 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       ->check(CLI::Range(0U, 16384U))
       ->group("Collector mr");
   serve
+      .add_flag("--collector.mr.unwind-sandbox,!--no-collector.mr.unwind-sandbox",
+                config.mr.unwind_sandbox,
+                "Unwind and symbolize registration stacks in a sandboxed worker process (no "
+                "capabilities, namespaces of its own, seccomp; docs/security.md) rather than in "
+                "the exporter (default on)")
+      ->group("Collector mr");
+  serve
       .add_option("--collector.mr.stack-memory-bytes", config.mr.stack_memory_bytes,
                   "Memory for stack copies waiting to be unwound and for unwound call sites; "
                   "stacks past it are counted in rdmascope_mr_stacks_dropped_total")

@@ -79,6 +79,22 @@ constexpr MetricDesc kStackUnwindSeconds{"rdmascope_mr_stack_unwind_seconds_tota
                                          MetricType::Counter};
 constexpr MetricDesc kStacksUnwound{"rdmascope_mr_stacks_unwound_total",
                                     "Registration stacks unwound.", MetricType::Counter};
+constexpr MetricDesc kUnwindWorkerStarts{
+    "rdmascope_mr_unwind_worker_starts_total",
+    "Sandboxed unwinder worker processes started (--collector.mr.unwind-sandbox).",
+    MetricType::Counter};
+constexpr MetricDesc kUnwindWorkerRestarts{
+    "rdmascope_mr_unwind_worker_restarts_total",
+    "Unwinder workers stopped, by reason (deadline: a request overran its deadline and the "
+    "worker was killed; died: it crashed or the seccomp filter killed it; protocol: it answered "
+    "what the protocol does not allow; start_failed: it could not be started). The stack it "
+    "was unwinding says why it has no frames.",
+    MetricType::Counter};
+constexpr MetricDesc kUnwindWorkerSandbox{
+    "rdmascope_mr_unwind_worker_sandbox",
+    "Layers of the unwinder worker's sandbox, 1 entered, 0 refused by the host (uid, "
+    "namespaces, capabilities, no_new_privs, rlimits, seccomp; docs/security.md).",
+    MetricType::Gauge};
 constexpr MetricDesc kLost{
     "rdma_mr_lost_total",
     "Events not tracked, by reason (regions: --collector.mr.max-regions full; "
@@ -261,6 +277,21 @@ void MapStackFigures(const MrSnapshot& snapshot, MetricSet& out) {
           static_cast<double>(snapshot.stack_samples_deduplicated));
   out.Add(kStackUnwindSeconds, {}, snapshot.stack_unwind_seconds);
   out.Add(kStacksUnwound, {}, static_cast<double>(snapshot.stacks_unwound));
+  if (snapshot.unwind_worker) {
+    out.Add(kUnwindWorkerStarts, {}, static_cast<double>(snapshot.unwind_worker_starts));
+    for (const char* reason : {"deadline", "died", "protocol", "start_failed"}) {
+      const auto it = snapshot.unwind_worker_restarts.find(reason);
+      out.Add(kUnwindWorkerRestarts, {{"reason", reason}},
+              it == snapshot.unwind_worker_restarts.end() ? 0.0 : static_cast<double>(it->second));
+    }
+    for (const char* layer :
+         {"uid", "namespaces", "capabilities", "no_new_privs", "rlimits", "seccomp"}) {
+      const auto it = snapshot.unwind_worker_sandbox.find(layer);
+      if (it != snapshot.unwind_worker_sandbox.end()) {
+        out.Add(kUnwindWorkerSandbox, {{"layer", layer}}, it->second ? 1.0 : 0.0);
+      }
+    }
+  }
 }
 
 void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {

@@ -19,10 +19,7 @@
 #include <set>
 #include <utility>
 
-#include "core/process_metrics.h"
-#include "core/sysfs.h"
 #include "sys/module_files.h"
-#include "sys/process_handle.h"
 #include "sys/untrusted_files.h"
 
 // How libdwfl is used (elfutils 0.188, libdwfl/dwfl_frame.c, frame_unwind.c):
@@ -63,7 +60,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kReportInterval = std::chrono::seconds(1);
 
 constexpr const char* kFrameLimit = "frame limit";
-constexpr size_t kMaxMapsBytes = 8 << 20;  // /proc/PID/maps of a process with ~100k mappings
 constexpr const char* kTimeBudget = "time budget";
 
 std::string Hex(uint64_t value) {
@@ -219,7 +215,6 @@ struct DwarfUnwinder::Process {
   Elf* arch = nullptr;
   Clock::time_point reported;
   std::atomic<bool> gone = false;  // the maps could not be read again: make a new session
-  ProcessHandle handle;            // this process only (not a later one with its pid)
   Walk* walk = nullptr;            // the sample being unwound, under `mutex`
   // What the modules' file callbacks need (sys/module_files.h), and one ModuleFile per module,
   // its userdata (a list: their addresses must not move). Destroyed after dwfl_end() (in the
@@ -227,12 +222,10 @@ struct DwarfUnwinder::Process {
   ProcessFiles context;
   std::list<ModuleFile> files;
 
-  Process(uint32_t p, uint64_t ticks, const std::filesystem::path& procfs,
-          std::shared_ptr<ElfCache> cache)
+  Process(uint32_t p, uint64_t ticks, ProcessAccess* access, std::shared_ptr<ElfCache> cache)
       : pid(p), start_ticks(ticks), elf_cache(std::move(cache)) {
-    context.procfs = procfs;
+    context.access = access;
     context.pid = p;
-    context.real_procfs = procfs == "/proc";
     context.cache = elf_cache.get();
   }
   ~Process() {
@@ -245,7 +238,7 @@ struct DwarfUnwinder::Process {
 
   // (Re-)reads the modules. A re-report keeps the modules that did not change (libdwfl reuses
   // a module reported again with the same name and range, with its ELF and CFI).
-  bool Report(const std::filesystem::path& procfs, std::string& why) {
+  bool Report(std::string& why) {
     if (dwfl == nullptr) {
       dwfl = dwfl_begin(&ModuleFileCallbacks());
       if (dwfl == nullptr) {
@@ -259,12 +252,12 @@ struct DwarfUnwinder::Process {
     // libdwfl reports the modules from the same text, or on the real procfs from its own
     // reading, with the vDSO (a file changed in between fails the check: no file).
     int result = 0;
-    const auto maps = sysfs::ReadFile(procfs / std::to_string(pid) / "maps", kMaxMapsBytes);
+    const auto maps = context.access->Maps(pid);
     if (!maps) {
-      result = ENOENT;
+      result = maps.error();
     } else if (maps->empty()) {
       result = 0;  // no module: ESRCH below
-    } else if (procfs == "/proc") {
+    } else if (context.access->libdwfl_may_read_proc()) {
       result = dwfl_linux_proc_report(dwfl, static_cast<pid_t>(pid));
     } else if (FILE* text = fmemopen(const_cast<char*>(maps->data()), maps->size(), "r")) {
       result = dwfl_linux_proc_maps_report(dwfl, text);
@@ -365,15 +358,15 @@ struct DwarfUnwinder::Process {
 };
 
 DwarfUnwinder::DwarfUnwinder(std::filesystem::path procfs, std::shared_ptr<ElfCache> elf_cache)
-    : procfs_(std::move(procfs)),
+    : DwarfUnwinder(std::make_shared<LocalProcessAccess>(std::move(procfs)), std::move(elf_cache)) {
+}
+
+DwarfUnwinder::DwarfUnwinder(std::shared_ptr<ProcessAccess> access,
+                             std::shared_ptr<ElfCache> elf_cache)
+    : access_(std::move(access)),
       elf_cache_(elf_cache ? std::move(elf_cache) : std::make_shared<ElfCache>()) {}
 
 DwarfUnwinder::~DwarfUnwinder() = default;
-
-std::optional<uint64_t> DwarfUnwinder::StartTicks(uint32_t pid) const {
-  const auto stat = sysfs::ReadFile(procfs_ / std::to_string(pid) / "stat", 4096);
-  return stat ? ParseStartTicks(*stat) : std::nullopt;
-}
 
 std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, std::string& why,
                                                                   bool exited_ok) {
@@ -384,24 +377,16 @@ std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, 
     std::lock_guard lock(mutex_);
     if (const auto it = processes_.find(pid); it != processes_.end()) cached = it->second;
   }
-  // Still the same process? Its pidfd says so in one poll(); without one (a fake procfs, a
-  // kernel before 5.3) its start time, from PID/stat (about 10 us on procfs).
-  if (cached && !cached->gone) {
-    if (exited_ok || (cached->handle.valid() ? !cached->handle.Exited()
-                                             : StartTicks(pid) == cached->start_ticks)) {
-      return cached;
-    }
+  // Still the same process? (LocalProcessAccess: its pidfd says so in one poll(); without one,
+  // a fake procfs or a kernel before 5.3, its start time from PID/stat, about 10 us.)
+  if (cached && !cached->gone && (exited_ok || access_->StillRunning(pid, cached->start_ticks))) {
+    return cached;
   }
-  const std::optional<uint64_t> start = StartTicks(pid);
+  const std::optional<uint64_t> start = access_->StartTicks(pid);
   if (!start) return nullptr;
   // Reading the maps and ELF headers is slow: not under mutex_.
-  auto process = std::make_shared<Process>(pid, *start, procfs_, elf_cache_);
-  if (procfs_ == "/proc") {
-    process->handle = ProcessHandle::Open(pid);
-    // The pid may have been reused between the two reads: the pidfd must be this process's.
-    if (process->handle.valid() && StartTicks(pid) != start) return nullptr;
-  }
-  if (!process->Report(procfs_, why) || !process->Attach(why)) return nullptr;
+  auto process = std::make_shared<Process>(pid, *start, access_.get(), elf_cache_);
+  if (!process->Report(why) || !process->Attach(why)) return nullptr;
   std::lock_guard lock(mutex_);
   const auto it = processes_.find(pid);
   if (it != processes_.end() && it->second != cached && it->second->start_ticks == *start &&
@@ -558,7 +543,7 @@ UnwoundStack DwarfUnwinder::UnwindIn(Process& process, const CapturedStack& capt
   // files are opened as the walk reaches them, and count).
   const Clock::time_point deadline = Clock::now() + limits.budget;
   if (dwfl_addrmodule(process.dwfl, ip) == nullptr &&
-      Clock::now() - process.reported >= kReportInterval && !process.Report(procfs_, why)) {
+      Clock::now() - process.reported >= kReportInterval && !process.Report(why)) {
     return {.pcs = {ip}, .stop_reason = why};
   }
   UnwoundStack dwarf = WalkDwarf(process, captured, limits.max_frames, deadline);
@@ -618,6 +603,7 @@ std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, std::span<const uint64
 ElfCacheStats DwarfUnwinder::elf_stats() const { return elf_cache_->stats(); }
 
 void DwarfUnwinder::Retain(const std::vector<uint32_t>& live_pids) {
+  access_->Retain(live_pids);
   std::lock_guard lock(mutex_);
   // A session in use elsewhere stays alive through its shared_ptr until that use ends.
   std::erase_if(processes_, [&](const auto& entry) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sys/elf_cache.h"
+#include "sys/process_access.h"
 #include "sys/symbolizer.h"
 
 namespace rdmascope::sys {
@@ -66,17 +67,31 @@ struct UnwoundStack {
 
 const char* MethodName(UnwindMethod method);
 
+// What the MR stack sites need of an unwinder: DwarfUnwinder in the process, or UnwindClient,
+// which runs one in a sandboxed worker (sys/unwind_client.h).
+class StackUnwinder {
+ public:
+  virtual ~StackUnwinder() = default;
+  virtual UnwoundStack Unwind(const CapturedStack& captured, const UnwindLimits& limits) = 0;
+  virtual std::vector<Frame> Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+                                       const SymbolizeOptions& options, std::string* missing) = 0;
+  virtual void Retain(const std::vector<uint32_t>& live_pids) = 0;
+};
+
 // Thread-safe. Caches one libdwfl session per process (its modules, their ELF files and CFI)
 // until the process exits (its pidfd, or its start time in PID/stat) or Retain() drops it: a
 // warm unwind reads no file. The sessions' ELF files come from an ElfCache: the processes of
 // one program share them (the CFI is parsed per session).
-class DwarfUnwinder {
+class DwarfUnwinder final : public StackUnwinder {
  public:
   // `procfs`: where PID/maps and PID/stat are read, and the files through PID/root (a fake
   // tree in tests; the vDSO is only found under the real /proc). `elf_cache`: shared with
   // other unwinders, or nullptr for one of its own.
   explicit DwarfUnwinder(std::filesystem::path procfs = "/proc",
                          std::shared_ptr<ElfCache> elf_cache = nullptr);
+  // The process's maps and files as `access` gives them (in the sandboxed worker: from its
+  // parent, sys/unwind_worker.h).
+  DwarfUnwinder(std::shared_ptr<ProcessAccess> access, std::shared_ptr<ElfCache> elf_cache);
   ~DwarfUnwinder();
   DwarfUnwinder(const DwarfUnwinder&) = delete;
   DwarfUnwinder& operator=(const DwarfUnwinder&) = delete;
@@ -84,7 +99,7 @@ class DwarfUnwinder {
   // CFI first; the rbp chain when CFI gets no further than the first frame (or when the
   // chain goes further). Never reads the process's memory; never fails: a stack that cannot
   // be unwound is its instruction pointer and a stop_reason.
-  UnwoundStack Unwind(const CapturedStack& captured, const UnwindLimits& limits = {});
+  UnwoundStack Unwind(const CapturedStack& captured, const UnwindLimits& limits = {}) override;
   // The rbp chain alone (what a frame-pointer walk sees), inside the copy: each frame pointer
   // above the last, each return address inside a module. Exposed for tests and comparison.
   UnwoundStack UnwindFramePointers(const CapturedStack& captured, const UnwindLimits& limits = {});
@@ -98,9 +113,10 @@ class DwarfUnwinder {
   // refused: libfoo.so: ...", "symbolization time budget spent"), "" when every address was
   // looked up with every file.
   std::vector<Frame> Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
-                               const SymbolizeOptions& options, std::string* missing = nullptr);
+                               const SymbolizeOptions& options,
+                               std::string* missing = nullptr) override;
   // Drops the sessions of processes not in `live_pids`.
-  void Retain(const std::vector<uint32_t>& live_pids);
+  void Retain(const std::vector<uint32_t>& live_pids) override;
   // The ELF cache's figures (shared with any other unwinder of the same cache).
   ElfCacheStats elf_stats() const;
 
@@ -110,7 +126,6 @@ class DwarfUnwinder {
   // The session of the process running as `pid` now (nullptr and `why` when it is gone).
   // `exited_ok`: a cached session of a process that has exited since is good enough.
   std::shared_ptr<Process> ProcessFor(uint32_t pid, std::string& why, bool exited_ok = false);
-  std::optional<uint64_t> StartTicks(uint32_t pid) const;
   // Unwind() in a session, under its mutex.
   UnwoundStack UnwindIn(Process& process, const CapturedStack& captured,
                         const UnwindLimits& limits);
@@ -123,7 +138,7 @@ class DwarfUnwinder {
   UnwoundStack WalkFramePointers(Process& process, const CapturedStack& captured, size_t max_frames,
                                  std::chrono::steady_clock::time_point deadline);
 
-  const std::filesystem::path procfs_;
+  const std::shared_ptr<ProcessAccess> access_;
   const std::shared_ptr<ElfCache> elf_cache_;
   std::mutex mutex_;  // guards processes_ only
   std::map<uint32_t, std::shared_ptr<Process>> processes_;

@@ -46,10 +46,10 @@ const MappedFile* MappingOf(const ProcessFiles& process, Dwfl_Module* module,
 // A debug or alternate file below the process's root: a file only root can write (its bytes
 // are then stable between this check and libelf's own reading of the descriptor), checked
 // (sys/elf_checks.h), with the build id `want`. The descriptor, for libdwfl to own.
-std::expected<UniqueFd, std::string> OpenDebugFile(int root, const std::string& path,
+std::expected<UniqueFd, std::string> OpenDebugFile(ProcessFiles& process, const std::string& path,
                                                    std::span<const uint8_t> want,
                                                    ElfVerdict& verdict) {
-  auto opened = OpenInRoot(root, path);
+  auto opened = process.access->OpenInRoot(process.pid, path);
   if (!opened) return std::unexpected(opened.error());
   if (!OnlyRootCanWrite(opened->status)) {
     return std::unexpected("a debug file others than root can write");
@@ -78,14 +78,13 @@ std::expected<UniqueFd, std::string> OpenDebugFile(int root, const std::string& 
 // would otherwise look for it itself, by path, in the exporter's namespace (elf_checks.h).
 bool FindAlt(ModuleFile& file, const std::vector<uint8_t>& build_id, const std::string& name,
              std::string& why) {
-  const int root = file.process->RootFd();
   const auto path = BuildIdDebugPath(build_id);
-  if (root < 0 || !path) {
+  if (!path) {
     why = ".gnu_debugaltlink and no alternate file";
     return false;
   }
   ElfVerdict verdict;
-  auto fd = OpenDebugFile(root, *path, build_id, verdict);
+  auto fd = OpenDebugFile(*file.process, *path, build_id, verdict);
   if (!fd || !verdict.alt_build_id.empty()) {
     why = ".gnu_debugaltlink and no alternate file" + (fd ? std::string() : ": " + fd.error());
     return false;
@@ -107,7 +106,7 @@ int FindElf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr b
   const std::string_view path = name;
   if (path.starts_with("[vdso")) {
     // From the process's memory (linux-proc-maps.c: read_proc_memory on /proc/PID/mem).
-    if (!process.real_procfs) return -1;
+    if (!process.access->libdwfl_may_read_proc()) return -1;
     return dwfl_linux_proc_find_elf(module, userdata, name, base, file_name, elfp);
   }
   if (!path.starts_with("/")) return -1;
@@ -116,7 +115,7 @@ int FindElf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr b
     Refuse(*file, path, "not in the maps read");
     return -1;
   }
-  auto opened = OpenMappedFile(process.procfs, process.pid, *mapping);
+  auto opened = process.access->OpenMapping(process.pid, *mapping);
   if (!opened) {
     Refuse(*file, path, opened.error());
     return -1;
@@ -153,12 +152,11 @@ int FindDebuginfo(Dwfl_Module* module, void** userdata, const char* module_name,
       file->alt_name == debuglink) {
     return fcntl(file->alt.get(), F_DUPFD_CLOEXEC, 0);
   }
-  const int root = file->process->RootFd();
   const unsigned char* bits = nullptr;
   GElf_Addr vaddr = 0;
   const int bits_size = dwfl_module_build_id(module, &bits, &vaddr);
   // Without a build id nothing tells a debug file from any other: none is used.
-  if (root < 0 || bits_size <= 0) return -1;
+  if (bits_size <= 0) return -1;
   const std::span<const uint8_t> build_id(bits, static_cast<size_t>(bits_size));
   std::vector<std::string> candidates;
   if (auto path = BuildIdDebugPath(build_id)) candidates.push_back(*path);
@@ -175,7 +173,7 @@ int FindDebuginfo(Dwfl_Module* module, void** userdata, const char* module_name,
   }
   for (const std::string& candidate : candidates) {
     ElfVerdict verdict;
-    auto fd = OpenDebugFile(root, candidate, build_id, verdict);
+    auto fd = OpenDebugFile(*file->process, candidate, build_id, verdict);
     if (!fd) continue;  // missing, or refused: the next candidate, else no debug info
     std::string why;
     if (!verdict.alt_build_id.empty() &&
@@ -195,18 +193,6 @@ const Dwfl_Callbacks kCallbacks = {
 };
 
 }  // namespace
-
-int ProcessFiles::RootFd() {
-  if (!root.valid() && !root_failed) {
-    auto opened = OpenProcessRoot(procfs, pid);
-    if (opened) {
-      root = std::move(*opened);
-    } else {
-      root_failed = true;
-    }
-  }
-  return root.get();
-}
 
 const Dwfl_Callbacks& ModuleFileCallbacks() { return kCallbacks; }
 

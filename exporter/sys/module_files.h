@@ -14,7 +14,9 @@
 // device and inode checked), debug info only from the process's own root, by build id, or by a
 // plain debuglink name whose build id matches; every file checked by sys/elf_checks.h first.
 // The vDSO (named "[vdso: PID]" by dwfl_linux_proc_report) is still read by
-// dwfl_linux_proc_find_elf, from the process's memory (/proc/PID/mem), not from a path.
+// dwfl_linux_proc_find_elf, from the process's memory (/proc/PID/mem), not from a path, where
+// the access allows it (ProcessAccess::libdwfl_may_read_proc: not in the sandboxed worker,
+// which has no /proc and reports modules from the maps text, without the vDSO).
 #pragma once
 
 #include <elfutils/libdwfl.h>
@@ -27,25 +29,21 @@
 #include <vector>
 
 #include "sys/elf_cache.h"
+#include "sys/process_access.h"
 #include "sys/untrusted_files.h"
 
 namespace rdmascope::sys {
 
 // A process's files as its session's callbacks find them.
 struct ProcessFiles {
-  std::filesystem::path procfs;
+  ProcessAccess* access = nullptr;  // opens the files (in the worker: asks its parent)
   uint32_t pid = 0;
-  bool real_procfs = false;  // the vDSO can be read from /proc/PID/mem
   ElfCache* cache = nullptr;
   std::vector<MappedFile> mapped;  // the maps read at the last report
-  UniqueFd root;                   // O_PATH of PROCFS/PID/root, opened on first use
-  bool root_failed = false;
   // The first file refused in this session (sys/elf_checks.h, untrusted_files.h): the session
   // is not kept once the request ends (DwarfUnwinder drops it), so no state built over a
   // hostile file outlives it.
   std::string refused;
-
-  int RootFd();
 };
 
 // A module's userdata (libdwfl hands the callbacks &module->userdata: MODCB_ARGS in

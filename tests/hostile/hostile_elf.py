@@ -171,6 +171,34 @@ def fifo_has_reader(path):
     return True
 
 
+def unwind_workers(parent):
+    """The exporter's sandboxed unwinder workers (`rdmascope __unwind-worker`)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                argv = cmdline.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and len(argv) > 1 and argv[1] == b"__unwind-worker":
+            found.append(int(entry))
+    return found
+
+
+def status_fields(pid, names):
+    fields = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name in names:
+                fields[name] = value.split()[0] if value.split() else ""
+    return fields
+
+
 def timed_get(exporter, path, limit, slowest):
     start = time.monotonic()
     status, body = exporter.get(path, timeout=limit + 5)
@@ -231,10 +259,23 @@ def main(binary, host, library, fakeverbs):
                                        "--collector.mr.tracking=uprobes",
                                        f"--probe.library={fakeverbs}"]) as exporter:
             trace_log = os.path.join(work, "strace.log")
+            # The ELF files are parsed by the sandboxed worker (started with the MR probes):
+            # as the kernel sees it, no capability, no_new_privs, a seccomp filter, nobody.
+            workers = unwind_workers(exporter.proc.pid)
+            check.expect("one unwinder worker", len(workers), 1)
+            for worker in workers:
+                check.expect("the worker's sandbox (/proc/PID/status)",
+                             status_fields(worker, {"Seccomp", "NoNewPrivs", "CapEff", "CapPrm",
+                                                    "Uid"}),
+                             {"Seccomp": "2", "NoNewPrivs": "1", "CapEff": "0000000000000000",
+                              "CapPrm": "0000000000000000", "Uid": "65534"})
             if shutil.which("strace"):
+                # The exporter and its worker: what either opens, or tries to.
                 strace = subprocess.Popen(
                     ["strace", "-f", "-qq", "-e", "trace=open,openat,openat2", "-o", trace_log,
-                     "-p", str(exporter.proc.pid)], stderr=subprocess.DEVNULL)
+                     "-p", str(exporter.proc.pid)] +
+                    [arg for worker in workers for arg in ("-p", str(worker))],
+                    stderr=subprocess.DEVNULL)
                 time.sleep(1.0)  # attached to every thread
             else:
                 print("note: strace not installed: the FIFOs' reader counts only")
@@ -263,6 +304,15 @@ def main(binary, host, library, fakeverbs):
                     break
                 time.sleep(0.2)
             check.expect("every sample unwound", sent is not None and sent == done, True)
+            layers = {dict(labels)["layer"]: value for labels, value in
+                      harness.series(samples, "rdmascope_mr_unwind_worker_sandbox").items()}
+            check.expect("the worker's sandbox layers (/metrics)", layers,
+                         {layer: 1.0 for layer in ("uid", "namespaces", "capabilities",
+                                                   "no_new_privs", "rlimits", "seccomp")})
+            restarts = {dict(labels)["reason"]: value for labels, value in
+                        harness.series(samples,
+                                       "rdmascope_mr_unwind_worker_restarts_total").items()}
+            print(f"unwinder worker restarts: {restarts}")
             status, body, _ = timed_get(exporter, f"/debug/mr/stacks?pid={hostile.pid}&top=100",
                                         STACKS_LIMIT, slowest)
             check.expect("/debug/mr/stacks for the hostile process", status, 200)

@@ -17,8 +17,6 @@
 #include <random>
 #include <thread>
 
-#include "unit/fixture_tree.h"
-
 // alpha, beta, gamma: `nop; ret` with CFI (at the entry, CFA = rsp + 8 and the return address
 // at [rsp]); framed: an rbp frame (after its prologue, CFA = rbp + 16); no_cfi: no FDE at all.
 asm(R"(
@@ -79,88 +77,10 @@ rdmascope_unwind_no_cfi:
   .size rdmascope_unwind_no_cfi, .-rdmascope_unwind_no_cfi
 )");
 
-extern "C" void rdmascope_unwind_alpha();
-extern "C" void rdmascope_unwind_beta();
-extern "C" void rdmascope_unwind_gamma();
-extern "C" void rdmascope_unwind_framed();
-extern "C" void rdmascope_unwind_no_cfi();
+#include "unit/unwind_fixture.h"
 
 namespace rdmascope::sys {
 namespace {
-
-constexpr uint32_t kPid = 4242;
-constexpr uint64_t kBase = 0x100000000;      // where the fake maps put this binary
-constexpr uint64_t kSpan = 0x10000000;       // 256 MiB: more than its segments span
-constexpr uint64_t kStack = 0x7ff000001000;  // the captured rsp
-// Opening this 100-MB test binary the first time takes more than the default 2 ms on a busy
-// machine: tests that are not about the time budget give plenty.
-constexpr UnwindLimits kPatient{.budget = std::chrono::seconds(10)};
-
-// Where the fake process has `function` (this binary at kBase).
-uint64_t At(void (*function)()) {
-  Dl_info info{};
-  const auto address = reinterpret_cast<uintptr_t>(function);
-  EXPECT_NE(dladdr(reinterpret_cast<void*>(address), &info), 0);
-  return kBase + (address - reinterpret_cast<uintptr_t>(info.dli_fbase));
-}
-
-void WriteFile(const std::filesystem::path& path, const std::string& text) {
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
-
-class DwarfUnwinderTest : public ::testing::Test {
- protected:
-  void SetUp() override { MapAt(kPid, kBase, 12345); }
-
-  void MapAt(uint32_t pid, uint64_t base, uint64_t start_ticks, bool root = true) {
-    const std::filesystem::path dir = procfs_.path() / std::to_string(pid);
-    std::filesystem::create_directories(dir);
-    if (root && !std::filesystem::is_symlink(dir / "root")) {
-      std::filesystem::create_directory_symlink("/", dir / "root");
-    }
-    // The file's real device and inode: what the unwinder checks the opened file against.
-    struct stat status {};
-    EXPECT_EQ(stat(self_.c_str(), &status), 0);
-    char line[4096];
-    std::snprintf(line, sizeof line, "%llx-%llx r-xp 00000000 %x:%x %llu %s\n",
-                  static_cast<unsigned long long>(base),
-                  static_cast<unsigned long long>(base + kSpan), major(status.st_dev),
-                  minor(status.st_dev), static_cast<unsigned long long>(status.st_ino),
-                  self_.c_str());
-    WriteFile(dir / "maps", line);
-    WriteFile(dir / "stat", std::to_string(pid) +
-                                " (unwind test) S 1 1 1 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 " +
-                                std::to_string(start_ticks) + " 1000000 200 0\n");
-  }
-
-  // A capture of kPid: rip, rbp, and the stack words from rsp = kStack.
-  CapturedStack Capture(uint64_t rip, uint64_t rbp, const std::vector<uint64_t>& words) {
-    return CaptureOf(kPid, rip, rbp, words);
-  }
-  CapturedStack CaptureOf(uint32_t pid, uint64_t rip, uint64_t rbp,
-                          const std::vector<uint64_t>& words) {
-    bytes_.resize(words.size() * 8);
-    if (!words.empty()) std::memcpy(bytes_.data(), words.data(), bytes_.size());  // no null
-    CapturedStack captured{.pid = pid};
-    captured.regs[kDwarfRip] = rip;
-    captured.regs[kDwarfRsp] = kStack;
-    captured.regs[kDwarfRbp] = rbp;
-    captured.stack = bytes_;
-    return captured;
-  }
-
-  std::vector<std::string> Names(const UnwoundStack& unwound, uint32_t pid = kPid) {
-    std::vector<std::string> names;
-    for (const Frame& frame : unwinder_.Symbolize(pid, unwound)) names.push_back(frame.Describe());
-    return names;
-  }
-
-  testing::TempDir procfs_;
-  const std::string self_ = std::filesystem::read_symlink("/proc/self/exe").string();
-  DwarfUnwinder unwinder_{procfs_.path()};
-  std::vector<uint8_t> bytes_;
-};
 
 // At alpha's entry the return address is at [rsp]; beta+1 and gamma+1 return right after their
 // entries, where CFI says the same: each frame takes the next word.

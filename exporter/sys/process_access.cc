@@ -1,0 +1,66 @@
+#include "sys/process_access.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <string>
+
+#include "core/process_metrics.h"
+#include "core/sysfs.h"
+
+namespace rdmascope::sys {
+
+LocalProcessAccess::LocalProcessAccess(std::filesystem::path procfs)
+    : procfs_(std::move(procfs)), real_procfs_(procfs_ == "/proc") {}
+
+std::optional<uint64_t> LocalProcessAccess::StartTicks(uint32_t pid) {
+  if (pid == 0 || pid > INT_MAX) return std::nullopt;
+  const auto stat = sysfs::ReadFile(procfs_ / std::to_string(pid) / "stat", 4096);
+  return stat ? ParseStartTicks(*stat) : std::nullopt;
+}
+
+bool LocalProcessAccess::StillRunning(uint32_t pid, uint64_t start_ticks) {
+  if (!real_procfs_) return StartTicks(pid) == start_ticks;
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = handles_.find(pid);
+    if (it != handles_.end() && it->second.first == start_ticks && it->second.second.valid()) {
+      return !it->second.second.Exited();
+    }
+  }
+  // No handle yet (or one of an earlier process with this pid): open one, and make sure it is
+  // of the process that started then (the pid may have been reused between the two reads).
+  ProcessHandle handle = ProcessHandle::Open(pid);
+  if (StartTicks(pid) != start_ticks) return false;
+  if (!handle.valid()) return true;  // no pidfd (kernel before 5.3): the start time said so
+  std::lock_guard lock(mutex_);
+  if (handles_.size() >= kMaxHandles && !handles_.contains(pid)) handles_.erase(handles_.begin());
+  handles_[pid] = {start_ticks, std::move(handle)};
+  return true;
+}
+
+std::expected<std::string, int> LocalProcessAccess::Maps(uint32_t pid) {
+  if (pid == 0 || pid > INT_MAX) return std::unexpected(ENOENT);
+  return sysfs::ReadFileChecked(procfs_ / std::to_string(pid) / "maps", kMaxMapsBytes);
+}
+
+std::expected<OpenedFile, std::string> LocalProcessAccess::OpenMapping(uint32_t pid,
+                                                                       const MappedFile& mapping) {
+  return OpenMappedFile(procfs_, pid, mapping);
+}
+
+std::expected<OpenedFile, std::string> LocalProcessAccess::OpenInRoot(uint32_t pid,
+                                                                      std::string_view path) {
+  auto root = OpenProcessRoot(procfs_, pid);
+  if (!root) return std::unexpected(root.error());
+  return sys::OpenInRoot(root->get(), path);
+}
+
+void LocalProcessAccess::Retain(const std::vector<uint32_t>& live_pids) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(handles_, [&](const auto& entry) {
+    return std::find(live_pids.begin(), live_pids.end(), entry.first) == live_pids.end();
+  });
+}
+
+}  // namespace rdmascope::sys

@@ -1,0 +1,47 @@
+// The parent's answers to the unwinder worker's questions (sys/unwind_protocol.h AccessOp): a
+// fixed request set, each checked here, by the process that holds the privileges, never by
+// the worker, which parses tenants' files and must be assumed subverted by one. The worker
+// may ask only about the process of the request in progress; it may open only a file that
+// process maps (a line of the maps read here, opened through map_files or inside the
+// process's root, device and inode checked: sys/untrusted_files.h), or an ELF debug file of
+// one (by build id under /usr/lib/debug, or a plain name beside a mapped file): never any
+// other file of a process's root, so that no file it could read would reach the names it
+// sends back (/debug/mr/stacks).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "sys/process_access.h"
+#include "sys/unwind_protocol.h"
+
+namespace rdmascope::sys {
+
+class UnwindBroker {
+ public:
+  explicit UnwindBroker(std::shared_ptr<ProcessAccess> access) : access_(std::move(access)) {}
+
+  // The request in progress is about `pid` (0: no question allowed).
+  void SetScope(uint32_t pid);
+  // Answers `question` (a kAccess message) on `socket`. False when it is malformed, about
+  // another process, or cannot be answered: the worker is then stopped.
+  bool Answer(int socket, const unwind_protocol::Message& question);
+
+  ProcessAccess& access() { return *access_; }
+
+ private:
+  // The maps of the process in scope, as read here (for this request, or now).
+  const std::vector<MappedFile>& ScopeMaps();
+
+  const std::shared_ptr<ProcessAccess> access_;
+  uint32_t scope_pid_ = 0;
+  std::vector<MappedFile> scope_maps_;
+  bool scope_maps_read_ = false;
+};
+
+// A debug file path the broker opens for a process mapping `mapped` (see above).
+bool IsDebugFileRequest(std::string_view path, const std::vector<MappedFile>& mapped);
+
+}  // namespace rdmascope::sys

@@ -1,0 +1,195 @@
+#include "sys/unwind_worker.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "sys/unwind_protocol.h"
+
+namespace rdmascope::sys {
+namespace {
+
+namespace wire = unwind_protocol;
+using Clock = std::chrono::steady_clock;
+
+// The parent answers each of ProcessAccess's calls. A broken socket means the parent is gone or
+// wants the worker gone: the worker exits (nothing it could answer would be read).
+class ParentAccess final : public ProcessAccess {
+ public:
+  explicit ParentAccess(int socket) : socket_(socket) {}
+
+  std::optional<uint64_t> StartTicks(uint32_t pid) override {
+    wire::Message reply = Ask(wire::Writer(wire::Type::kAccess)
+                                  .U32(static_cast<uint32_t>(wire::AccessOp::kStartTicks))
+                                  .U32(pid));
+    wire::Reader reader(reply.body);
+    const uint64_t ticks = reader.U64();
+    if (!reader.done()) Fail();
+    return ticks == 0 ? std::nullopt : std::optional<uint64_t>(ticks);
+  }
+
+  bool StillRunning(uint32_t pid, uint64_t start_ticks) override {
+    wire::Message reply = Ask(wire::Writer(wire::Type::kAccess)
+                                  .U32(static_cast<uint32_t>(wire::AccessOp::kStillRunning))
+                                  .U32(pid)
+                                  .U64(start_ticks));
+    wire::Reader reader(reply.body);
+    const bool running = reader.U8() != 0;
+    if (!reader.done()) Fail();
+    return running;
+  }
+
+  std::expected<std::string, int> Maps(uint32_t pid) override {
+    wire::Message reply = Ask(wire::Writer(wire::Type::kAccess)
+                                  .U32(static_cast<uint32_t>(wire::AccessOp::kMaps))
+                                  .U32(pid));
+    wire::Reader reader(reply.body);
+    const auto error = static_cast<int>(reader.U32());
+    if (!reader.done()) Fail();
+    if (error != 0) return std::unexpected(error);
+    if (!reply.fd.valid()) return std::unexpected(EPROTO);
+    auto text = wire::TextFromFd(reply.fd.get(), kMaxMapsBytes);
+    if (!text) return std::unexpected(EIO);
+    return std::move(*text);
+  }
+
+  std::expected<OpenedFile, std::string> OpenMapping(uint32_t pid,
+                                                     const MappedFile& mapping) override {
+    return Opened(Ask(wire::Writer(wire::Type::kAccess)
+                          .U32(static_cast<uint32_t>(wire::AccessOp::kOpenMapping))
+                          .U32(pid)
+                          .U64(mapping.start)
+                          .U64(mapping.end)
+                          .U64(mapping.offset)
+                          .U64(mapping.device)
+                          .U64(mapping.inode)
+                          .String(mapping.path)));
+  }
+
+  std::expected<OpenedFile, std::string> OpenInRoot(uint32_t pid, std::string_view path) override {
+    return Opened(Ask(wire::Writer(wire::Type::kAccess)
+                          .U32(static_cast<uint32_t>(wire::AccessOp::kOpenInRoot))
+                          .U32(pid)
+                          .String(path)));
+  }
+
+ private:
+  [[noreturn]] static void Fail() { _exit(3); }
+
+  wire::Message Ask(const wire::Writer& question) {
+    if (!wire::Send(socket_, question)) Fail();
+    auto reply = wire::Receive(socket_);
+    if (!reply || reply->type != wire::Type::kAccessReply) Fail();
+    return std::move(*reply);
+  }
+
+  // The parent opened and checked the file (regular, bounded, the mapped inode); fstat here
+  // gives the status the ELF cache keys it by.
+  static std::expected<OpenedFile, std::string> Opened(wire::Message reply) {
+    wire::Reader reader(reply.body);
+    std::string error = reader.String();
+    if (!reader.done()) Fail();
+    if (!error.empty()) return std::unexpected(std::move(error));
+    OpenedFile file;
+    file.fd = std::move(reply.fd);
+    if (!file.fd.valid() || fstat(file.fd.get(), &file.status) != 0 ||
+        !S_ISREG(file.status.st_mode)) {
+      return std::unexpected("no regular file from the parent");
+    }
+    return file;
+  }
+
+  const int socket_;
+};
+
+std::chrono::nanoseconds Budget(uint64_t nanoseconds) {
+  // At most a minute: the parent's deadline ends the request long before.
+  return std::chrono::nanoseconds(std::min<uint64_t>(nanoseconds, 60'000'000'000ULL));
+}
+
+}  // namespace
+
+UnwindWorker::UnwindWorker(int socket)
+    : socket_(socket),
+      parent_(std::make_shared<ParentAccess>(socket)),
+      unwinder_(parent_, std::make_shared<ElfCache>()) {}
+
+bool UnwindWorker::Handle(wire::Message& request) {
+  wire::Reader reader(request.body);
+  switch (request.type) {
+    case wire::Type::kUnwind: {
+      CapturedStack captured;
+      captured.pid = reader.U32();
+      for (uint64_t& reg : captured.regs) reg = reader.U64();
+      const UnwindLimits limits{
+          .max_frames = std::min<size_t>(reader.U32(), wire::kMaxItems),
+          .budget = std::chrono::duration_cast<std::chrono::microseconds>(Budget(reader.U64()))};
+      captured.stack = reader.Bytes(wire::kMaxMessage);
+      if (!reader.done()) return false;
+      const UnwoundStack unwound = unwinder_.Unwind(captured, limits);
+      // The tenant's stack bytes are not kept past their use.
+      explicit_bzero(request.body.data(), request.body.size());
+      wire::Writer reply(wire::Type::kUnwound);
+      reply.U32(static_cast<uint32_t>(std::min(unwound.pcs.size(), wire::kMaxItems)));
+      for (size_t i = 0; i < unwound.pcs.size() && i < wire::kMaxItems; ++i)
+        reply.U64(unwound.pcs[i]);
+      reply.U8(static_cast<uint8_t>(unwound.method))
+          .U8(unwound.truncated ? 1 : 0)
+          .String(unwound.stop_reason);
+      return wire::Send(socket_, reply);
+    }
+    case wire::Type::kSymbolize: {
+      const uint32_t pid = reader.U32();
+      SymbolizeOptions options;
+      options.first =
+          reader.U8() != 0 ? FirstAddress::kInstructionPointer : FirstAddress::kReturnAddress;
+      options.inline_frames = reader.U8() != 0;
+      options.deadline = Clock::now() + Budget(reader.U64());
+      const uint32_t count = reader.U32();
+      if (count > wire::kMaxItems) return false;
+      std::vector<uint64_t> addresses(count);
+      for (uint64_t& address : addresses) address = reader.U64();
+      if (!reader.done()) return false;
+      std::string missing;
+      const std::vector<Frame> frames = unwinder_.Symbolize(pid, addresses, options, &missing);
+      wire::Writer reply(wire::Type::kSymbols);
+      const size_t kept = std::min(frames.size(), wire::kMaxItems);
+      reply.U32(static_cast<uint32_t>(kept));
+      for (size_t i = 0; i < kept; ++i) {
+        reply.String(frames[i].function)
+            .U64(frames[i].offset)
+            .String(frames[i].module)
+            .U8(frames[i].inlined ? 1 : 0);
+      }
+      reply.String(missing);
+      return wire::Send(socket_, reply);
+    }
+    case wire::Type::kRetain: {
+      const uint32_t count = reader.U32();
+      if (count > wire::kMaxRetained) return false;
+      std::vector<uint32_t> pids(count);
+      for (uint32_t& pid : pids) pid = reader.U32();
+      if (!reader.done()) return false;
+      unwinder_.Retain(pids);
+      return wire::Send(socket_, wire::Writer(wire::Type::kRetained));
+    }
+    default:
+      return false;
+  }
+}
+
+int UnwindWorker::Serve() {
+  for (;;) {
+    auto request = wire::Receive(socket_);
+    if (!request) return 0;  // the parent closed the socket: done
+    if (!Handle(*request)) return 2;
+  }
+}
+
+}  // namespace rdmascope::sys
