@@ -20,12 +20,20 @@ network namespace with 64 veth interfaces, one run:
    timed alone in the same namespace; with the client's floor, a lower bound for any exporter.
 5. The earlier client (Python urllib: a new connection per scrape, no gzip), as a second table.
 
+With --baseline OTHER_RDMASCOPE (issue 37: "the scrape median does not regress by more than
+5%"), a second rdmascope binary runs with the same flags on its own port as job "baseline", in
+every per-exporter phase above and scraped by the same Prometheus, so both face the same
+machine load; the report gains its rows and a candidate/baseline table. --baseline-first
+starts it, and runs its hey and Python phases, before the candidate's: alternate it between
+runs so that neither binary always goes first.
+
 A bench fails (non-zero) when a server does not start or Prometheus has no samples of a job;
 the figures themselves are never asserted.
 
 Usage: scrape_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--floor SERVE_FLOOR] [--static SERVE_STATIC]
                        [--ethtool-floor ETHTOOL_FLOOR] [--seconds N]
                        [--scrapes N] [--load-scrapes N] [--interfaces N]
+                       [--baseline OTHER_RDMASCOPE [--baseline-first]]
 Writes OUTPUT_DIR/scrape_bench.md and prints it."""
 
 import argparse
@@ -45,11 +53,12 @@ from prometheus_run import (Prometheus, cpu_seconds, hey_requests, memory_kib,  
                             quantile, smaps_breakdown, wait_listening)
 
 # Ports inside the bench's own namespace.
-PORTS = {"rdmascope": 19633, "node": 19634, "floor": 19635, "static": 19637}
+PORTS = {"rdmascope": 19633, "node": 19634, "floor": 19635, "static": 19637, "baseline": 19638}
 PROMETHEUS_PORT = 19636
 NAMES = {"rdmascope": "rdmascope serve", "node": "node_exporter --collector.ethtool",
          "floor": "prometheus-cpp floor (serve_floor)",
-         "static": "zero-work server (serve_static): the same body from memory"}
+         "static": "zero-work server (serve_static): the same body from memory",
+         "baseline": "rdmascope serve, baseline (--baseline)"}
 
 # Runs inside the namespace: scrapes one URL N times, prints one latency (seconds) per line.
 SCRAPER = r"""
@@ -129,20 +138,38 @@ def start(ns, cmd):
                             stderr=subprocess.DEVNULL)
 
 
+def rdmascope_jobs(args):
+    """{job: binary} of the rdmascope servers, in the order they start and go through the
+    sequential phases (hey, Python client): the candidate alone, or with --baseline both, the
+    baseline first with --baseline-first (a warmer machine, page cache or CPU frequency must not
+    always favour the same binary)."""
+    if not args.baseline:
+        return {"rdmascope": args.binary}
+    pair = [("rdmascope", args.binary), ("baseline", args.baseline)]
+    return dict(reversed(pair) if args.baseline_first else pair)
+
+
+def start_rdmascope(ns, binary, job):
+    # The same flags for candidate and baseline: only the port differs.
+    return start(ns, [binary, "serve", "--log.level=warn",
+                      f"--web.listen-address=127.0.0.1:{PORTS[job]}"])
+
+
 def run(args, node_exporter, prometheus, tmp, ns):
     for i in range(args.interfaces // 2):
         netns.veth_pair(ns, f"bv{i}a", ns, f"bv{i}b")
     procs = {}
     try:
         # `ip netns exec` execs the server, so proc.pid is the server's pid.
-        procs["rdmascope"] = start(ns, [args.binary, "serve", "--log.level=warn",
-                                        f"--web.listen-address=127.0.0.1:{PORTS['rdmascope']}"])
+        for job, binary in rdmascope_jobs(args).items():
+            procs[job] = start_rdmascope(ns, binary, job)
         procs["node"] = start(ns, [node_exporter, "--collector.disable-defaults",
                                    "--collector.ethtool",
                                    f"--web.listen-address=127.0.0.1:{PORTS['node']}"])
-        wait_listening(ns, PORTS["rdmascope"], procs["rdmascope"])
-        wait_listening(ns, PORTS["node"], procs["node"])
-        # Both floors serve one capture of rdmascope's output: the same series and bytes.
+        for job in list(procs):
+            wait_listening(ns, PORTS[job], procs[job])
+        # Both floors serve one capture of rdmascope's (the candidate's) output: the same series
+        # and bytes.
         exposition = os.path.join(tmp, "rdmascope.prom")
         if args.floor or args.static:
             with open(exposition, "w") as f:
@@ -186,7 +213,9 @@ def run(args, node_exporter, prometheus, tmp, ns):
         python = {job: python_client(ns, procs[job].pid, PORTS[job],
                                      args.scrapes if job != "node" else
                                      max(args.scrapes // 2, 10)) for job in jobs}
-        per_collector = collector_durations(ns, PORTS["rdmascope"])
+        # Where each rdmascope's scrape time goes: the candidate/baseline table compares them.
+        per_collector = {job: collector_durations(ns, PORTS[job])
+                         for job in rdmascope_jobs(args)}
         kernel = ethtool_floor(ns, args.ethtool_floor) if args.ethtool_floor else None
         for job, p in procs.items():
             if p.poll() is not None:
@@ -347,10 +376,80 @@ def report(args, version, jobs, prom, load, python, per_collector, kernel, idle)
         f"{python['node']['median_ms'] / python['rdmascope']['median_ms']:.1f}x.",
         "",
         "rdmascope per collector (median rdmascope_collector_duration_seconds of 20 more "
-        "scrapes, ms): " + ", ".join(f"{c} {ms:.3f}" for c, ms in per_collector.items()),
+        "scrapes, ms): " + ", ".join(f"{c} {ms:.3f}"
+                                     for c, ms in per_collector["rdmascope"].items()),
         "",
     ]
+    if "baseline" in prom:
+        lines += baseline_report(args, prom, load, python, per_collector)
     return "\n".join(lines)
+
+
+def change(candidate, baseline):
+    """Candidate / baseline as a ratio and a signed percentage, e.g. "1.03x (+3.0%)"."""
+    if not baseline:
+        return "n/a"
+    ratio = candidate / baseline
+    return f"{ratio:.3f}x ({(ratio - 1) * 100:+.1f}%)"
+
+
+def ms_or_dash(value):
+    return "-" if value is None else f"{value:.3f}"
+
+
+def baseline_report(args, prom, load, python, per_collector):
+    """Issue 37's check: the candidate (job rdmascope) against the baseline binary of the same
+    run, figure by figure, then collector by collector (which part of a scrape moved)."""
+    first = "baseline" if args.baseline_first else "candidate"
+    rows = [("Prometheus: median ms", prom, "median_ms"), ("Prometheus: p90 ms", prom, "p90_ms"),
+            ("Prometheus: CPU ms/scrape", prom, "cpu_ms"),
+            ("Prometheus: VmRSS MiB, end of window", prom, "rss_kib"),
+            ("Python client: median ms", python, "median_ms"),
+            ("Python client: CPU ms/scrape", python, "cpu_ms")]
+    lines = [
+        "## Candidate against baseline (--baseline), same run",
+        "",
+        f"candidate `{args.binary}`, baseline `{args.baseline}`, the same flags; the {first} "
+        "started first and went first through the hey and Python phases.",
+        "",
+        "| figure | baseline | candidate | candidate / baseline |",
+        "|---|---|---|---|",
+    ]
+    for label, table, key in rows:
+        old, new = table["baseline"][key], table["rdmascope"][key]
+        if key == "rss_kib":
+            lines.append(f"| {label} | {mib(old)} | {mib(new)} | {change(new, old)} |")
+        else:
+            lines.append(f"| {label} | {old:.2f} | {new:.2f} | {change(new, old)} |")
+    for q in (50, 90, 99):
+        old = load["baseline"]["percentiles"].get(q)
+        new = load["rdmascope"]["percentiles"].get(q)
+        if old and new:
+            lines.append(f"| hey: p{q} ms | {old * 1e3:.2f} | {new * 1e3:.2f} | "
+                         f"{change(new, old)} |")
+    old, new = load["baseline"]["mem"]["VmRSS"], load["rdmascope"]["mem"]["VmRSS"]
+    lines.append(f"| hey: VmRSS MiB after | {mib(old)} | {mib(new)} | {change(new, old)} |")
+    median = prom["rdmascope"]["median_ms"] / prom["baseline"]["median_ms"]
+    lines += [
+        "",
+        f"Median scrape_duration_seconds, candidate / baseline: {median:.3f}x "
+        f"({(median - 1) * 100:+.1f}%; issue 37 allows +5.0%); CPU per scrape: "
+        f"{change(prom['rdmascope']['cpu_ms'], prom['baseline']['cpu_ms'])}.",
+        "",
+    ]
+    # A collector only one binary has (added or removed between them) shows "-" on the other side.
+    collectors = sorted(set(per_collector["rdmascope"]) | set(per_collector["baseline"]))
+    lines += ["Per collector (median rdmascope_collector_duration_seconds of 20 scrapes each, "
+              "after the phases above, ms):", "",
+              "| collector | baseline | candidate | candidate - baseline |", "|---|---|---|---|"]
+    for c in collectors:
+        old, new = per_collector["baseline"].get(c), per_collector["rdmascope"].get(c)
+        delta = f"{new - old:+.3f}" if old is not None and new is not None else "-"
+        lines.append(f"| {c} | {ms_or_dash(old)} | {ms_or_dash(new)} | {delta} |")
+    totals = {job: sum(per_collector[job].values()) for job in ("baseline", "rdmascope")}
+    lines += [f"| sum | {totals['baseline']:.3f} | {totals['rdmascope']:.3f} | "
+              f"{totals['rdmascope'] - totals['baseline']:+.3f} |", ""]
+    return lines
 
 
 def main():
@@ -364,7 +463,13 @@ def main():
     parser.add_argument("--scrapes", type=int, default=200, help="Python client scrapes")
     parser.add_argument("--load-scrapes", type=int, default=1000, help="hey scrapes")
     parser.add_argument("--interfaces", type=int, default=64)
+    parser.add_argument("--baseline", help="another rdmascope binary, run beside BINARY with "
+                        "the same flags (job baseline) and compared with it")
+    parser.add_argument("--baseline-first", action="store_true",
+                        help="start the baseline, and run its sequential phases, first")
     args = parser.parse_args()
+    if args.baseline_first and not args.baseline:
+        parser.error("--baseline-first needs --baseline")
     harness.require_root_and_netns()
     node_exporter = shutil.which("prometheus-node-exporter")
     prometheus = shutil.which("prometheus")
