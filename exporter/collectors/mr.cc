@@ -93,7 +93,7 @@ constexpr MetricDesc kUnwindWorkerRestarts{
 constexpr MetricDesc kUnwindWorkerSandbox{
     "rdmascope_mr_unwind_worker_sandbox",
     "Layers of the unwinder worker's sandbox, 1 entered, 0 refused by the host (uid, "
-    "namespaces, capabilities, no_new_privs, rlimits, seccomp; docs/security.md).",
+    "namespaces, empty_root, capabilities, no_new_privs, rlimits, seccomp; docs/security.md).",
     MetricType::Gauge};
 constexpr MetricDesc kLost{
     "rdma_mr_lost_total",
@@ -284,8 +284,8 @@ void MapStackFigures(const MrSnapshot& snapshot, MetricSet& out) {
       out.Add(kUnwindWorkerRestarts, {{"reason", reason}},
               it == snapshot.unwind_worker_restarts.end() ? 0.0 : static_cast<double>(it->second));
     }
-    for (const char* layer :
-         {"uid", "namespaces", "capabilities", "no_new_privs", "rlimits", "seccomp"}) {
+    for (const char* layer : {"uid", "namespaces", "empty_root", "capabilities", "no_new_privs",
+                              "rlimits", "seccomp"}) {
       const auto it = snapshot.unwind_worker_sandbox.find(layer);
       if (it != snapshot.unwind_worker_sandbox.end()) {
         out.Add(kUnwindWorkerSandbox, {{"layer", layer}}, it->second ? 1.0 : 0.0);

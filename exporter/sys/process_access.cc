@@ -15,12 +15,24 @@ LocalProcessAccess::LocalProcessAccess(std::filesystem::path procfs)
 
 std::optional<uint64_t> LocalProcessAccess::StartTicks(uint32_t pid) {
   if (pid == 0 || pid > INT_MAX) return std::nullopt;
+  {
+    // A pidfd of the process that has not exited: its start time is the one read then.
+    std::lock_guard lock(mutex_);
+    const auto it = handles_.find(pid);
+    if (it != handles_.end() && it->second.second.valid() && !it->second.second.Exited()) {
+      return it->second.first;
+    }
+  }
+  return ReadStartTicks(pid);
+}
+
+std::optional<uint64_t> LocalProcessAccess::ReadStartTicks(uint32_t pid) {
   const auto stat = sysfs::ReadFile(procfs_ / std::to_string(pid) / "stat", 4096);
   return stat ? ParseStartTicks(*stat) : std::nullopt;
 }
 
 bool LocalProcessAccess::StillRunning(uint32_t pid, uint64_t start_ticks) {
-  if (!real_procfs_) return StartTicks(pid) == start_ticks;
+  if (!real_procfs_) return ReadStartTicks(pid) == start_ticks;
   {
     std::lock_guard lock(mutex_);
     const auto it = handles_.find(pid);
@@ -31,7 +43,7 @@ bool LocalProcessAccess::StillRunning(uint32_t pid, uint64_t start_ticks) {
   // No handle yet (or one of an earlier process with this pid): open one, and make sure it is
   // of the process that started then (the pid may have been reused between the two reads).
   ProcessHandle handle = ProcessHandle::Open(pid);
-  if (StartTicks(pid) != start_ticks) return false;
+  if (ReadStartTicks(pid) != start_ticks) return false;
   if (!handle.valid()) return true;  // no pidfd (kernel before 5.3): the start time said so
   std::lock_guard lock(mutex_);
   if (handles_.size() >= kMaxHandles && !handles_.contains(pid)) handles_.erase(handles_.begin());

@@ -64,6 +64,7 @@ class LocalProcessAccess final : public ProcessAccess {
   const std::filesystem::path& procfs() const { return procfs_; }
 
  private:
+  std::optional<uint64_t> ReadStartTicks(uint32_t pid);  // PID/stat, every time
   const std::filesystem::path procfs_;
   const bool real_procfs_;
   std::mutex mutex_;  // guards handles_

@@ -62,7 +62,7 @@ UnwindClient::~UnwindClient() {
   if (worker_ > 0) {
     close(socket_);  // the worker's Serve() sees the end and exits
     socket_ = -1;
-    kill(worker_, SIGKILL);
+    kill(-worker_, SIGKILL);
     waitpid(worker_, nullptr, 0);
     worker_ = -1;
   }
@@ -97,7 +97,7 @@ void UnwindClient::Stop(const std::string& reason) {
   Count(reason);
   if (socket_ >= 0) close(socket_);
   socket_ = -1;
-  kill(worker_, SIGKILL);
+  kill(-worker_, SIGKILL);
   waitpid(worker_, nullptr, 0);
   worker_ = -1;
   next_start_ = Clock::now() + backoff_;
@@ -140,7 +140,11 @@ bool UnwindClient::EnsureWorker(std::string& why) {
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attributes, &none);  // the exporter's threads block some
   posix_spawnattr_setsigdefault(&attributes, &all);
-  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  // A process group of its own: a stop kills whatever it may have left (a fake worker's
+  // children in tests; the real one cannot fork).
+  posix_spawnattr_setpgroup(&attributes, 0);
+  posix_spawnattr_setflags(&attributes,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
   pid_t pid = -1;
   const int error =
       posix_spawn(&pid, options_.program.c_str(), &actions, &attributes, argv.data(), envp);
@@ -217,7 +221,7 @@ std::optional<wire::Message> UnwindClient::Call(const wire::Writer& request, wir
       int status = 0;
       // Reaped here for its status; Stop() then only counts it and backs off.
       const pid_t worker = worker_;
-      kill(worker, SIGKILL);
+      kill(-worker, SIGKILL);
       waitpid(worker, &status, 0);
       why = "unwinder worker " + DescribeStatus(status);
       worker_ = -1;
@@ -252,7 +256,7 @@ UnwoundStack UnwindClient::Unwind(const CapturedStack& captured, const UnwindLim
   std::string why;
   if (!EnsureWorker(why)) return {.pcs = {ip}, .stop_reason = why};
   wire::Writer request(wire::Type::kUnwind);
-  request.U32(captured.pid);
+  request.U32(captured.pid).U64(broker_.access().StartTicks(captured.pid).value_or(0));
   for (const uint64_t reg : captured.regs) request.U64(reg);
   request.U32(static_cast<uint32_t>(std::min(limits.max_frames, wire::kMaxItems)))
       .U64(static_cast<uint64_t>(std::chrono::nanoseconds(limits.budget).count()))
@@ -298,6 +302,7 @@ std::vector<Frame> UnwindClient::Symbolize(uint32_t pid, std::span<const uint64_
   }
   wire::Writer request(wire::Type::kSymbolize);
   request.U32(pid)
+      .U64(broker_.access().StartTicks(pid).value_or(0))
       .U8(options.first == FirstAddress::kInstructionPointer ? 1 : 0)
       .U8(options.inline_frames ? 1 : 0)
       .U64(static_cast<uint64_t>(

@@ -24,8 +24,8 @@ namespace rdmascope::sys::unwind_protocol {
 
 enum class Type : uint32_t {
   // parent -> worker
-  kUnwind = 1,     // pid, 17 registers, max_frames, budget_ns, stack bytes
-  kSymbolize = 2,  // pid, first, inline_frames, budget_ns, addresses
+  kUnwind = 1,     // pid, start ticks, 17 registers, max_frames, budget_ns, stack bytes
+  kSymbolize = 2,  // pid, start ticks, first, inline_frames, budget_ns, addresses
   kRetain = 3,     // pids
   kAccessReply = 4,
   // worker -> parent

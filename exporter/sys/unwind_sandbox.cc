@@ -37,7 +37,8 @@ void Layer(std::string& out, const char* name, const std::string& refused) {
 }
 
 std::string BecomeNobody() {
-  if (getuid() != 0 && geteuid() != 0) return "not root: kept uid " + std::to_string(getuid());
+  // Not root (the packaged service runs as user rdmascope): nothing of root's to shed.
+  if (getuid() != 0 && geteuid() != 0) return "";
   // Groups first (setgroups needs CAP_SETGID, which setresuid takes away with the uid).
   if (setgroups(0, nullptr) != 0) return Errno("setgroups");
   if (setresgid(kNobody, kNobody, kNobody) != 0) return Errno("setresgid");
@@ -45,20 +46,30 @@ std::string BecomeNobody() {
   return "";
 }
 
-// An empty read-only tmpfs as the root, in namespaces of the worker's own. /proc is the mount
-// point: every system the exporter runs on has one (mounting over it hides nothing the worker
-// needs).
 std::string EnterNamespaces() {
   if (unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) != 0) {
-    return Errno("unshare");  // no unprivileged user namespaces here (sysctl, a seccomp policy)
+    // No user namespaces here: a sysctl (user.max_user_namespaces), a container runtime's
+    // seccomp profile, systemd's RestrictNamespaces=.
+    return Errno("unshare");
   }
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-      mount("rdmascope-unwind", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-            "size=4k,nr_inodes=1,mode=0555") != 0 ||
-      mount(nullptr, "/proc", nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+  return "";
+}
+
+// An empty read-only tmpfs as the root, in the worker's own mount namespace. /proc is the
+// mount point: every system the exporter runs on has one (mounting over it hides nothing the
+// worker needs). Refused (systemd's SystemCallFilter= without @mount), the worker keeps the
+// exporter's view of the file system, where the seccomp filter still refuses every open.
+std::string EnterEmptyRoot(bool namespaces) {
+  if (!namespaces) return "no mount namespace of its own";
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return Errno("mount");
+  if (mount("rdmascope-unwind", "/proc", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=4k,nr_inodes=1,mode=0555") != 0) {
+    return Errno("mount tmpfs");
+  }
+  if (mount(nullptr, "/proc", nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
             nullptr) != 0 ||
       chdir("/proc") != 0 || chroot(".") != 0 || chdir("/") != 0) {
-    _exit(4);  // namespaces entered, root not replaced: the worker must not go on half done
+    _exit(4);  // an empty root half made: the worker must not go on from there
   }
   return "";
 }
@@ -152,7 +163,9 @@ std::string EnterUnwindSandbox(pid_t parent, const UnwindSandboxLimits& limits) 
   syscall(SYS_close_range, kSocket + 1, ~0U, 0);
   std::string layers;
   Layer(layers, "uid", BecomeNobody());
-  Layer(layers, "namespaces", EnterNamespaces());
+  const std::string namespaces = EnterNamespaces();
+  Layer(layers, "namespaces", namespaces);
+  Layer(layers, "empty_root", EnterEmptyRoot(namespaces.empty()));
   Layer(layers, "capabilities", DropCapabilities());
   Layer(layers, "no_new_privs", prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 ? "" : Errno("prctl"));
   Layer(layers, "rlimits", SetLimits(limits));

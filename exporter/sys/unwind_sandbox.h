@@ -4,9 +4,9 @@
 // process that can do nothing but answer its parent. Layers, each independent of the others (a
 // host that refuses one still gets the rest, and the worker says which it got):
 //   uid          root's worker becomes nobody (65534): no file, process or capability of
-//                root's is its own
-//   namespaces   a user, mount, network, IPC and UTS namespace of its own, its root an empty
-//                read-only tmpfs (no /proc, no /dev, nothing to open or connect to)
+//                root's is its own (an exporter that is not root keeps its own uid)
+//   namespaces   a user, mount, network, IPC and UTS namespace of its own
+//   empty_root   its root an empty read-only tmpfs (no /proc, no /dev, nothing to open)
 //   capabilities none, in any set, the bounding and ambient sets emptied
 //   no_new_privs no execve can give any back
 //   rlimits      address space, CPU time, descriptors, file size and core dumps bounded

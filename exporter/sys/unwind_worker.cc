@@ -18,13 +18,24 @@ namespace {
 namespace wire = unwind_protocol;
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 // The parent answers each of ProcessAccess's calls. A broken socket means the parent is gone or
 // wants the worker gone: the worker exits (nothing it could answer would be read).
-class ParentAccess final : public ProcessAccess {
+class UnwindWorker::ParentAccess final : public ProcessAccess {
  public:
   explicit ParentAccess(int socket) : socket_(socket) {}
 
+  // The parent sends, with each request, the start time of its process as it sees it now (0:
+  // gone or unknown): the worker then asks nothing to know whether its session is still that
+  // process's, which is most unwinds' only question (a round trip each).
+  void Hint(uint32_t pid, uint64_t start_ticks) {
+    hint_pid_ = pid;
+    hint_ticks_ = start_ticks;
+  }
+
   std::optional<uint64_t> StartTicks(uint32_t pid) override {
+    if (pid == hint_pid_ && hint_ticks_ != 0) return hint_ticks_;
     wire::Message reply = Ask(wire::Writer(wire::Type::kAccess)
                                   .U32(static_cast<uint32_t>(wire::AccessOp::kStartTicks))
                                   .U32(pid));
@@ -35,6 +46,7 @@ class ParentAccess final : public ProcessAccess {
   }
 
   bool StillRunning(uint32_t pid, uint64_t start_ticks) override {
+    if (pid == hint_pid_ && hint_ticks_ != 0) return start_ticks == hint_ticks_;
     wire::Message reply = Ask(wire::Writer(wire::Type::kAccess)
                                   .U32(static_cast<uint32_t>(wire::AccessOp::kStillRunning))
                                   .U32(pid)
@@ -106,7 +118,11 @@ class ParentAccess final : public ProcessAccess {
   }
 
   const int socket_;
+  uint32_t hint_pid_ = 0;
+  uint64_t hint_ticks_ = 0;
 };
+
+namespace {
 
 std::chrono::nanoseconds Budget(uint64_t nanoseconds) {
   // At most a minute: the parent's deadline ends the request long before.
@@ -126,6 +142,7 @@ bool UnwindWorker::Handle(wire::Message& request) {
     case wire::Type::kUnwind: {
       CapturedStack captured;
       captured.pid = reader.U32();
+      parent_->Hint(captured.pid, reader.U64());
       for (uint64_t& reg : captured.regs) reg = reader.U64();
       const UnwindLimits limits{
           .max_frames = std::min<size_t>(reader.U32(), wire::kMaxItems),
@@ -146,6 +163,7 @@ bool UnwindWorker::Handle(wire::Message& request) {
     }
     case wire::Type::kSymbolize: {
       const uint32_t pid = reader.U32();
+      parent_->Hint(pid, reader.U64());
       SymbolizeOptions options;
       options.first =
           reader.U8() != 0 ? FirstAddress::kInstructionPointer : FirstAddress::kReturnAddress;

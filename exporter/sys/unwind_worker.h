@@ -23,8 +23,9 @@ class UnwindWorker {
   bool Handle(unwind_protocol::Message& request);
 
  private:
+  class ParentAccess;
   int socket_;
-  std::shared_ptr<ProcessAccess> parent_;
+  std::shared_ptr<ParentAccess> parent_;
   DwarfUnwinder unwinder_;
 };
 

@@ -307,7 +307,8 @@ def main(binary, host, library, fakeverbs):
             layers = {dict(labels)["layer"]: value for labels, value in
                       harness.series(samples, "rdmascope_mr_unwind_worker_sandbox").items()}
             check.expect("the worker's sandbox layers (/metrics)", layers,
-                         {layer: 1.0 for layer in ("uid", "namespaces", "capabilities",
+                         {layer: 1.0 for layer in ("uid", "namespaces", "empty_root",
+                                                   "capabilities",
                                                    "no_new_privs", "rlimits", "seccomp")})
             restarts = {dict(labels)["reason"]: value for labels, value in
                         harness.series(samples,

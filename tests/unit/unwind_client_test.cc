@@ -90,6 +90,7 @@ TEST_F(UnwindClientTest, TheWorkerRunsInItsSandbox) {
   }
   EXPECT_TRUE(layers.contains("uid"));
   EXPECT_TRUE(layers.contains("namespaces"));
+  EXPECT_TRUE(layers.contains("empty_root"));
   if (getuid() == 0) {
     EXPECT_TRUE(layers.at("uid"));
     EXPECT_EQ(StatusField(worker, "Uid").substr(0, 5), "65534");
@@ -144,7 +145,7 @@ TEST_F(UnwindClientTest, AWorkerThatDiesIsCountedWithHowItDied) {
 TEST_F(UnwindClientTest, AWorkerThatBreaksTheProtocolIsStopped) {
   UnwindClientOptions options;
   options.program = "/bin/sh";
-  options.arguments = {"sh", "-c", "printf 'not the protocol' >&3; sleep 1000"};
+  options.arguments = {"sh", "-c", "printf 'not the protocol' >&3; exec sleep 1000"};
   UnwindClient client(access_, options);
   const UnwoundStack unwound = client.Unwind(Capture(At(rdmascope_unwind_alpha), 0, {}), kPatient);
   EXPECT_NE(unwound.stop_reason.find("out of turn"), std::string::npos) << unwound.stop_reason;
