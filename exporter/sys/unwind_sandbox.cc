@@ -91,7 +91,10 @@ std::string DropCapabilities() {
 }
 
 std::string SetLimits(const UnwindSandboxLimits& limits) {
+  // Never above the limits the worker inherited: lowering needs no privilege.
   const auto set = [](int resource, rlim_t value) {
+    rlimit current{};
+    if (getrlimit(resource, &current) == 0 && current.rlim_max < value) value = current.rlim_max;
     const rlimit limit{.rlim_cur = value, .rlim_max = value};
     return setrlimit(resource, &limit) == 0;
   };
