@@ -254,7 +254,7 @@ UnwoundStack UnwindClient::Unwind(const CapturedStack& captured, const UnwindLim
   const uint64_t ip = captured.regs[kDwarfRip];
   std::lock_guard lock(mutex_);
   std::string why;
-  if (!EnsureWorker(why)) return {.pcs = {ip}, .stop_reason = why};
+  if (!EnsureWorker(why) || !SendRetain(why)) return {.pcs = {ip}, .stop_reason = why};
   wire::Writer request(wire::Type::kUnwind);
   request.U32(captured.pid).U64(broker_.access().StartTicks(captured.pid).value_or(0));
   for (const uint64_t reg : captured.regs) request.U64(reg);
@@ -296,7 +296,7 @@ std::vector<Frame> UnwindClient::Symbolize(uint32_t pid, std::span<const uint64_
   if (addresses.size() > wire::kMaxItems) addresses = addresses.first(wire::kMaxItems);
   const Clock::time_point now = Clock::now();
   const auto budget = options.deadline > now ? options.deadline - now : Clock::duration::zero();
-  if (!EnsureWorker(why)) {
+  if (!EnsureWorker(why) || !SendRetain(why)) {
     if (missing != nullptr) *missing = why;
     return unnamed;
   }
@@ -341,16 +341,26 @@ std::vector<Frame> UnwindClient::Symbolize(uint32_t pid, std::span<const uint64_
 }
 
 void UnwindClient::Retain(const std::vector<uint32_t>& live_pids) {
+  // Called under the MR stack sites' lock on a scrape: it must not wait for a request in
+  // flight (up to its deadline). The live set goes with the next request instead.
   broker_.access().Retain(live_pids);
-  std::lock_guard lock(mutex_);
-  if (worker_ <= 0) return;  // a new worker starts with no session to drop
+  std::lock_guard lock(retain_mutex_);
+  retain_ = live_pids;
+}
+
+bool UnwindClient::SendRetain(std::string& why) {
+  std::optional<std::vector<uint32_t>> live;
+  {
+    std::lock_guard lock(retain_mutex_);
+    live.swap(retain_);
+  }
+  if (!live || worker_ <= 0) return worker_ > 0;  // a new worker has no session to drop
   wire::Writer request(wire::Type::kRetain);
-  const size_t count = std::min(live_pids.size(), wire::kMaxRetained);
+  const size_t count = std::min(live->size(), wire::kMaxRetained);
   request.U32(static_cast<uint32_t>(count));
-  for (size_t i = 0; i < count; ++i) request.U32(live_pids[i]);
+  for (size_t i = 0; i < count; ++i) request.U32((*live)[i]);
   broker_.SetScope(0);  // no question is allowed
-  std::string why;
-  Call(request, wire::Type::kRetained, Clock::now() + options_.slack, why);
+  return Call(request, wire::Type::kRetained, Clock::now() + options_.slack, why).has_value();
 }
 
 }  // namespace rdmascope::sys

@@ -57,6 +57,7 @@ class UnwindClient final : public StackUnwinder {
   UnwoundStack Unwind(const CapturedStack& captured, const UnwindLimits& limits) override;
   std::vector<Frame> Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
                                const SymbolizeOptions& options, std::string* missing) override;
+  // Never waits for a request in flight: the live set is sent before the next request.
   void Retain(const std::vector<uint32_t>& live_pids) override;
 
   // Starts the worker now rather than at the first request (false when it could not be).
@@ -85,6 +86,11 @@ class UnwindClient final : public StackUnwinder {
   int socket_ = -1;
   Clock::time_point next_start_{};
   std::chrono::milliseconds backoff_;
+  // Under mutex_: the live set Retain() left, if any. False (and `why`) when the worker was
+  // lost doing it.
+  bool SendRetain(std::string& why);
+  std::mutex retain_mutex_;  // retain_ only
+  std::optional<std::vector<uint32_t>> retain_;
   mutable std::mutex stats_mutex_;  // stats_ only: a scrape never waits for a request
   UnwindClientStats stats_;
   void Count(const std::string& reason);

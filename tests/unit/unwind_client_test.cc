@@ -67,6 +67,9 @@ TEST_F(UnwindClientTest, TheWorkerUnwindsAndNamesAsTheProcessWould) {
   const UnwoundStack gone = client.Unwind(CaptureOf(999999, alpha, 0, {}), kPatient);
   EXPECT_EQ(gone.pcs, (std::vector<uint64_t>{alpha}));
   EXPECT_EQ(gone.stop_reason, "process gone");
+  // Sessions dropped (sent with the next request): the next stack makes a new one.
+  client.Retain({});
+  EXPECT_EQ(client.Unwind(captured, kPatient).pcs, remote.pcs);
   EXPECT_EQ(client.stats().starts, 1U);
   EXPECT_TRUE(client.stats().restarts.empty());
 }
