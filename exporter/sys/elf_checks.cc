@@ -121,9 +121,9 @@ ElfVerdict CheckElf(Elf* elf, int fd, const ElfLimits& limits) {
     const char* raw_name = elf_strptr(elf, names, header.sh_name);
     const std::string_view name = raw_name != nullptr ? raw_name : "";
     if (header.sh_type == SHT_NOBITS) continue;
-    for (const std::string_view user : {".debug_info", ".debug_types", ".debug_line", ".debug_macro",
-                                         ".zdebug_info", ".zdebug_types", ".zdebug_line",
-                                         ".zdebug_macro"}) {
+    for (const std::string_view user :
+         {".debug_info", ".debug_types", ".debug_line", ".debug_macro", ".zdebug_info",
+          ".zdebug_types", ".zdebug_line", ".zdebug_macro"}) {
       if (name == user) dwarf = true;
     }
     uint64_t inflated = 0;

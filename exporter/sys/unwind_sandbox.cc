@@ -18,6 +18,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "sys/unwind_protocol.h"
@@ -109,28 +110,34 @@ std::string SetLimits(const UnwindSandboxLimits& limits) {
 // What parsing, the allocator, the protocol and the C++ runtime need: found by running the
 // host, hostile and lab MR tests with SCMP_ACT_LOG as the default action (the kernel's audit
 // log then names each call outside the list; docs/security.md).
+// One action for each of `calls`, unconditional: nonzero when libseccomp refused one.
+int AddRules(scmp_filter_ctx filter, uint32_t action, std::initializer_list<int> calls) {
+  int failed = 0;
+  for (const int call : calls) failed |= seccomp_rule_add(filter, action, call, 0);
+  return failed;
+}
+
 std::string InstallSeccomp() {
   scmp_filter_ctx filter = seccomp_init(SCMP_ACT_KILL_PROCESS);
   if (filter == nullptr) return "seccomp_init failed";
-  int failed = 0;
-  const auto allow = [&](int call) { failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 0); };
-  for (const int call : {SCMP_SYS(read),         SCMP_SYS(write),
-                         SCMP_SYS(pread64),      SCMP_SYS(readv),
-                         SCMP_SYS(writev),       SCMP_SYS(recvmsg),
-                         SCMP_SYS(sendmsg),      SCMP_SYS(close),
-                         SCMP_SYS(fstat),        SCMP_SYS(newfstatat),
-                         SCMP_SYS(statx),        SCMP_SYS(lseek),
-                         SCMP_SYS(fcntl),        SCMP_SYS(dup),
-                         SCMP_SYS(munmap),       SCMP_SYS(mremap),
-                         SCMP_SYS(madvise),      SCMP_SYS(brk),
-                         SCMP_SYS(futex),        SCMP_SYS(clock_gettime),
-                         SCMP_SYS(gettimeofday), SCMP_SYS(getpid),
-                         SCMP_SYS(gettid),       SCMP_SYS(getrandom),
-                         SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
-                         SCMP_SYS(sched_yield),  SCMP_SYS(exit),
-                         SCMP_SYS(exit_group)}) {
-    allow(call);
-  }
+  // I/O on the descriptors it was given, memory, time, the protocol, exit; tgkill and
+  // rt_sigaction for abort(), whose signal is the crash the parent sees.
+  int failed = AddRules(filter, SCMP_ACT_ALLOW, {SCMP_SYS(read),         SCMP_SYS(write),
+                                                 SCMP_SYS(pread64),      SCMP_SYS(readv),
+                                                 SCMP_SYS(writev),       SCMP_SYS(recvmsg),
+                                                 SCMP_SYS(sendmsg),      SCMP_SYS(close),
+                                                 SCMP_SYS(fstat),        SCMP_SYS(newfstatat),
+                                                 SCMP_SYS(statx),        SCMP_SYS(lseek),
+                                                 SCMP_SYS(fcntl),        SCMP_SYS(dup),
+                                                 SCMP_SYS(munmap),       SCMP_SYS(mremap),
+                                                 SCMP_SYS(madvise),      SCMP_SYS(brk),
+                                                 SCMP_SYS(futex),        SCMP_SYS(clock_gettime),
+                                                 SCMP_SYS(gettimeofday), SCMP_SYS(getpid),
+                                                 SCMP_SYS(gettid),       SCMP_SYS(getrandom),
+                                                 SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
+                                                 SCMP_SYS(rt_sigaction), SCMP_SYS(tgkill),
+                                                 SCMP_SYS(sched_yield),  SCMP_SYS(exit),
+                                                 SCMP_SYS(exit_group)});
   // Memory, never executable: nothing the worker maps is code.
   for (const int call : {SCMP_SYS(mmap), SCMP_SYS(mprotect)}) {
     failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1,
@@ -138,18 +145,14 @@ std::string InstallSeccomp() {
   }
   // libdw and libelf open files by name in a few places (an alternate file, a split unit):
   // they fail as on a host without the file, rather than kill the worker.
-  for (const int call : {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2)}) {
-    failed |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), call, 0);
-  }
+  failed |= AddRules(filter, SCMP_ACT_ERRNO(EACCES),
+                     {SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2)});
   // Names looked up without opening (libdwfl resolves a module's path with readlink, the one
   // such call the lab's tests made under SCMP_ACT_LOG): as in the empty root, nothing there.
-  for (const int call :
-       {SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(stat), SCMP_SYS(lstat), SCMP_SYS(access),
-        SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd)}) {
-    failed |= seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOENT), call, 0);
-  }
-  // abort(): the signal it raises is the crash the parent sees.
-  for (const int call : {SCMP_SYS(tgkill), SCMP_SYS(rt_sigaction)}) allow(call);
+  failed |=
+      AddRules(filter, SCMP_ACT_ERRNO(ENOENT),
+               {SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(stat), SCMP_SYS(lstat),
+                SCMP_SYS(access), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getcwd)});
   if (failed == 0) failed = seccomp_load(filter);
   seccomp_release(filter);
   if (failed != 0) _exit(4);  // everything else applied: refusing to run without the filter

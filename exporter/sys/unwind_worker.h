@@ -18,7 +18,7 @@ class UnwindWorker {
   // Answers the parent's requests until it closes the socket (or sends what the protocol does
   // not allow): the exit status of the worker.
   int Serve();
-  // One request already received (the fuzzers and tests call it directly): false when the
+  // One request already received: false when the
   // message is malformed or the parent cannot be answered.
   bool Handle(unwind_protocol::Message& request);
 
