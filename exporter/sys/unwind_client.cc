@@ -92,16 +92,18 @@ void UnwindClient::Count(const std::string& reason) {
   ++stats_.restarts[reason];
 }
 
-void UnwindClient::Stop(const std::string& reason) {
-  if (worker_ <= 0) return;
+std::string UnwindClient::Stop(const std::string& reason) {
+  if (worker_ <= 0) return "";
   Count(reason);
   if (socket_ >= 0) close(socket_);
   socket_ = -1;
   kill(-worker_, SIGKILL);
-  waitpid(worker_, nullptr, 0);
+  int status = 0;
+  waitpid(worker_, &status, 0);
   worker_ = -1;
   next_start_ = Clock::now() + backoff_;
   backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+  return DescribeStatus(status);
 }
 
 bool UnwindClient::EnsureWorker(std::string& why) {
@@ -218,18 +220,7 @@ std::optional<wire::Message> UnwindClient::Call(const wire::Writer& request, wir
     if (polled <= 0) continue;
     auto message = wire::Receive(socket_);
     if (!message) {
-      int status = 0;
-      // Reaped here for its status; Stop() then only counts it and backs off.
-      const pid_t worker = worker_;
-      kill(-worker, SIGKILL);
-      waitpid(worker, &status, 0);
-      why = "unwinder worker " + DescribeStatus(status);
-      worker_ = -1;
-      if (socket_ >= 0) close(socket_);
-      socket_ = -1;
-      Count("died");
-      next_start_ = Clock::now() + backoff_;
-      backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+      why = "unwinder worker " + Stop("died");  // how it ended: a signal, an exit status
       return std::nullopt;
     }
     if (message->type == wire::Type::kAccess) {

@@ -77,7 +77,8 @@ class UnwindClient final : public StackUnwinder {
                                                unwind_protocol::Type answer,
                                                Clock::time_point deadline, std::string& why,
                                                bool send = true);
-  void Stop(const std::string& reason);
+  // Kills and reaps the worker, counts `reason`, backs off; how the worker ended.
+  std::string Stop(const std::string& reason);
 
   UnwindBroker broker_;  // answers the worker's questions (under mutex_)
   const UnwindClientOptions options_;
