@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/version.h"
 #include "doctor/report.h"
+#include "sys/capability_broker.h"
 #include "sys/unwind_sandbox.h"
 
 int main(int argc, char** argv) {
@@ -24,6 +25,10 @@ int main(int argc, char** argv) {
   // users, so not in --help; it sandboxes itself before it reads a byte.
   if (argc >= 2 && std::string_view(argv[1]) == "__unwind-worker") {
     return rdmascope::sys::UnwindWorkerMain(argc, argv);
+  }
+  // serve's capability broker (sys/capability_broker.h), likewise: it confines itself first.
+  if (argc >= 2 && std::string_view(argv[1]) == "__capability-broker") {
+    return rdmascope::sys::CapabilityBrokerMain(argc, argv);
   }
   // libdwfl's dwfl_standard_find_debuginfo fetches debug info from the servers this names
   // (libdwfl/debuginfod-client.c): the unwinder never calls it (sys/module_files.h), and

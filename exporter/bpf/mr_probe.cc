@@ -250,7 +250,8 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   if (probe->stack_ring_ == nullptr) return std::unexpected("cannot open the stack ring buffer");
   probe->sites_ = std::make_unique<MrStackSites>(
       MrStackSitesOptions{.max_bytes = options.stack_memory_bytes,
-                          .sandboxed_worker = options.unwind_sandbox},
+                          .sandboxed_worker = options.unwind_sandbox,
+                          .privileged = options.privileged},
       probe->procfs_, bpf_map__fd(probe->skel_->maps.code_ranges),
       bpf_map__fd(probe->skel_->maps.sites_seen));
   return probe;

@@ -58,6 +58,9 @@ struct MrProbeOptions {
   uint32_t stack_ring_bytes = 4U << 20;
   // ELF, CFI and DWARF parsed in a sandboxed worker process (sys/unwind_client.h).
   bool unwind_sandbox = true;
+  // Where other users' maps and files are read (serve: the capability broker,
+  // sys/capability_broker.h); null: this process reads /proc.
+  std::shared_ptr<sys::PrivilegedProcfs> privileged;
 };
 
 // Prometheus-style durations: "90s", "10m", "1h30m", "250ms", "2d". nullopt if malformed.

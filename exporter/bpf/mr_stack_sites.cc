@@ -138,14 +138,16 @@ MrStackSites::MrStackSites(MrStackSitesOptions options, std::filesystem::path pr
       code_ranges_fd_(code_ranges_fd),
       sites_seen_fd_(sites_seen_fd),
       wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!options_.privileged) options_.privileged = std::make_shared<sys::DirectProcfs>(procfs_);
   if (options_.sandboxed_worker && procfs_ == "/proc") {
     auto worker = std::make_unique<sys::UnwindClient>(
-        std::make_shared<sys::LocalProcessAccess>(procfs_), options_.worker);
+        std::make_shared<sys::LocalProcessAccess>(procfs_, options_.privileged), options_.worker);
     worker_ = worker.get();
     unwinder_ = std::move(worker);
     worker_->Start();  // now: its sandbox is known (and logged) before the first stack
   } else {
-    unwinder_ = std::make_unique<sys::DwarfUnwinder>(procfs_);
+    unwinder_ = std::make_unique<sys::DwarfUnwinder>(
+        std::make_shared<sys::LocalProcessAccess>(procfs_, options_.privileged), nullptr);
   }
 }
 
@@ -186,7 +188,7 @@ void MrStackSites::InstallRanges(const Image& image, bool refresh) {
     const auto it = ranges_.find(image);
     if (it != ranges_.end() && !it->second.second.empty() && !refresh) return;
   }
-  const auto maps = sysfs::ReadFile(procfs_ / std::to_string(std::get<0>(image)) / "maps", 8 << 20);
+  const auto maps = options_.privileged->Maps(std::get<0>(image), 8 << 20);
   if (!maps) return;
   auto fresh = ExecutableRanges(*maps, MR_CODE_RANGES);
   std::lock_guard lock(mutex_);

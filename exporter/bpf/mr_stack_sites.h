@@ -54,6 +54,8 @@ struct MrStackSitesOptions {
   // the real /proc (a fixture tree is unwound in the process).
   bool sandboxed_worker = false;
   sys::UnwindClientOptions worker;
+  // Where maps and other users' files are read (serve: the capability broker); null: here.
+  std::shared_ptr<sys::PrivilegedProcfs> privileged;
 };
 
 // A stack's frames as the stack thread symbolized them (sys::Frame: names and offsets only).

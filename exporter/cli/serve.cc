@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "cli/doctor.h"
+#include "collectors/capability_broker_metrics.h"
 #include "collectors/mr.h"
 #include "collectors/registry.h"
 #include "collectors/workload.h"
@@ -23,6 +24,7 @@
 #include "core/version.h"
 #include "http/listen_address.h"
 #include "http/server.h"
+#include "sys/capability_broker.h"
 
 namespace rdmascope {
 namespace {
@@ -89,14 +91,65 @@ std::vector<NamedCollector> BuildCollectors(const ServeConfig& config) {
   return collectors;
 }
 
+// What serving keeps, the broker's share included (--capabilities.keep, or what the enabled
+// collectors need).
+caps::CapabilitySet KeptWhileServing(const ServeConfig& config) {
+  return config.capabilities_keep.value_or(caps::ServingNeeds(config.collector_enabled));
+}
+
+// The broker's share of what serving keeps: CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
+caps::CapabilitySet BrokerShare(const ServeConfig& config) {
+  if (!config.capability_broker) return {};
+  caps::CapabilitySet share;
+  for (const caps::Capability cap : KeptWhileServing(config)) {
+    if (sys::BrokerCapabilities().contains(cap)) share.insert(cap);
+  }
+  return share;
+}
+
+// Started before the collectors (they are handed it) and before the drop (it takes its two
+// capabilities from what `serve` was started with). Null when there is nothing for it to hold;
+// `failed` when it should run and does not: then nobody holds those capabilities, and the
+// collectors read what this process may (docs/security.md, "The capability broker").
+std::shared_ptr<sys::CapabilityBroker> StartCapabilityBroker(ServeConfig& config, bool& failed) {
+  failed = false;
+  const caps::CapabilitySet share = BrokerShare(config);
+  if (share.empty()) return nullptr;
+  auto broker = sys::CapabilityBroker::Start("/proc/self/exe", share);
+  if (!broker) {
+    failed = true;
+    log::Error("capability broker cannot start: other users' processes are not read (their "
+               "maps, namespaces, uverbs descriptors and ELF files)",
+               {{"err", broker.error()}});
+    return nullptr;
+  }
+  std::string refused;
+  for (const auto& [layer, entered] : (*broker)->confinement()) {
+    if (!entered) refused += (refused.empty() ? "" : ",") + layer;
+  }
+  log::Info("capability broker started",
+            {{"pid", std::to_string((*broker)->pid())},
+             {"holds", (*broker)->held()},
+             {"refused", refused.empty() ? "none" : refused}});
+  if ((*broker)->held() != caps::Names(share)) {
+    log::Warn("capability broker lacks capabilities serve was not started with: other users' "
+              "processes it needs them for are not read",
+              {{"wanted", caps::Names(share)}, {"holds", (*broker)->held()}});
+  }
+  config.mr.privileged = *broker;
+  config.occupancy.privileged = *broker;
+  return *broker;
+}
+
 // Once the collectors are built (probes attached, perf events open), keeps only the
-// capabilities serving needs (docs/security.md, "Capabilities"). Capabilities are per thread
+// capabilities serving needs (docs/security.md, "Capabilities"), less what the capability
+// broker holds. Capabilities are per thread
 // and a thread starts with its creator's: this runs before the /doctor thread and the HTTP
 // server's threads exist (caps::DropTo refuses otherwise). Failing to drop is fatal: serving
 // with more privilege than documented is worse than not serving.
 void DropPrivileges(const ServeConfig& config) {
-  const caps::CapabilitySet keep =
-      config.capabilities_keep.value_or(caps::ServingNeeds(config.collector_enabled));
+  caps::CapabilitySet keep = KeptWhileServing(config);
+  for (const caps::Capability cap : BrokerShare(config)) keep.erase(cap);
   const auto report = caps::DropTo(keep);
   if (!report) throw std::runtime_error("cannot drop capabilities: " + report.error());
   if (!report->not_permitted.empty()) {
@@ -210,7 +263,11 @@ int RunServe(const ServeConfig& config) {
   // Bound before the collectors load their probes: a taken port or a bad address fails here
   // at once (HttpServer's constructor explains why that matters), and owned by the server.
   const int listen_fd = ListenOn(config.web.listen_address);
-  std::vector<NamedCollector> collectors = BuildCollectors(config);
+  ServeConfig serving = config;
+  bool broker_failed = false;
+  const std::shared_ptr<sys::CapabilityBroker> broker =
+      StartCapabilityBroker(serving, broker_failed);
+  std::vector<NamedCollector> collectors = BuildCollectors(serving);
   std::map<std::string, std::string> probe_errors = ProbeErrors(collectors);  // for /doctor
   LogHostInventory(config);
   // Loading the BPF probes parses the kernel's BTF (megabytes, freed right after): hand the
@@ -220,6 +277,10 @@ int RunServe(const ServeConfig& config) {
 
   auto runner = std::make_shared<CollectorRunner>(std::move(collectors),
                                                   BuildInfo{kVersion, kRevision}, config.procfs);
+  if (broker || broker_failed) {
+    runner->AddSelfMetrics(
+        [broker](MetricSet& out) { AddCapabilityBrokerMetrics(broker.get(), out); });
+  }
   LogWebSecurity(config.web);
   DebugRoutes routes = runner->CollectDebugRoutes();
   // Declared before the server, so destroyed after it: no /doctor request outlives it.

@@ -67,6 +67,9 @@ struct ServeConfig {
   // --capabilities.keep: what `serve` keeps once the collectors are built. Unset: what the
   // enabled collectors need while serving (caps::ServingNeeds).
   std::optional<caps::CapabilitySet> capabilities_keep;
+  // --[no-]capabilities.broker: CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH of the kept set go to
+  // the capability broker (sys/capability_broker.h) rather than stay in the serving process.
+  bool capability_broker = true;
 };
 
 }  // namespace rdmascope

@@ -103,6 +103,12 @@ void AddPrivilegeFlags(CLI::App& serve, ServeConfig& config) {
         return parsed ? std::string() : parsed.error();
       })
       ->group("Privileges");
+  serve
+      .add_flag("--capabilities.broker,!--no-capabilities.broker", config.capability_broker,
+                "Hold CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (of those kept) in a small broker "
+                "process that answers a fixed set of questions about other users' processes, "
+                "never in the process that serves HTTP (default on; docs/security.md)")
+      ->group("Privileges");
 }
 
 // What serve's /doctor keeps (docs/doctor.md, "History mode"). Not doctor's: doctor observes

@@ -375,7 +375,8 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
                          const std::filesystem::path& sysfs,
                          std::unique_ptr<ResourceSource> restrack)
     : pinned_(std::make_unique<UverbsHolders>(procfs, sysfs,
-                                              std::chrono::seconds(options.pinned_rescan_seconds))),
+                                              std::chrono::seconds(options.pinned_rescan_seconds),
+                                              options.privileged)),
       procfs_(procfs),
       by_comm_(options.aggregate_by_comm) {
   if (!restrack) {

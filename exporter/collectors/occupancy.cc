@@ -322,9 +322,11 @@ OccupancyCollector::OccupancyCollector(const OccupancyOptions& options,
                                        std::filesystem::path procfs)
     : dir_(options.dir),
       procfs_(procfs),
+      privileged_(options.privileged ? options.privileged
+                                     : std::make_shared<sys::DirectProcfs>(procfs_)),
       max_processes_(options.max_processes),
       max_processes_per_uid_(options.max_processes_per_uid),
-      pids_(std::move(procfs), options.pid_walk_interval) {
+      pids_(std::move(procfs), options.pid_walk_interval, privileged_) {
   HoldReaderLock();
 }
 
@@ -451,7 +453,7 @@ std::optional<uint32_t> OccupancyCollector::Anchor(const OccupancyProcess& proce
     return std::nullopt;
   }
   const auto start = StartTicks(procfs_, *pid);
-  const auto anchored = AnchorInProc(procfs_, *pid, st);
+  const auto anchored = AnchorInProc(procfs_, *privileged_, *pid, st);
   if (!anchored || !start) {
     pids_.Forget(process.pid_ns, process.pid);
     const AnchorFailure failure = anchored ? AnchorFailure::kProcessNotFound : anchored.error();

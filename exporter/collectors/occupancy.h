@@ -36,6 +36,9 @@ struct OccupancyOptions {
   size_t max_processes_per_uid = 32;
   // The shortest time between two walks of /proc to find processes of other pid namespaces.
   std::chrono::milliseconds pid_walk_interval{5000};
+  // Where other users' maps and ns/pid links are read (serve: the capability broker,
+  // sys/capability_broker.h); null: this process reads /proc.
+  std::shared_ptr<sys::PrivilegedProcfs> privileged;
 };
 
 struct OccupancyCq {
@@ -139,6 +142,7 @@ class OccupancyCollector : public Collector {
 
   std::filesystem::path dir_;
   std::filesystem::path procfs_;
+  std::shared_ptr<sys::PrivilegedProcfs> privileged_;
   const size_t max_processes_;
   const size_t max_processes_per_uid_;
   mutable PidTranslator pids_;

@@ -38,16 +38,22 @@ std::string_view NextField(std::string_view& line) {
   return field;
 }
 
-// The inode of a pid namespace link ("pid:[4026531836]"), nullopt if unreadable.
-std::optional<uint64_t> PidNamespaceOf(const std::filesystem::path& link) {
-  std::error_code ec;
-  const std::string text = std::filesystem::read_symlink(link, ec).native();
-  if (ec || !text.starts_with("pid:[") || !text.ends_with("]")) return std::nullopt;
+// The inode of a pid namespace link's text ("pid:[4026531836]").
+std::optional<uint64_t> PidNamespaceInode(std::string_view text) {
+  if (!text.starts_with("pid:[") || !text.ends_with("]")) return std::nullopt;
   uint64_t inode = 0;
   const char* first = text.data() + 5;
   const char* last = text.data() + text.size() - 1;
   if (std::from_chars(first, last, inode).ptr != last) return std::nullopt;
   return inode;
+}
+
+// The same of a link read here (the exporter's own: no capability needed), nullopt if
+// unreadable.
+std::optional<uint64_t> PidNamespaceOf(const std::filesystem::path& link) {
+  std::error_code ec;
+  const std::string text = std::filesystem::read_symlink(link, ec).native();
+  return ec ? std::nullopt : PidNamespaceInode(text);
 }
 
 // The last NSpid field of a /proc/<pid>/status: the pid in the process's own namespace.
@@ -121,7 +127,8 @@ std::optional<std::pair<uid_t, uid_t>> EffectiveAndFsUid(std::string_view status
   return std::pair{static_cast<uid_t>(ids[1]), static_cast<uid_t>(ids[3])};
 }
 
-std::expected<void, AnchorFailure> AnchorInProc(const std::filesystem::path& procfs, uint32_t pid,
+std::expected<void, AnchorFailure> AnchorInProc(const std::filesystem::path& procfs,
+                                                sys::PrivilegedProcfs& privileged, uint32_t pid,
                                                 const struct stat& file_stat) {
   if (pid == 0) return std::unexpected(AnchorFailure::kProcessNotFound);
   const auto dir = procfs / std::to_string(pid);
@@ -131,7 +138,7 @@ std::expected<void, AnchorFailure> AnchorInProc(const std::filesystem::path& pro
   if (file_stat.st_uid != uids->first && file_stat.st_uid != uids->second) {
     return std::unexpected(AnchorFailure::kOwnerMismatch);
   }
-  const auto maps = sysfs::ReadFile(dir / "maps", kMaxMapsBytes);
+  const auto maps = privileged.Maps(pid, kMaxMapsBytes);
   if (!maps) return std::unexpected(AnchorFailure::kProcessNotFound);
   if (!MapsNameFile(*maps, file_stat.st_dev, file_stat.st_ino)) {
     return std::unexpected(AnchorFailure::kNotMapped);
@@ -144,8 +151,12 @@ std::optional<uint64_t> StartTicks(const std::filesystem::path& procfs, uint32_t
   return stat ? ParseStatField(*stat, 22) : std::nullopt;
 }
 
-PidTranslator::PidTranslator(std::filesystem::path procfs, std::chrono::milliseconds min_interval)
-    : procfs_(std::move(procfs)), min_interval_(min_interval) {}
+PidTranslator::PidTranslator(std::filesystem::path procfs, std::chrono::milliseconds min_interval,
+                             std::shared_ptr<sys::PrivilegedProcfs> privileged)
+    : procfs_(std::move(procfs)),
+      min_interval_(min_interval),
+      privileged_(privileged ? std::move(privileged)
+                             : std::make_shared<sys::DirectProcfs>(procfs_)) {}
 
 uint64_t PidTranslator::walks() const {
   std::lock_guard lock(mutex_);
@@ -156,15 +167,21 @@ void PidTranslator::Walk() {
   table_.clear();
   ++walks_;
   last_walk_ = std::chrono::steady_clock::now();
+  std::vector<uint32_t> pids;
   for (const std::string& name : sysfs::ListDirectory(procfs_)) {
     uint32_t pid = 0;
     const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
-    if (error != std::errc() || end != name.data() + name.size()) continue;
-    const auto ns = PidNamespaceOf(procfs_ / name / "ns/pid");
+    if (error == std::errc() && end == name.data() + name.size()) pids.push_back(pid);
+  }
+  // ns/pid of other users' processes needs PTRACE_MODE_READ: asked in one batch.
+  const auto links = privileged_->Namespaces(sys::NamespaceKind::kPid, pids);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    const auto ns = links[i] ? PidNamespaceInode(*links[i]) : std::nullopt;
     if (!ns || ns == own_ns_) continue;
-    const auto status = sysfs::ReadFile(procfs_ / name / "status", kMaxStatusBytes);
+    const auto status = sysfs::ReadFile(procfs_ / std::to_string(pids[i]) / "status",
+                                        kMaxStatusBytes);
     const auto inner = status ? InnermostPid(*status) : std::nullopt;
-    if (inner) table_[{*ns, *inner}] = pid;
+    if (inner) table_[{*ns, *inner}] = pids[i];
   }
 }
 

@@ -19,10 +19,13 @@
 #include <expected>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string_view>
 #include <utility>
+
+#include "sys/privileged_procfs.h"
 
 namespace rdmascope {
 
@@ -43,7 +46,10 @@ bool MapsNameFile(std::string_view maps, dev_t dev, ino_t ino);
 std::optional<std::pair<uid_t, uid_t>> EffectiveAndFsUid(std::string_view status);
 
 // Checks a claim on the process `pid` (the exporter's numbering) for the file of `file_stat`.
-std::expected<void, AnchorFailure> AnchorInProc(const std::filesystem::path& procfs, uint32_t pid,
+// Its maps are read through `privileged` (another user's need CAP_SYS_PTRACE: in serve, the
+// capability broker's).
+std::expected<void, AnchorFailure> AnchorInProc(const std::filesystem::path& procfs,
+                                                sys::PrivilegedProcfs& privileged, uint32_t pid,
                                                 const struct stat& file_stat);
 
 // The start time (field 22 of /proc/PID/stat) of a process: tells a reused pid apart.
@@ -56,7 +62,9 @@ std::optional<uint64_t> StartTicks(const std::filesystem::path& procfs, uint32_t
 // do not exist costs one walk per interval, not one per file or scrape.
 class PidTranslator {
  public:
-  PidTranslator(std::filesystem::path procfs, std::chrono::milliseconds min_interval);
+  // `privileged`: where other processes' ns/pid links are read (null: `procfs` here).
+  PidTranslator(std::filesystem::path procfs, std::chrono::milliseconds min_interval,
+                std::shared_ptr<sys::PrivilegedProcfs> privileged = nullptr);
   // The exporter's pid for `pid` of the namespace whose inode is `pid_ns`; the same pid when the
   // namespace is the exporter's own (or 0: a library that could not read its own); nullopt
   // when the exporter does not see that process.
@@ -72,6 +80,7 @@ class PidTranslator {
 
   const std::filesystem::path procfs_;
   const std::chrono::milliseconds min_interval_;
+  const std::shared_ptr<sys::PrivilegedProcfs> privileged_;
   mutable std::mutex mutex_;
   std::optional<uint64_t> own_ns_;
   bool own_ns_read_ = false;

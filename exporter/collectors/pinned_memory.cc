@@ -66,30 +66,22 @@ std::optional<uint64_t> ParseMemTotalBytes(std::string_view meminfo) {
 }
 
 UverbsHolders::UverbsHolders(std::filesystem::path procfs, std::filesystem::path sysfs,
-                             std::chrono::seconds rescan)
+                             std::chrono::seconds rescan,
+                             std::shared_ptr<sys::PrivilegedProcfs> privileged)
     : procfs_(std::move(procfs)),
       sysfs_(std::move(sysfs)),
+      privileged_(privileged ? std::move(privileged)
+                             : std::make_shared<sys::DirectProcfs>(procfs_)),
       topology_(sys::ReadCpuTopology(sysfs_)),
       rescan_(rescan) {}
 
 std::map<uint32_t, std::set<std::string>> UverbsHolders::ScanHolders() const {
-  std::map<uint32_t, std::set<std::string>> holders;
-  constexpr std::string_view kPrefix = "/dev/infiniband/";
-  for (const std::string& entry : sysfs::ListDirectory(procfs_)) {
-    const auto pid = sysfs::ParseUnsigned(entry);
-    if (!pid || *pid > UINT32_MAX) continue;
-    const auto fd_dir = procfs_ / entry / "fd";
-    for (const std::string& fd : sysfs::ListDirectory(fd_dir)) {
-      char target[256];
-      const ssize_t n = ::readlink((fd_dir / fd).c_str(), target, sizeof target - 1);
-      if (n <= 0) continue;
-      const std::string_view path(target, static_cast<size_t>(n));
-      if (path.starts_with("/dev/infiniband/uverbs")) {
-        holders[static_cast<uint32_t>(*pid)].insert(std::string(path.substr(kPrefix.size())));
-      }
-    }
+  auto holders = privileged_->UverbsHolders();
+  if (!holders) {
+    log::Debug("uverbs holders not scanned", {{"err", holders.error()}});
+    return {};
   }
-  return holders;
+  return std::move(*holders);
 }
 
 std::map<std::string, double> UverbsHolders::RemoteThreadRatios(
@@ -126,9 +118,15 @@ std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& know
     last_scan_ = now;
   }
   for (const uint32_t pid : known) holders_.try_emplace(pid);
+  // ns/user needs PTRACE_MODE_READ (the broker's CAP_SYS_PTRACE): unreadable is "cannot tell".
+  std::vector<uint32_t> pids;
+  for (const auto& entry : holders_) pids.push_back(entry.first);
+  const auto user_namespaces = privileged_->Namespaces(sys::NamespaceKind::kUser, pids);
+  size_t index = 0;
   std::vector<PinnedProcess> out;
   std::map<uint32_t, std::set<std::string>> alive;
   for (const auto& [pid, uverbs] : holders_) {
+    const std::optional<std::string>& user_ns = user_namespaces[index++];
     const auto dir = procfs_ / std::to_string(pid);
     const auto status = sysfs::ReadFile(dir / "status", 64 << 10);
     if (!status) continue;  // exited since the scan
@@ -148,9 +146,7 @@ std::vector<PinnedProcess> UverbsHolders::Read(const std::vector<uint32_t>& know
     const auto limits = sysfs::ReadFile(dir / "limits", 16 << 10);
     std::optional<bool> exempt;
     const auto caps = ParseEffectiveCapabilities(*status);
-    // ns/user needs PTRACE_MODE_READ (kept CAP_SYS_PTRACE): unreadable is "cannot tell".
-    const auto user_ns = sysfs::ReadLinkBasename(dir / "ns" / "user");  // "user:[N]"
-    if (caps && user_ns) exempt = PinLimitExempt(*caps, *user_ns);
+    if (caps && user_ns) exempt = PinLimitExempt(*caps, *user_ns);  // "user:[N]"
     out.push_back({.pid = pid,
                    .comm = std::move(*comm),
                    .pinned_bytes = *pinned,

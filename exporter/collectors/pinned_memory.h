@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "sys/cpu_topology.h"
+#include "sys/privileged_procfs.h"
 
 namespace rdmascope {
 
@@ -57,8 +59,11 @@ class UverbsHolders {
  public:
   // Holders are found by reading every process's fd table, which is costly on big hosts, so
   // that scan runs at most once per `rescan`; VmPin of known holders is read on every call.
+  // `privileged`: where the fd tables and ns/user links are read (serve: the capability
+  // broker); null: this process reads `procfs`.
   UverbsHolders(std::filesystem::path procfs, std::filesystem::path sysfs,
-                std::chrono::seconds rescan);
+                std::chrono::seconds rescan,
+                std::shared_ptr<sys::PrivilegedProcfs> privileged = nullptr);
 
   // `known`: pids already known to use RDMA (the MR probes saw them register), read at once
   // rather than after the next fd-table scan.
@@ -72,6 +77,7 @@ class UverbsHolders {
 
   std::filesystem::path procfs_;
   std::filesystem::path sysfs_;
+  std::shared_ptr<sys::PrivilegedProcfs> privileged_;
   sys::CpuTopology topology_;
   std::chrono::seconds rescan_;
   std::mutex mutex_;

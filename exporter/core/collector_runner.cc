@@ -155,6 +155,7 @@ std::vector<prometheus::MetricFamily> CollectorRunner::Collect() const {
   }
   health.Add(kBuildInfo, {{"version", build_.version}, {"revision", build_.revision}}, 1);
   AddProcessMetrics(procfs_, health);
+  for (const auto& source : self_metrics_) source(health);
   auto own = health.Take();
   std::move(own.begin(), own.end(), std::back_inserter(families));
   return families;

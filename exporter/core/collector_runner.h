@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,6 +51,11 @@ class CollectorRunner : public prometheus::Collectable {
   std::vector<CollectorState> States() const;
   const BuildInfo& build() const { return build_; }
   DebugRoutes CollectDebugRoutes();
+  // Series of the exporter's own parts that are not collectors (the capability broker),
+  // added after process_*. Before the server starts.
+  void AddSelfMetrics(std::function<void(MetricSet&)> source) {
+    self_metrics_.push_back(std::move(source));
+  }
 
  private:
   CollectorState RunOne(const NamedCollector& entry, EarlierFamilies earlier, MetricSet& out) const;
@@ -60,6 +66,7 @@ class CollectorRunner : public prometheus::Collectable {
   mutable std::mutex state_mutex_;
   mutable std::vector<CollectorState> states_;
   mutable std::vector<std::atomic<uint64_t>> duplicates_dropped_;
+  std::vector<std::function<void(MetricSet&)>> self_metrics_;
 };
 
 const char* HealthName(CollectorHealth health);

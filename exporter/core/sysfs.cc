@@ -90,38 +90,37 @@ std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t ma
   return std::move(*contents);
 }
 
+std::expected<std::string, int> ReadFdChecked(int fd, size_t max_bytes) {
+  std::string buf(std::min<size_t>(max_bytes, kMaxAttributeBytes) + 1, '\0');
+  size_t used = 0;
+  for (;;) {
+    if (used == buf.size()) {
+      if (buf.size() > max_bytes) return std::unexpected(EFBIG);  // larger than accepted
+      buf.resize(std::min(buf.size() * 2, max_bytes + 1));
+    }
+    const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno);
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  if (used > max_bytes) return std::unexpected(EFBIG);
+  buf.resize(used);
+  return buf;
+}
+
 std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& path,
                                                 size_t max_bytes) {
   const auto fault = Injected(path);
   if (fault && fault->error != 0) return std::unexpected(fault->error);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::unexpected(errno);
-  std::string buf(std::min<size_t>(max_bytes, kMaxAttributeBytes) + 1, '\0');
-  size_t used = 0;
-  int error = 0;
-  for (;;) {
-    if (used == buf.size()) {
-      if (buf.size() > max_bytes) {
-        error = EFBIG;  // larger than the caller accepts
-        break;
-      }
-      buf.resize(std::min(buf.size() * 2, max_bytes + 1));
-    }
-    const ssize_t n = ::read(fd, buf.data() + used, buf.size() - used);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      error = errno;
-      break;
-    }
-    if (n == 0) break;
-    used += static_cast<size_t>(n);
-  }
+  auto contents = ReadFdChecked(fd, max_bytes);
   ::close(fd);
-  if (error == 0 && used > max_bytes) error = EFBIG;
-  if (error != 0) return std::unexpected(error);
-  if (fault && fault->short_read) used = std::min(used, *fault->short_read);
-  buf.resize(used);
-  return buf;
+  if (contents && fault && fault->short_read) {
+    contents->resize(std::min(contents->size(), *fault->short_read));
+  }
+  return contents;
 }
 
 std::optional<std::string> ReadAttribute(const std::filesystem::path& path) {

@@ -27,6 +27,8 @@ std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t ma
 // or device went away), EFBIG when the file is larger than max_bytes.
 std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& path,
                                                 size_t max_bytes);
+// The same for a descriptor open for reading, from where it stands to its end.
+std::expected<std::string, int> ReadFdChecked(int fd, size_t max_bytes);
 
 // A decimal or 0x-prefixed unsigned integer, whole file, surrounding blanks allowed.
 std::optional<uint64_t> ReadUnsigned(const std::filesystem::path& path);

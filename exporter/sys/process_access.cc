@@ -10,8 +10,11 @@
 
 namespace rdmascope::sys {
 
-LocalProcessAccess::LocalProcessAccess(std::filesystem::path procfs)
-    : procfs_(std::move(procfs)), real_procfs_(procfs_ == "/proc") {}
+LocalProcessAccess::LocalProcessAccess(std::filesystem::path procfs,
+                                       std::shared_ptr<PrivilegedProcfs> privileged)
+    : procfs_(std::move(procfs)),
+      real_procfs_(procfs_ == "/proc"),
+      privileged_(privileged ? std::move(privileged) : std::make_shared<DirectProcfs>(procfs_)) {}
 
 std::optional<uint64_t> LocalProcessAccess::StartTicks(uint32_t pid) {
   if (pid == 0 || pid > INT_MAX) return std::nullopt;
@@ -52,20 +55,17 @@ bool LocalProcessAccess::StillRunning(uint32_t pid, uint64_t start_ticks) {
 }
 
 std::expected<std::string, int> LocalProcessAccess::Maps(uint32_t pid) {
-  if (pid == 0 || pid > INT_MAX) return std::unexpected(ENOENT);
-  return sysfs::ReadFileChecked(procfs_ / std::to_string(pid) / "maps", kMaxMapsBytes);
+  return privileged_->Maps(pid, kMaxMapsBytes);
 }
 
 std::expected<OpenedFile, std::string> LocalProcessAccess::OpenMapping(uint32_t pid,
                                                                        const MappedFile& mapping) {
-  return OpenMappedFile(procfs_, pid, mapping);
+  return privileged_->OpenMapping(pid, mapping);
 }
 
 std::expected<OpenedFile, std::string> LocalProcessAccess::OpenInRoot(uint32_t pid,
                                                                       std::string_view path) {
-  auto root = OpenProcessRoot(procfs_, pid);
-  if (!root) return std::unexpected(root.error());
-  return sys::OpenInRoot(root->get(), path);
+  return privileged_->OpenInRoot(pid, path);
 }
 
 void LocalProcessAccess::Retain(const std::vector<uint32_t>& live_pids) {

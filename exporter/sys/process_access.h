@@ -11,6 +11,7 @@
 #include <expected>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "sys/privileged_procfs.h"
 #include "sys/process_handle.h"
 #include "sys/untrusted_files.h"
 
@@ -45,10 +47,13 @@ class ProcessAccess {
   virtual bool libdwfl_may_read_proc() const { return false; }
 };
 
-// The host's /proc (or a fixture tree of PID/{stat,maps,root}). Thread-safe.
+// The host's /proc (or a fixture tree of PID/{stat,maps,root}). Thread-safe. What needs a
+// capability (maps, opens) goes through `privileged`: in `serve`, the capability broker
+// (sys/capability_broker.h); by default this process reads `procfs` itself.
 class LocalProcessAccess final : public ProcessAccess {
  public:
-  explicit LocalProcessAccess(std::filesystem::path procfs = "/proc");
+  explicit LocalProcessAccess(std::filesystem::path procfs = "/proc",
+                              std::shared_ptr<PrivilegedProcfs> privileged = nullptr);
 
   std::optional<uint64_t> StartTicks(uint32_t pid) override;
   // A pidfd per process (one poll() per check) on the real /proc; PID/stat's start time
@@ -67,6 +72,7 @@ class LocalProcessAccess final : public ProcessAccess {
   std::optional<uint64_t> ReadStartTicks(uint32_t pid);  // PID/stat, every time
   const std::filesystem::path procfs_;
   const bool real_procfs_;
+  const std::shared_ptr<PrivilegedProcfs> privileged_;
   std::mutex mutex_;  // guards handles_
   std::map<uint32_t, std::pair<uint64_t, ProcessHandle>> handles_;
   static constexpr size_t kMaxHandles = 1024;

@@ -111,7 +111,7 @@ std::vector<MappedFile> ParseMappedFiles(std::string_view maps) {
     std::string_view line = maps.substr(0, newline);
     maps = newline == std::string_view::npos ? std::string_view{} : maps.substr(newline + 1);
     const std::string_view range = Field(line);
-    Field(line);  // perms
+    const std::string_view perms = Field(line);
     const std::string_view offset = Field(line);
     const std::string_view device = Field(line);
     const std::string_view inode = Field(line);
@@ -141,7 +141,8 @@ std::vector<MappedFile> ParseMappedFiles(std::string_view maps) {
          .offset = *file_offset,
          .device = makedev(static_cast<unsigned>(*major), static_cast<unsigned>(*minor)),
          .inode = *inode_number,
-         .path = std::string(path)});
+         .path = std::string(path),
+         .executable = perms.size() >= 3 && perms[2] == 'x'});
   }
   return files;
 }

@@ -59,6 +59,7 @@ struct MappedFile {
   dev_t device = 0;
   uint64_t inode = 0;
   std::string path;
+  bool executable = false;  // "r-xp": the line maps code
 };
 
 // The file-backed lines of a maps text (anonymous mappings and "[stack]"-like ones skipped;

@@ -34,6 +34,9 @@ enum class Type : uint32_t {
   kUnwound = 18,  // pcs, method, truncated, stop_reason
   kSymbols = 19,  // frames, missing
   kRetained = 20,
+  // The capability broker's messages (sys/capability_broker.h), in the same encoding.
+  kBrokerRequest = 32,  // op, then its arguments
+  kBrokerReply = 33,    // errno (0: done), error text, the answer; a descriptor for opens
 };
 
 // What the worker asks its parent (ProcessAccess's calls).
@@ -79,6 +82,7 @@ class Reader {
   // All of it read, nothing left over.
   bool ok() const { return ok_; }
   bool done() const { return ok_ && at_ == bytes_.size(); }
+  size_t remaining() const { return ok_ ? bytes_.size() - at_ : 0; }
 
  private:
   bool Take(size_t size);

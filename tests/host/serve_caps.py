@@ -28,13 +28,55 @@ NOBODY = "65534"
 
 
 def documented_lists(security_md):
-    """(start-up list, default serving list) from the marked block of docs/security.md."""
+    """(start-up list, default serving list, the capability broker's list) from the marked
+    block of docs/security.md."""
     with open(security_md, encoding="utf-8") as f:
         text = f.read()
     block = text[text.index("<!-- capabilities:begin"):text.index("<!-- capabilities:end")]
     start = re.search(r"^    (CAP_[A-Z_ ]+)$", block, re.M).group(1).split()
     serving = re.search(r"by default \*\*`([A-Z_ ]+)`\*\*", block).group(1).split()
-    return start, serving
+    broker = re.search(r"the capability broker holds \*\*`([A-Z_ ]+)`\*\*", block).group(1).split()
+    return start, serving, broker
+
+
+def broker_pids(pid):
+    """The exporter's capability broker processes (its children running __capability-broker)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if parent == pid and len(argv) > 1 and argv[1] == b"__capability-broker":
+            found.append(int(entry))
+    return found
+
+
+def process_status(pid):
+    with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def check_broker(checks, case, pid, broker_mask, bounding_mask=None):
+    """One broker, holding exactly its capabilities, as nobody, confined."""
+    pids = broker_pids(pid)
+    checks.expect(f"{case}: one capability broker", len(pids), 1)
+    if len(pids) != 1:
+        return
+    status = process_status(pids[0])
+    got = {key: int(status[key], 16) for key in ("CapEff", "CapPrm", "CapInh", "CapAmb")}
+    want = {"CapEff": broker_mask, "CapPrm": broker_mask, "CapInh": 0, "CapAmb": 0}
+    if bounding_mask is not None:
+        got["CapBnd"], want["CapBnd"] = int(status["CapBnd"], 16), bounding_mask
+    checks.expect(f"{case}: broker capability sets", got, want)
+    checks.expect(f"{case}: broker uid, no_new_privs, seccomp",
+                  (status["Uid"].split()[0], status["NoNewPrivs"], status["Seccomp"]),
+                  (NOBODY, "1", "2"))
 
 
 def mask(names):
@@ -146,11 +188,13 @@ def main(binary, mr_workload, verbs_workload, library, security_md):
 
 
 def check_all(binary, mr_workload, verbs_workload, library, security_md):
-    start, serving = documented_lists(security_md)
-    print(f"documented: start-up {start}, serving {serving}")
+    start, serving, broker = documented_lists(security_md)
+    print(f"documented: start-up {start}, serving {serving}, broker {broker}")
     checks = harness.Checker()
     checks.expect("CAP_SYS_ADMIN and CAP_BPF never kept",
-                  {"CAP_SYS_ADMIN", "CAP_BPF"} & set(serving), set())
+                  {"CAP_SYS_ADMIN", "CAP_BPF"} & set(serving + broker), set())
+    checks.expect("the serving process holds neither CAP_SYS_PTRACE nor CAP_DAC_READ_SEARCH",
+                  {"CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH"} & set(serving), set())
     ambient = ",".join("+" + name.lower()[4:] for name in start)
     as_nobody = ["--reuid=" + NOBODY, "--regid=" + NOBODY, "--clear-groups",
                  f"--inh-caps=-all,{ambient}", f"--ambient-caps=-all,{ambient}", "--", binary]
@@ -165,12 +209,21 @@ def check_all(binary, mr_workload, verbs_workload, library, security_md):
         for case, program, prefix, bounding in cases:
             with harness.Exporter(program, args, prefix=prefix) as exporter:
                 check_threads(checks, case, exporter.proc.pid, mask(serving), bounding)
+                check_broker(checks, case, exporter.proc.pid, mask(broker),
+                             mask(broker) if bounding is not None else None)
+                checks.expect(f"{case}: broker up", harness.value(
+                    harness.parse(exporter.metrics()), "rdmascope_capability_broker_up"), 1.0)
                 checks.expect(f"{case}: log says what was kept",
                               "msg=\"capabilities dropped\" kept=" +
                               ",".join(sorted([n.lower() for n in serving],
                                               key=lambda n: CAP_NUMBERS[n.upper()]))
                               in exporter.read_log(), True)
                 check_collectors(checks, case, exporter, (mr_workload, verbs_workload), library)
+                samples = harness.parse(exporter.metrics())
+                checks.expect(f"{case}: maps and files asked of the broker", all(
+                    harness.value(samples, "rdmascope_capability_broker_requests_total",
+                                  request=request) > 0
+                    for request in ("maps", "open_mapping", "uverbs_holders", "namespaces")), True)
 
         # Without CAP_SYS_ADMIN at start-up: the probes say so once, the rest is served.
         without = ",".join("+" + n.lower()[4:] for n in start if n != "CAP_SYS_ADMIN")
@@ -206,9 +259,18 @@ def check_all(binary, mr_workload, verbs_workload, library, security_md):
                 proc.terminate()
                 proc.wait(timeout=30)
 
+        # --no-capabilities.broker: the serving process keeps the broker's two itself.
+        with harness.Exporter(binary, [*args, "--no-capabilities.broker"]) as exporter:
+            check_threads(checks, "no broker", exporter.proc.pid, mask(serving + broker),
+                          mask(serving + broker))
+            checks.expect("no broker: no broker process", broker_pids(exporter.proc.pid), [])
+            check_collectors(checks, "no broker", exporter, (mr_workload, verbs_workload),
+                             library)
+
         # --capabilities.keep=none: nothing at all, and perf events opened at start-up count.
         with harness.Exporter(binary, [*args, "--capabilities.keep=none"]) as exporter:
             check_threads(checks, "keep=none", exporter.proc.pid, 0, 0)
+            checks.expect("keep=none: no broker process", broker_pids(exporter.proc.pid), [])
             samples = harness.parse(exporter.metrics())
             checks.expect("keep=none: cpu-clock still counted", harness.value(
                 samples, "rdma_perf_event_supported", event="cpu-clock"), 1.0)
