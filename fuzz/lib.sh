@@ -19,4 +19,6 @@ fuzz_prepare() {
   fuzz_schedule=()
   if [[ $target == web_config ]]; then fuzz_schedule=(-entropic=0); fi
   fuzz_common=(-rss_limit_mb=2048 -timeout=10 -artifact_prefix="$crashes/" -print_final_stats=1)
+  # Leaks of the libraries' own, each explained in the file.
+  export LSAN_OPTIONS="suppressions=$src/fuzz/lsan.supp:print_suppressions=0"
 }

@@ -248,12 +248,12 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   probe->stack_ring_ = ring_buffer__new(bpf_map__fd(probe->skel_->maps.stack_samples),
                                         &MrProbe::OnStackSample, probe.get(), nullptr);
   if (probe->stack_ring_ == nullptr) return std::unexpected("cannot open the stack ring buffer");
-  probe->sites_ = std::make_unique<MrStackSites>(
-      MrStackSitesOptions{.max_bytes = options.stack_memory_bytes,
-                          .sandboxed_worker = options.unwind_sandbox,
-                          .privileged = options.privileged},
-      probe->procfs_, bpf_map__fd(probe->skel_->maps.code_ranges),
-      bpf_map__fd(probe->skel_->maps.sites_seen));
+  probe->sites_ =
+      std::make_unique<MrStackSites>(MrStackSitesOptions{.max_bytes = options.stack_memory_bytes,
+                                                         .sandboxed_worker = options.unwind_sandbox,
+                                                         .privileged = options.privileged},
+                                     probe->procfs_, bpf_map__fd(probe->skel_->maps.code_ranges),
+                                     bpf_map__fd(probe->skel_->maps.sites_seen));
   return probe;
 }
 

@@ -118,23 +118,24 @@ std::shared_ptr<sys::CapabilityBroker> StartCapabilityBroker(ServeConfig& config
   auto broker = sys::CapabilityBroker::Start("/proc/self/exe", share);
   if (!broker) {
     failed = true;
-    log::Error("capability broker cannot start: other users' processes are not read (their "
-               "maps, namespaces, uverbs descriptors and ELF files)",
-               {{"err", broker.error()}});
+    log::Error(
+        "capability broker cannot start: other users' processes are not read (their "
+        "maps, namespaces, uverbs descriptors and ELF files)",
+        {{"err", broker.error()}});
     return nullptr;
   }
   std::string refused;
   for (const auto& [layer, entered] : (*broker)->confinement()) {
     if (!entered) refused += (refused.empty() ? "" : ",") + layer;
   }
-  log::Info("capability broker started",
-            {{"pid", std::to_string((*broker)->pid())},
-             {"holds", (*broker)->held()},
-             {"refused", refused.empty() ? "none" : refused}});
+  log::Info("capability broker started", {{"pid", std::to_string((*broker)->pid())},
+                                          {"holds", (*broker)->held()},
+                                          {"refused", refused.empty() ? "none" : refused}});
   if ((*broker)->held() != caps::Names(share)) {
-    log::Warn("capability broker lacks capabilities serve was not started with: other users' "
-              "processes it needs them for are not read",
-              {{"wanted", caps::Names(share)}, {"holds", (*broker)->held()}});
+    log::Warn(
+        "capability broker lacks capabilities serve was not started with: other users' "
+        "processes it needs them for are not read",
+        {{"wanted", caps::Names(share)}, {"holds", (*broker)->held()}});
   }
   config.mr.privileged = *broker;
   config.occupancy.privileged = *broker;

@@ -178,8 +178,8 @@ void PidTranslator::Walk() {
   for (size_t i = 0; i < pids.size(); ++i) {
     const auto ns = links[i] ? PidNamespaceInode(*links[i]) : std::nullopt;
     if (!ns || ns == own_ns_) continue;
-    const auto status = sysfs::ReadFile(procfs_ / std::to_string(pids[i]) / "status",
-                                        kMaxStatusBytes);
+    const auto status =
+        sysfs::ReadFile(procfs_ / std::to_string(pids[i]) / "status", kMaxStatusBytes);
     const auto inner = status ? InnermostPid(*status) : std::nullopt;
     if (inner) table_[{*ns, *inner}] = pids[i];
   }

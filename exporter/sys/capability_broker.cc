@@ -36,11 +36,16 @@ constexpr uid_t kNobody = 65534;
 
 const char* OpName(BrokerOp op) {
   switch (op) {
-    case BrokerOp::kMaps: return "maps";
-    case BrokerOp::kOpenMapping: return "open_mapping";
-    case BrokerOp::kOpenInRoot: return "open_in_root";
-    case BrokerOp::kNamespaces: return "namespaces";
-    case BrokerOp::kUverbsHolders: return "uverbs_holders";
+    case BrokerOp::kMaps:
+      return "maps";
+    case BrokerOp::kOpenMapping:
+      return "open_mapping";
+    case BrokerOp::kOpenInRoot:
+      return "open_in_root";
+    case BrokerOp::kNamespaces:
+      return "namespaces";
+    case BrokerOp::kUverbsHolders:
+      return "uverbs_holders";
   }
   return "unknown";
 }
@@ -129,22 +134,22 @@ int Allow(scmp_filter_ctx filter, std::initializer_list<int> calls) {
 std::string InstallSeccomp() {
   scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ERRNO(EPERM));
   if (filter == nullptr) return "seccomp_init failed";
-  int failed = Allow(filter, {SCMP_SYS(read),         SCMP_SYS(write),
-                              SCMP_SYS(pread64),      SCMP_SYS(recvmsg),
-                              SCMP_SYS(sendmsg),      SCMP_SYS(close),
-                              SCMP_SYS(fstat),        SCMP_SYS(newfstatat),
-                              SCMP_SYS(statx),        SCMP_SYS(lseek),
-                              SCMP_SYS(fcntl),        SCMP_SYS(getdents64),
-                              SCMP_SYS(readlink),     SCMP_SYS(readlinkat),
-                              SCMP_SYS(openat2),      SCMP_SYS(mmap),
-                              SCMP_SYS(munmap),       SCMP_SYS(mremap),
-                              SCMP_SYS(madvise),      SCMP_SYS(brk),
-                              SCMP_SYS(mprotect),     SCMP_SYS(futex),
-                              SCMP_SYS(clock_gettime), SCMP_SYS(gettimeofday),
-                              SCMP_SYS(getpid),       SCMP_SYS(gettid),
-                              SCMP_SYS(getrandom),    SCMP_SYS(rt_sigreturn),
+  int failed = Allow(filter, {SCMP_SYS(read),           SCMP_SYS(write),
+                              SCMP_SYS(pread64),        SCMP_SYS(recvmsg),
+                              SCMP_SYS(sendmsg),        SCMP_SYS(close),
+                              SCMP_SYS(fstat),          SCMP_SYS(newfstatat),
+                              SCMP_SYS(statx),          SCMP_SYS(lseek),
+                              SCMP_SYS(fcntl),          SCMP_SYS(getdents64),
+                              SCMP_SYS(readlink),       SCMP_SYS(readlinkat),
+                              SCMP_SYS(openat2),        SCMP_SYS(mmap),
+                              SCMP_SYS(munmap),         SCMP_SYS(mremap),
+                              SCMP_SYS(madvise),        SCMP_SYS(brk),
+                              SCMP_SYS(mprotect),       SCMP_SYS(futex),
+                              SCMP_SYS(clock_gettime),  SCMP_SYS(gettimeofday),
+                              SCMP_SYS(getpid),         SCMP_SYS(gettid),
+                              SCMP_SYS(getrandom),      SCMP_SYS(rt_sigreturn),
                               SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction),
-                              SCMP_SYS(tgkill),       SCMP_SYS(exit),
+                              SCMP_SYS(tgkill),         SCMP_SYS(exit),
                               SCMP_SYS(exit_group)});
   // Opens for reading only (O_PATH included): no O_WRONLY, O_RDWR, O_CREAT, O_TRUNC or
   // O_APPEND. openat2(2) passes its flags in a structure seccomp cannot read: it is used with
@@ -277,19 +282,26 @@ wire::Writer Answer(DirectProcfs& procfs, const wire::Message& message, UniqueFd
 
 caps::CapabilitySet BrokerCapabilities() { return {CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH}; }
 
+namespace {
+
+bool MayHold(const caps::CapabilitySet& keep) {
+  const caps::CapabilitySet allowed = BrokerCapabilities();
+  return std::includes(allowed.begin(), allowed.end(), keep.begin(), keep.end());
+}
+
+}  // namespace
+
 int CapabilityBrokerMain(int argc, char** argv) {
   if (argc != 4 || !HelperSocketIsReady()) return 2;
   char* end = nullptr;
   const long parent = std::strtol(argv[2], &end, 10);
   if (end == argv[2] || *end != '\0' || parent <= 0) return 2;
   const auto keep = caps::ParseKeepList(argv[3]);
-  if (!keep || !std::includes(BrokerCapabilities().begin(), BrokerCapabilities().end(),
-                              keep->begin(), keep->end())) {
-    return 2;
-  }
+  if (!keep || !MayHold(*keep)) return 2;
   std::string held;
   const std::string layers = Confine(static_cast<pid_t>(parent), *keep, held);
-  if (!wire::Send(kHelperSocket, wire::Writer(wire::Type::kReady).String(layers + "held=" + held))) {
+  if (!wire::Send(kHelperSocket,
+                  wire::Writer(wire::Type::kReady).String(layers + "held=" + held))) {
     return 0;
   }
   DirectProcfs procfs("/proc");
@@ -306,8 +318,8 @@ int CapabilityBrokerMain(int argc, char** argv) {
 
 struct CapabilityBroker::Reply {
   wire::Message message;
-  int error = 0;      // the broker's errno, 0 when it answered
-  std::string why;    // its words when it did not
+  int error = 0;       // the broker's errno, 0 when it answered
+  std::string why;     // its words when it did not
   size_t payload = 0;  // where the answer starts in message.body
 };
 
@@ -321,13 +333,10 @@ wire::Writer Request(BrokerOp op) {
 
 }  // namespace
 
-
-
 std::expected<std::shared_ptr<CapabilityBroker>, std::string> CapabilityBroker::Start(
     const std::string& program, const caps::CapabilitySet& keep,
     std::chrono::milliseconds timeout) {
-  if (!std::includes(BrokerCapabilities().begin(), BrokerCapabilities().end(), keep.begin(),
-                     keep.end())) {
+  if (!MayHold(keep)) {
     return std::unexpected("the broker holds only " + caps::Names(BrokerCapabilities()));
   }
   int pair[2];
@@ -391,9 +400,10 @@ void CapabilityBroker::StopLocked(const std::string& why) {
     waitpid(pid_, nullptr, 0);
   }
   if (stats_.up && !why.empty()) {
-    log::Error("capability broker stopped: other users' processes are read no more (restart "
-               "rdmascope to start it again)",
-               {{"pid", std::to_string(pid_)}, {"err", why}});
+    log::Error(
+        "capability broker stopped: other users' processes are read no more (restart "
+        "rdmascope to start it again)",
+        {{"pid", std::to_string(pid_)}, {"err", why}});
   }
   pid_ = -1;
   stats_.up = false;

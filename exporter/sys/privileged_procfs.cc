@@ -13,7 +13,9 @@ namespace {
 
 bool ValidPid(uint32_t pid) { return pid != 0 && pid <= INT_MAX; }
 
-const char* NamespaceName(NamespaceKind kind) { return kind == NamespaceKind::kPid ? "pid" : "user"; }
+const char* NamespaceName(NamespaceKind kind) {
+  return kind == NamespaceKind::kPid ? "pid" : "user";
+}
 
 }  // namespace
 
@@ -71,7 +73,8 @@ std::expected<UverbsHolderMap, std::string> DirectProcfs::UverbsHolders() {
       if (n <= 0) continue;
       const std::string_view path(target, static_cast<size_t>(n));
       if (!path.starts_with("/dev/infiniband/uverbs")) continue;
-      if (holders[static_cast<uint32_t>(*pid)].insert(std::string(path.substr(kPrefix.size())))
+      if (holders[static_cast<uint32_t>(*pid)]
+              .insert(std::string(path.substr(kPrefix.size())))
               .second &&
           ++pairs >= kMaxUverbsHolders) {
         return holders;  // bounded: a host with more is beyond what one scrape lists

@@ -35,7 +35,7 @@ def documented_lists(security_md):
     block = text[text.index("<!-- capabilities:begin"):text.index("<!-- capabilities:end")]
     start = re.search(r"^    (CAP_[A-Z_ ]+)$", block, re.M).group(1).split()
     serving = re.search(r"by default \*\*`([A-Z_ ]+)`\*\*", block).group(1).split()
-    broker = re.search(r"the capability broker holds \*\*`([A-Z_ ]+)`\*\*", block).group(1).split()
+    broker = re.search(r"the capability broker holds\s+\*\*`([A-Z_ ]+)`\*\*", block).group(1).split()
     return start, serving, broker
 
 
