@@ -25,26 +25,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
+from named_registrar import NamedRegistrar  # noqa: E402
 
 HOSTILE = b"\x1b[1m'$(id)\n\""  # 12 bytes: ESC, a quote, a command substitution, a newline
 RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\xc2[\x80-\x9f]")
-
-CHILD = r"""
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_NAME = 15
-if libc.prctl(PR_SET_NAME, ctypes.c_char_p(bytes.fromhex(sys.argv[2])), 0, 0, 0) != 0:
-    sys.exit("prctl failed")
-verbs = ctypes.CDLL(sys.argv[1])
-verbs.ibv_reg_mr.restype = ctypes.c_void_p
-verbs.ibv_reg_mr.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-buf = ctypes.create_string_buffer(8192)
-if not verbs.ibv_reg_mr(None, buf, 8192, 1):
-    sys.exit("ibv_reg_mr failed")
-print("READY", flush=True)
-sys.stdin.readline()
-"""
 
 
 def fix_lines(text):
@@ -89,12 +75,9 @@ def main(binary, library):
     args = ["--collector.disable-defaults", "--collector.mr", f"--probe.library={library}",
             "--collector.mr.leak-age=0s"]
     with harness.Exporter(binary, args) as exporter:
-        child = subprocess.Popen([sys.executable, "-c", CHILD, library, HOSTILE.hex()],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            expect("child registered", child.stdout.readline().strip() == "READY")
-            with open(f"/proc/{child.pid}/comm", "rb") as f:
-                expect("the kernel keeps the hostile name", f.read().rstrip(b"\n") == HOSTILE)
+        with NamedRegistrar(library, HOSTILE) as child:
+            expect("child registered", child.ready)
+            expect("the kernel keeps the hostile name", child.kernel_comm() == HOSTILE)
             url = f"http://127.0.0.1:{exporter.port}"
             # The series take a scrape or two to show the registration.
             deadline = time.monotonic() + 20
@@ -132,8 +115,6 @@ def main(binary, library):
             check_fixes("doctor (collecting here)", run.stdout.decode(), display_only=False)
             status, _ = exporter.get("/metrics", timeout=5)
             expect("/metrics answers", status == 200)
-        finally:
-            child.communicate("x\n", timeout=30)
         expect("exporter alive", exporter.proc.poll() is None)
     for failure in failures:
         print("FAIL:", failure)
