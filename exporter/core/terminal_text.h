@@ -3,7 +3,8 @@
 // the control characters: printed raw they move the cursor, recolour or rewrite what was
 // printed before, set the window title, and in some terminals answer back with typed input
 // (CVE-2003-0063 class). Doctor's and profile's text output print every such value through
-// EscapeControls; their JSON through EscapeJsonControls.
+// EscapeControls; their JSON, and every debug route's JSON the HTTP handler serves
+// (/debug/*: comm, cgroup, symbol and file names), through EscapeJsonControls.
 #pragma once
 
 #include <string>

@@ -6,6 +6,7 @@
 
 #include "core/html.h"
 #include "core/log.h"
+#include "core/terminal_text.h"
 #include "http/gzip.h"
 #include "http/runbook_page.h"
 #include "http/text_format.h"
@@ -165,9 +166,16 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
       // GET only: a debug route can be costly, HEAD would pay it for nothing.
       if (request.method != "GET") return MethodNotAllowed("GET");
       const bool html = path.ends_with(".html");
+      std::string body = route->second(request.query);
+      // The debug routes' JSON holds what tenants name (comm, cgroup and unit names, symbols,
+      // module paths); JSON allows DEL and C1 controls raw, and `curl /debug/mr/stacks` prints
+      // them to a terminal, where a \x9b is CSI. Escaped here, once for every route: the same
+      // document to a parser. (/doctor's report escapes itself, for doctor's own output too: a
+      // second pass finds nothing. The HTML pages escape their text as HTML.)
+      if (!html) body = EscapeJsonControls(std::move(body));
       HttpReply reply{200,
                       {{"Content-Type", html ? "text/html; charset=utf-8" : "application/json"}},
-                      route->second(request.query)};
+                      std::move(body)};
       // /doctor answers two ways: caches must key it on Accept.
       if (routes_.contains(std::string(request.path) + ".html")) {
         reply.headers.emplace_back("Vary", "Accept");
@@ -201,14 +209,14 @@ std::shared_ptr<void> HttpHandler::AdmitCostly(HttpReply& refusal) const {
   // Scrapes in flight plus this one and the other costly ones: --web.max-requests in all.
   if (max_requests_ > 0 && scrapes_in_flight_.load() + costly_in_flight_.load() > max_requests_) {
     costly_in_flight_.fetch_sub(1);
-    refusal = RejectCostly(rejected_max_requests_,
-                           "too many requests in flight (limit " + std::to_string(max_requests_) +
-                               ", --web.max-requests)");
+    refusal = RejectCostly(rejected_max_requests_, "too many requests in flight (limit " +
+                                                       std::to_string(max_requests_) +
+                                                       ", --web.max-requests)");
     return nullptr;
   }
   // The token's deleter frees the slot; it owns nothing else.
-  return std::shared_ptr<void>(&costly_in_flight_,
-                               [](void* count) { static_cast<std::atomic<int>*>(count)->fetch_sub(1); });
+  return std::shared_ptr<void>(
+      &costly_in_flight_, [](void* count) { static_cast<std::atomic<int>*>(count)->fetch_sub(1); });
 }
 
 HttpReply HttpHandler::RejectCostly(prometheus::Counter& counter, std::string why) const {

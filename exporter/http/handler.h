@@ -65,7 +65,8 @@ class HttpHandler {
   HttpHandler(std::shared_ptr<CollectorRunner> runner, std::string telemetry_path,
               DebugRoutes routes, int max_requests = 0);
 
-  // Never throws: a failure is a 500 with its reason.
+  // Never throws: a failure is a 500 with its reason. A debug route's JSON is served with
+  // DEL and C1 controls escaped too (EscapeJsonControls): it holds names tenants choose.
   HttpReply Handle(const HttpRequest& request) const;
 
   // Whether `request` is a GET of a debug route (/doctor, /doctor.html, /debug/*): one that

@@ -45,9 +45,11 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+import cgroups  # noqa: E402
 import harness  # noqa: E402
-from prometheus_run import (Prometheus, cgroup2_mount, cpu_seconds, quantile,  # noqa: E402
-                            scrape_text, wait_listening)
+from prometheus_run import (Prometheus, cpu_seconds, quantile, scrape_text,  # noqa: E402
+                            wait_listening)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_CRI = os.path.join(HERE, "..", "host", "fake_cri_server.py")
@@ -99,15 +101,10 @@ class Container:
 
     def start(self, workload, env):
         os.makedirs(self.path)
-        procs = os.path.join(self.path, "cgroup.procs")
-
-        def enter():
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
         self.started = time.time()
         self.proc = subprocess.Popen([workload, "1", "2", "8192", "1", "0", "0"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-                                     text=True, preexec_fn=enter)
+                                     text=True, preexec_fn=cgroups.joiner(self.path))
 
     def wait_ready(self):
         ready = self.proc.stdout.readline().split()
@@ -152,30 +149,16 @@ def start_server(socket_path, listing_path):
     return server
 
 
-def enter_cgroup(base):
-    """Moves this process (and so the exporters it starts) into `base`; returns the cgroup it
-    left. The exporters run `unshare --cgroup`: their cgroup namespace is rooted at `base`, so
-    they see the bench's kubepods shapes at the top of the tree, where the anchored cgroup rules
-    match them (issue 37; tests/host/workload_cgroups.py does the same)."""
-    with open("/proc/self/cgroup") as own:
-        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
-    os.makedirs(base, exist_ok=True)
-    with open(os.path.join(base, "cgroup.procs"), "w") as procs:
-        procs.write(str(os.getpid()))
-    return home
-
-
-def leave_cgroup(mount, home):
-    with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
-        procs.write(str(os.getpid()))
-
-
 def start_exporter(binary, library, port, socket_path, refresh):
-    args = ["ip", "netns", "exec", NS, "unshare", "--cgroup", binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
+    # In a cgroup namespace rooted at the bench's directory (this process is in it): the
+    # exporter sees the bench's kubepods shapes at the top of the tree, where the anchored
+    # cgroup rules match them (issue 37; tests/common/cgroups.py).
+    args = [binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
             "--collector.disable-defaults", "--collector.mr", f"--probe.library={library}",
             "--collector.workload", f"--collector.workload.cri-endpoint=unix://{socket_path}",
             f"--collector.workload.cri-refresh-interval={refresh}"]
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(["ip", "netns", "exec", NS, *cgroups.in_namespace(args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(NS, port, proc, timeout=60)
     return proc
 
@@ -346,7 +329,7 @@ def main():
         print("SKIP: BPF, cgroups and network namespaces need root")
         return harness.SKIP
     prometheus = shutil.which("prometheus")
-    mount = cgroup2_mount()
+    mount = cgroups.cgroup2_mount()
     if not prometheus or not mount:
         print(f"SKIP: prometheus {prometheus}, cgroup2 mount {mount}")
         return harness.SKIP
@@ -362,7 +345,8 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
     os.makedirs(args.outdir, exist_ok=True)
-    base = os.path.join(mount, f"rdmascope-cri-churn-{os.getpid()}")
+    root = cgroups.Root(mount, f"rdmascope-cri-churn-{os.getpid()}")
+    base = root.base
     workdir = tempfile.mkdtemp(prefix="rdmascope-cri-churn-")
     sweep_dir = os.path.join(workdir, "sweep")
     os.makedirs(sweep_dir)
@@ -379,7 +363,7 @@ def main():
               "scrape_interval_s": 1, "scraper": "prometheus", "seed": args.seed}
     subprocess.run(["ip", "netns", "add", NS], check=True)
     subprocess.run(["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"], check=True)
-    home = enter_cgroup(base)
+    root.enter()  # the exporters it starts too: their cgroup namespace's root
     try:
         steady = [Container(base, i) for i in range(args.containers)]
         for c in steady:
@@ -599,12 +583,7 @@ def main():
                 server.terminate()
                 server.wait(timeout=30)
         subprocess.run(["ip", "netns", "del", NS])
-        leave_cgroup(mount, home)
-        for root, _, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
-            try:
-                os.rmdir(root)
-            except OSError as error:
-                print(f"note: {root} not removed: {error}")
+        root.close()
         shutil.rmtree(workdir, ignore_errors=True)
 
     report = render(result, args)

@@ -43,16 +43,6 @@ def wait_listening(ns, port, proc, timeout=10, path="/metrics"):
     raise RuntimeError(f"nothing listening on {port}")
 
 
-def cgroup2_mount():
-    """Where cgroup v2 is mounted (the unified hierarchy of a hybrid host), or None."""
-    with open("/proc/self/mounts") as mounts:
-        for line in mounts:
-            fields = line.split()
-            if fields[2] == "cgroup2":
-                return fields[1]
-    return None
-
-
 def scrape_text(ns, port):
     """One plain scrape of an exporter listening on 127.0.0.1:PORT in network namespace NS."""
     return subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf",

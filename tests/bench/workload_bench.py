@@ -23,39 +23,27 @@ import uuid
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+import cgroups  # noqa: E402
 import harness  # noqa: E402
-from prometheus_run import (Prometheus, cgroup2_mount, cpu_seconds, memory_kib,  # noqa: E402
-                            scrape_text, wait_listening)
+from prometheus_run import (Prometheus, cpu_seconds, memory_kib, scrape_text,  # noqa: E402
+                            wait_listening)
 
 PROCESSES, CONTAINERS = 1000, 200
 NS = "rdmascope-workload-bench"
 PORTS = {"with_workload": 9731, "without_workload": 9732}
 
 
-def enter_cgroup(base):
-    """Moves this process (and so the exporters it starts) into `base`; returns the cgroup it
-    left. The exporters run `unshare --cgroup`: their cgroup namespace is rooted at `base`, so
-    they see the bench's kubepods shapes at the top of the tree, where the anchored cgroup rules
-    match them (issue 37; tests/host/workload_cgroups.py does the same)."""
-    with open("/proc/self/cgroup") as own:
-        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
-    os.makedirs(base, exist_ok=True)
-    with open(os.path.join(base, "cgroup.procs"), "w") as procs:
-        procs.write(str(os.getpid()))
-    return home
-
-
-def leave_cgroup(mount, home):
-    with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
-        procs.write(str(os.getpid()))
-
-
 def start_exporter(binary, library, port, workload):
-    args = ["ip", "netns", "exec", NS, "unshare", "--cgroup", binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
+    # In a cgroup namespace rooted at the bench's directory (this process is in it): the
+    # exporter sees the bench's kubepods shapes at the top of the tree, where the anchored
+    # cgroup rules match them (issue 37; tests/common/cgroups.py).
+    args = [binary, "serve", f"--web.listen-address=127.0.0.1:{port}",
             "--collector.disable-defaults", "--collector.mr", f"--probe.library={library}"]
     if workload:
         args.append("--collector.workload")
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(["ip", "netns", "exec", NS, *cgroups.in_namespace(args)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wait_listening(NS, port, proc, timeout=60)
     return proc
 
@@ -72,7 +60,7 @@ def main():
         print("SKIP: BPF, cgroups and network namespaces need root")
         return harness.SKIP
     prometheus = shutil.which("prometheus")
-    mount = cgroup2_mount()
+    mount = cgroups.cgroup2_mount()
     if not prometheus or not mount:
         print(f"SKIP: prometheus {prometheus}, cgroup2 mount {mount}")
         return harness.SKIP
@@ -80,16 +68,16 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
     os.makedirs(args.outdir, exist_ok=True)
-    base = os.path.join(mount, f"rdmascope-bench-{os.getpid()}")
+    root = cgroups.Root(mount, f"rdmascope-bench-{os.getpid()}", note=None)
     containers = []
     for _ in range(CONTAINERS):
         uid = str(uuid.uuid4())
-        path = os.path.join(base, "kubepods.slice", "kubepods-burstable.slice",
-                            f"kubepods-burstable-pod{uid.replace('-', '_')}.slice",
-                            f"cri-containerd-{uuid.uuid4().hex * 2}.scope")
-        os.makedirs(path)
-        containers.append(path)
-    home = enter_cgroup(base)
+        containers.append(root.make(os.path.join(
+            "kubepods.slice", "kubepods-burstable.slice",
+            f"kubepods-burstable-pod{uid.replace('-', '_')}.slice",
+            f"cri-containerd-{uuid.uuid4().hex * 2}.scope")))
+    # The exporters it starts are in the bench's directory too, their namespace's root.
+    root.enter()
     subprocess.run(["ip", "netns", "add", NS], check=True)
     subprocess.run(["ip", "netns", "exec", NS, "ip", "link", "set", "lo", "up"], check=True)
     exporters, programs = {}, []
@@ -100,14 +88,10 @@ def main():
                                              name == "with_workload")
         started = time.monotonic()
         for i in range(PROCESSES):
-            procs_file = os.path.join(containers[i % CONTAINERS], "cgroup.procs")
-
-            def enter(path=procs_file):
-                with open(path, "w") as f:
-                    f.write(str(os.getpid()))
             programs.append(subprocess.Popen(
                 [args.workload, "1", "2", "8192", "1", "0", "0"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, env=env, text=True, preexec_fn=enter))
+                stdout=subprocess.PIPE, env=env, text=True,
+                preexec_fn=cgroups.joiner(containers[i % CONTAINERS])))
         for program in programs:
             program.stdout.readline()
         print(f"{PROCESSES} programs in {CONTAINERS} containers started in "
@@ -142,12 +126,7 @@ def main():
             proc.terminate()
             proc.wait()
         subprocess.run(["ip", "netns", "del", NS])
-        leave_cgroup(mount, home)
-        for root, _, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
-            try:
-                os.rmdir(root)
-            except OSError:
-                pass
+        root.close()
 
     def ms(values, q):
         ordered = sorted(values)

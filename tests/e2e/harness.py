@@ -44,8 +44,10 @@ def reachable_copy(program):
 class Exporter:
     """`rdmascope serve` on 127.0.0.1:<free port>, optionally inside a network namespace."""
 
-    def __init__(self, binary, args=(), netns=None, timeout=60, prefix=(), env=None):
+    def __init__(self, binary, args=(), netns=None, timeout=60, prefix=(), env=None,
+                 launcher=()):
         """prefix: arguments between `binary` and `serve` (e.g. runuser's -u USER -- PATH);
+        launcher: a command that runs `binary` (cgroups.UNSHARE_CGROUP: in a cgroup namespace);
         env: variables added to the exporter's environment (LD_PRELOAD seams, libfiu).
         timeout: for the exporter to listen, a guard against a hang, not a speed check.
         Building the collectors loads and attaches the MR and verbs probes: under 1 s here,
@@ -53,7 +55,7 @@ class Exporter:
         in session 15; host_mr_* catch the probes not attaching), and more on a loaded host."""
         self.log = tempfile.NamedTemporaryFile(prefix="rdmascope-log-", delete=False)
         os.chmod(self.log.name, 0o666)  # writable by an unprivileged exporter too
-        cmd = [binary, *prefix, "serve", "--web.listen-address=127.0.0.1:0", *args]
+        cmd = [*launcher, binary, *prefix, "serve", "--web.listen-address=127.0.0.1:0", *args]
         if netns:
             cmd = ["ip", "netns", "exec", netns, *cmd]
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,

@@ -5,7 +5,8 @@ out escaped and valid in the exposition (promtool check metrics parses it; the l
 unescapes to the name with U+FFFD for the bad bytes) and valid JSON in /debug/mr/stacks (it
 was a 500: nlohmann's dump throws on invalid UTF-8). The process renames itself with
 prctl(PR_SET_NAME), the kernel's comm (at most 15 bytes: include/linux/sched.h TASK_COMM_LEN)
-that bpf_get_current_comm() copies into the probe's records."""
+that bpf_get_current_comm() copies into the probe's records (tests/common/named_registrar.py,
+shared with tests/hostile/hostile_comm_output.py)."""
 
 import json
 import os
@@ -14,28 +15,13 @@ import sys
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
 import harness  # noqa: E402
+from named_registrar import NamedRegistrar  # noqa: E402
 
 HOSTILE = b'a"b\\c\nd\xff\xfez'  # 10 bytes
 # What a reader must see: every byte that is not UTF-8 replaced by U+FFFD.
 EXPECTED = HOSTILE.decode("utf-8", errors="replace")
-
-# The child: renames itself, registers one region through the stand-in, waits for stdin.
-CHILD = r"""
-import ctypes, sys
-libc = ctypes.CDLL(None, use_errno=True)
-PR_SET_NAME = 15
-if libc.prctl(PR_SET_NAME, ctypes.c_char_p(bytes.fromhex(sys.argv[2])), 0, 0, 0) != 0:
-    sys.exit("prctl failed")
-verbs = ctypes.CDLL(sys.argv[1])
-verbs.ibv_reg_mr.restype = ctypes.c_void_p
-verbs.ibv_reg_mr.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-buf = ctypes.create_string_buffer(8192)
-if not verbs.ibv_reg_mr(None, buf, 8192, 1):
-    sys.exit("ibv_reg_mr failed")
-print("READY", flush=True)
-sys.stdin.readline()
-"""
 
 
 def strings(node):
@@ -65,13 +51,10 @@ def main(binary, library):
 
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
                                    f"--probe.library={library}", "--collector.mr.leak-age=0s"]) as exporter:
-        child = subprocess.Popen([sys.executable, "-c", CHILD, library, HOSTILE.hex()],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            expect("child registered", child.stdout.readline().strip(), "READY")
+        with NamedRegistrar(library, HOSTILE) as child:
+            expect("child registered", child.ready, True)
             pid = str(child.pid)
-            with open(f"/proc/{pid}/comm", "rb") as f:
-                expect("kernel comm", f.read().rstrip(b"\n"), HOSTILE)
+            expect("kernel comm", child.kernel_comm(), HOSTILE)
             url = f"http://127.0.0.1:{exporter.port}"
             with urllib.request.urlopen(url + "/metrics", timeout=10) as resp:
                 raw = resp.read()
@@ -119,8 +102,6 @@ def main(binary, library):
             print(f"/doctor mentions the process {len(mentions)} times")
             expect("comm in /doctor as valid text",
                    [text for text in mentions if EXPECTED not in text], [])
-        finally:
-            child.communicate("x\n", timeout=30)
         expect("exporter alive", exporter.proc.poll(), None)
     for failure in failures:
         print("FAIL:", failure)

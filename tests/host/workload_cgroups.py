@@ -15,9 +15,9 @@ each (issue 28).
 The directories are made under a test directory of the cgroup2 mount (the host's, or one
 mounted for the test), never in the host's own kubepods or system slices. The exporter (and
 `profile`) run in a cgroup namespace rooted at that directory (`unshare --cgroup` from inside
-it), so that they see the shapes at the top of the tree, where the kubelet, the runtime and
-slurmstepd make them: the rules match only there (issue 37: a delegated cgroup deeper down
-must not pass for a pod)."""
+it, tests/common/cgroups.py), so that they see the shapes at the top of the tree, where the
+kubelet, the runtime and slurmstepd make them: the rules match only there (issue 37: a
+delegated cgroup deeper down must not pass for a pod)."""
 
 import json
 import os
@@ -28,44 +28,11 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+import cgroups  # noqa: E402
 import harness  # noqa: E402
 
 REGIONS, LEAKED, SIZE = 4, 2, 8192
-
-
-def cgroup2_mount():
-    """Where a cgroup2 hierarchy is mounted, and a cleanup function (unmounts one we mounted)."""
-    with open("/proc/self/mounts") as mounts:
-        for line in mounts:
-            fields = line.split()
-            if fields[2] == "cgroup2":
-                return fields[1], lambda: None
-    path = tempfile.mkdtemp(prefix="rdmascope-cgroup2-")
-    subprocess.run(["mount", "-t", "cgroup2", "none", path], check=True)
-
-    def unmount():
-        subprocess.run(["umount", path], check=False)
-        os.rmdir(path)
-    return path, unmount
-
-
-def enter_cgroup(base):
-    """Moves this process into `base` (made if needed) and returns the cgroup it left. Run from
-    there, `unshare --cgroup PROGRAM` roots PROGRAM's cgroup namespace at `base`: it sees the
-    test's shapes at the top of the tree, where the kubelet, the runtime and slurmstepd make
-    them (the rules match only there, issue 37)."""
-    with open("/proc/self/cgroup") as own:
-        home = next(line.split(":", 2)[2].strip() for line in own if line.startswith("0::"))
-    os.makedirs(base, exist_ok=True)
-    with open(os.path.join(base, "cgroup.procs"), "w") as procs:
-        procs.write(str(os.getpid()))
-    return home
-
-
-def leave_cgroup(mount, home):
-    """Back to the cgroup enter_cgroup left (before the test's directories are removed)."""
-    with open(os.path.join(mount, home.lstrip("/"), "cgroup.procs"), "w") as procs:
-        procs.write(str(os.getpid()))
 
 
 class Program:
@@ -73,14 +40,9 @@ class Program:
 
     def __init__(self, workload, library, cgroup_dir):
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
-
-        def enter():
-            if cgroup_dir:
-                with open(os.path.join(cgroup_dir, "cgroup.procs"), "w") as procs:
-                    procs.write(str(os.getpid()))
         self.proc = subprocess.Popen([workload, "1", str(REGIONS), str(SIZE), str(LEAKED), "0",
                                       "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env, text=True, preexec_fn=enter)
+                                     env=env, text=True, preexec_fn=cgroups.joiner(cgroup_dir))
         ready = self.proc.stdout.readline().split()
         if ready[:1] != ["READY"]:
             raise RuntimeError(f"workload did not start: {ready}")
@@ -91,16 +53,6 @@ class Program:
             self.proc.stdin.write("\n")
             self.proc.stdin.flush()
             self.proc.wait(timeout=30)
-
-
-def remove_cgroups(base):
-    """Removes the test's cgroup directories, deepest first; one still holding a process stays
-    (and says so)."""
-    for root, _, _ in sorted(os.walk(base), key=lambda entry: -len(entry[0])):
-        try:
-            os.rmdir(root)
-        except OSError as error:
-            print(f"note: {root} not removed: {error}")
 
 
 def workload_labels(samples, pid):
@@ -114,8 +66,8 @@ def main(binary, workload, library):
     if os.geteuid() != 0:
         print("SKIP: BPF and cgroup directories need root")
         return harness.SKIP
-    mount, unmount = cgroup2_mount()
-    base = os.path.join(mount, f"rdmascope-test-{os.getpid()}")
+    mount, unmount = cgroups.mount_cgroup2()
+    root = cgroups.Root(mount, f"rdmascope-test-{os.getpid()}")
     uid = str(uuid.uuid4())
     uid2 = str(uuid.uuid4())
     cid = uuid.uuid4().hex * 2  # 64 hex digits
@@ -134,30 +86,29 @@ def main(binary, workload, library):
         # The test's own directory: under no workload's shape.
         "none": ("", {}),
     }
-    moved_to = os.path.join(base, "system.slice", "rdma-moved.service")
+    moved_to = os.path.join(root.base, "system.slice", "rdma-moved.service")
     check = harness.Checker()
     failures, expect = check.failures, check.expect
 
     programs = {}
-    home = None
     try:
         for relative, _ in shapes.values():
-            os.makedirs(os.path.join(base, relative), exist_ok=True)
+            root.make(relative)
         os.makedirs(moved_to, exist_ok=True)
         # The test moves into its directory, and the exporter's cgroup namespace is rooted there.
-        home = enter_cgroup(base)
-        with harness.Exporter("unshare", ["--collector.disable-defaults", "--collector.mr",
-                                          "--collector.workload",
-                                          "--collector.workload.recheck-interval=2s",
-                                          f"--probe.library={library}"],
-                              prefix=("--cgroup", binary)) as exporter:
+        root.enter()
+        with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
+                                       "--collector.workload",
+                                       "--collector.workload.recheck-interval=2s",
+                                       f"--probe.library={library}"],
+                              launcher=cgroups.UNSHARE_CGROUP) as exporter:
             samples = harness.parse(exporter.metrics())
             if harness.value(samples, "rdmascope_probe_attached", probe="mr") != 1.0:
                 print(exporter.read_log())
                 print("FAIL: mr probes not attached")
                 return 1
             for name, (relative, _) in shapes.items():
-                programs[name] = Program(workload, library, os.path.join(base, relative))
+                programs[name] = Program(workload, library, os.path.join(root.base, relative))
             first_read = time.monotonic()
             samples = harness.parse(exporter.metrics())
             for name, (_, labels) in shapes.items():
@@ -170,8 +121,7 @@ def main(binary, workload, library):
 
             # Moved while it runs (as `systemctl` or a job scheduler's adopt step would).
             mover = programs["systemd"]
-            with open(os.path.join(moved_to, "cgroup.procs"), "w") as procs:
-                procs.write(mover.pid)
+            cgroups.move(mover.pid, moved_to)
             samples = harness.parse(exporter.metrics())
             # Read again only after the recheck interval (1.5 to 2 s after the first reading;
             # the pidfd says it is the same process): until then the last reading stands.
@@ -207,11 +157,10 @@ def main(binary, workload, library):
             # `profile --pid` of the Kubernetes one names its workload (profile.json, summary).
             k8s_pid = programs["kubernetes-systemd"].pid
             with tempfile.TemporaryDirectory() as out:
-                run = subprocess.run(
-                    ["unshare", "--cgroup", binary, "profile", f"--pid={k8s_pid}", "--duration=2s",
-                     f"--output={out}",
+                run = subprocess.run(cgroups.in_namespace(
+                    [binary, "profile", f"--pid={k8s_pid}", "--duration=2s", f"--output={out}",
                      "--collector.disable-defaults", "--collector.mr", "--collector.workload",
-                     f"--probe.library={library}"],
+                     f"--probe.library={library}"]),
                     capture_output=True, text=True, timeout=120)
                 try:
                     with open(os.path.join(out, "profile.json")) as f:
@@ -241,9 +190,7 @@ def main(binary, workload, library):
     finally:
         for program in programs.values():
             program.stop()
-        if home is not None:
-            leave_cgroup(mount, home)
-        remove_cgroups(base)
+        root.close()
         unmount()
     if failures:
         print("FAIL: " + ", ".join(failures))

@@ -25,6 +25,8 @@ import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "common"))
+import cgroups  # noqa: E402
 import harness  # noqa: E402
 import workload_cgroups  # noqa: E402
 
@@ -70,11 +72,12 @@ def main(binary, workload, library):
               "(packaging/install-deps.sh does)")
         return 1
     check = harness.Checker()
-    mount, unmount = workload_cgroups.cgroup2_mount()
-    base = os.path.join(mount, f"rdmascope-cri-test-{os.getpid()}")
+    mount, unmount = cgroups.mount_cgroup2()
+    root = cgroups.Root(mount, f"rdmascope-cri-test-{os.getpid()}")
+    base = root.base
     pods = [{"id": uuid.uuid4().hex * 2, "pod": f"llm-{i}", "namespace": "training",
              "uid": str(uuid.uuid4()), "container": "worker"} for i in range(2)]
-    programs, server, home = [], None, None
+    programs, server = [], None
     with tempfile.TemporaryDirectory(prefix="rdmascope-cri-") as d:
         socket_path = os.path.join(d, "cri.sock")
         listing = os.path.join(d, "containers.json")
@@ -87,7 +90,7 @@ def main(binary, workload, library):
                 print("FAIL: the fake CRI server did not start")
                 return 1
             # The exporters' cgroup namespace is rooted at the test's directory (unshare --cgroup).
-            home = workload_cgroups.enter_cgroup(base)
+            root.enter()
             dirs = []
             for pod in pods:
                 path = os.path.join(
@@ -101,7 +104,7 @@ def main(binary, workload, library):
                     f"--collector.workload.cri-endpoint=unix://{socket_path}",
                     "--collector.workload.cri-timeout=500ms",
                     "--collector.workload.cri-refresh-interval=60s"]
-            with harness.Exporter("unshare", args, prefix=("--cgroup", binary)) as exporter:
+            with harness.Exporter(binary, args, launcher=cgroups.UNSHARE_CGROUP) as exporter:
                 first = workload_cgroups.Program(workload, library, dirs[0])
                 programs.append(first)
                 want_first = {"namespace": "training", "pod": "llm-0", "container": "worker",
@@ -171,11 +174,11 @@ def main(binary, workload, library):
                 with open(f"/proc/{exporter.proc.pid}/maps") as maps:
                     check.expect("gRPC library mapped when an endpoint is set",
                                  "librdmascope_grpc.so" in maps.read(), True)
-            with harness.Exporter("unshare", ["--collector.disable-defaults", "--collector.mr",
-                                              "--collector.workload",
-                                              f"--probe.library={library}",
-                                              "--collector.workload.cri-endpoint=none"],
-                                  prefix=("--cgroup", binary)) as plain:
+            with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
+                                           "--collector.workload",
+                                           f"--probe.library={library}",
+                                           "--collector.workload.cri-endpoint=none"],
+                                  launcher=cgroups.UNSHARE_CGROUP) as plain:
                 # Registered after this exporter's probes attached: exported, so described.
                 late = workload_cgroups.Program(workload, library, dirs[0])
                 programs.append(late)
@@ -190,9 +193,7 @@ def main(binary, workload, library):
                 program.stop()
             if server is not None and server.poll() is None:
                 server.kill()
-            if home is not None:
-                workload_cgroups.leave_cgroup(mount, home)
-            workload_cgroups.remove_cgroups(base)
+            root.close()
             unmount()
     return check.result()
 

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "http/gzip.h"
@@ -135,6 +136,61 @@ TEST(HttpHandler, RoutesAndMethods) {
   EXPECT_EQ(Header(post_debug, "Allow"), "GET");
   EXPECT_EQ(handler.Handle({.method = "GET", .path = "/nope"}).status, 404U);
   EXPECT_EQ(handler.Handle({.method = "GET", .path = "/metrics/"}).status, 404U);
+}
+
+// A byte that acts on a terminal when the body is printed raw: C0 but the newlines between
+// the JSON's lines (a string's own newline is "\n"), DEL, and C1 (U+0080..U+009F, C2 80..C2 9F).
+bool HasRawTerminalControl(std::string_view body) {
+  for (size_t i = 0; i < body.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(body[i]);
+    if ((byte < 0x20 && byte != '\n') || byte == 0x7f) return true;
+    if (byte == 0xc2 && i + 1 < body.size() && static_cast<unsigned char>(body[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(body[i + 1]) <= 0x9f) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Issue 37 item 5 for the debug routes: a tenant names its process, its cgroup, its functions
+// and its files; `curl /debug/mr/stacks` must not hand a terminal ESC, CSI (\xc2\x9b) or DEL.
+// The routes build their JSON as the mr and workload collectors do (nlohmann's dump escapes C0
+// only); the handler escapes the rest, and a parser reads the same document.
+TEST(HttpHandler, DebugBodiesCarryNoRawTerminalControl) {
+  const std::string hostile =
+      "a\x1b[2J\xc2\x9b"
+      "31m\x7f\nz";
+  const auto dump = [](const nlohmann::json& body) {
+    return body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  };
+  DebugRoutes routes;
+  routes["/debug/mr/stacks"] = [&](std::string_view) {
+    const nlohmann::json frame = {{"function", hostile + "+0x10"},
+                                  {"module", "/opt/" + hostile + "/libapp.so"}};
+    const nlohmann::json stack = {{"unwind", "dwarf"}, {"frames", {frame}}};
+    return dump({{"processes", {{{"pid", 7}, {"comm", hostile}, {"stacks", {stack}}}}}});
+  };
+  routes["/debug/workloads"] = [&](std::string_view) {
+    const nlohmann::json workload = {{"systemd_unit", hostile + ".service"}};
+    return dump({{"processes", {{{"pid", 7}, {"workload", workload}}}}});
+  };
+  const HttpHandler handler(EmptyRunner(), "/metrics", routes);
+  for (const std::string path : {"/debug/mr/stacks", "/debug/workloads"}) {
+    const std::string built = routes.at(path)("");
+    ASSERT_TRUE(HasRawTerminalControl(built)) << path << ": the route itself leaves them raw";
+    const HttpReply reply = handler.Handle({.method = "GET", .path = path});
+    EXPECT_EQ(reply.status, 200U) << path;
+    EXPECT_EQ(Header(reply, "Content-Type"), "application/json") << path;
+    EXPECT_FALSE(HasRawTerminalControl(reply.body)) << path << ": " << reply.body;
+    EXPECT_NE(reply.body.find("a\\u001b[2J\\u009b31m\\u007f\\nz"), std::string::npos)
+        << path << ": " << reply.body;
+    EXPECT_EQ(nlohmann::json::parse(reply.body), nlohmann::json::parse(built)) << path;
+  }
+  const nlohmann::json stacks =
+      nlohmann::json::parse(handler.Handle({.method = "GET", .path = "/debug/mr/stacks"}).body);
+  EXPECT_EQ(stacks.at("processes")[0].at("comm"), hostile);
+  EXPECT_EQ(stacks.at("processes")[0].at("stacks")[0].at("frames")[0].at("module"),
+            "/opt/" + hostile + "/libapp.so");
 }
 
 // Issue 26 item 18: Prometheus's health paths, for Kubernetes probes.
@@ -432,9 +488,9 @@ TEST(HttpServer, CostlyRoutesRunOffTheHttpThreads) {
 // (503) first, and the lane's late answer is dropped. No crash, no hang.
 TEST(HttpServer, StoppingAnswersTheSuspendedRequests) {
   Gate gate;
-  auto server = std::make_unique<HttpServer>(
-      WebOptions{.listen_address = "127.0.0.1:0", .threads = 1}, EmptyRunner(),
-      BlockingRoute(gate));
+  auto server =
+      std::make_unique<HttpServer>(WebOptions{.listen_address = "127.0.0.1:0", .threads = 1},
+                                   EmptyRunner(), BlockingRoute(gate));
   std::string response = "none";
   std::thread client([&] { response = Fetch(AF_INET, server->port(), "/debug/slow"); });
   WaitEntered(gate, 1);

@@ -14,6 +14,7 @@
 
 #include "collectors/workload.h"
 #include "core/collector_runner.h"
+#include "http/handler.h"
 #include "unit/fixture_tree.h"
 
 namespace rdmascope {
@@ -244,6 +245,31 @@ TEST_F(WorkloadCacheTest, TheDebugPageListsTheProcessesOfTheLastScrape) {
   EXPECT_EQ(body.at("processes")[0].at("pid"), child_);
   EXPECT_EQ(body.at("processes")[0].at("workload").at("systemd_unit"), "first.service");
   EXPECT_EQ(body.at("container_runtime").at("endpoint"), "") << "none configured";
+}
+
+// A tenant names its own systemd units (a user's `systemd-run --unit=...`): the name reaches
+// /debug/workloads as given, and served, no ESC, CSI (\xc2\x9b) or DEL is left raw for the
+// terminal of whoever curls it (the handler escapes them; nlohmann's dump escapes C0 only).
+TEST_F(WorkloadCacheTest, TheDebugPageServesAHostileUnitNameEscaped) {
+  const std::string unit =
+      "ev\x1b[2J\xc2\x9b"
+      "31m\x7fil.service";
+  WriteCgroup(procfs_.path(), pid_, "0::/user.slice/" + unit + "\n");
+  CollectorRunner runner = Runner(std::chrono::seconds(60));
+  EXPECT_EQ(Unit(runner), unit);
+  const HttpHandler handler(std::make_shared<CollectorRunner>(std::vector<NamedCollector>{},
+                                                              BuildInfo{"1", "r"}, procfs_.path()),
+                            "/metrics", runner.CollectDebugRoutes());
+  const HttpReply reply = handler.Handle({.method = "GET", .path = "/debug/workloads"});
+  ASSERT_EQ(reply.status, 200U) << reply.body;
+  for (const std::string raw : {"\x1b", "\x7f", "\xc2\x9b"}) {
+    EXPECT_EQ(reply.body.find(raw), std::string::npos) << reply.body;
+  }
+  EXPECT_NE(reply.body.find("ev\\u001b[2J\\u009b31m\\u007fil.service"), std::string::npos)
+      << reply.body;
+  const auto body = nlohmann::json::parse(reply.body);
+  ASSERT_EQ(body.at("processes").size(), 1U) << body.dump();
+  EXPECT_EQ(body.at("processes")[0].at("workload").at("systemd_unit"), unit);
 }
 
 }  // namespace
