@@ -222,9 +222,11 @@ struct DwarfUnwinder::Process {
   ProcessFiles context;
   std::list<ModuleFile> files;
 
-  Process(uint32_t p, uint64_t ticks, ProcessAccess* access, std::shared_ptr<ElfCache> cache)
+  Process(uint32_t p, uint64_t ticks, ProcessAccess* access, DebugFileSource* debug_files,
+          std::shared_ptr<ElfCache> cache)
       : pid(p), start_ticks(ticks), elf_cache(std::move(cache)) {
     context.access = access;
+    context.debug_files = debug_files;
     context.pid = p;
     context.cache = elf_cache.get();
   }
@@ -362,8 +364,10 @@ DwarfUnwinder::DwarfUnwinder(std::filesystem::path procfs, std::shared_ptr<ElfCa
 }
 
 DwarfUnwinder::DwarfUnwinder(std::shared_ptr<ProcessAccess> access,
-                             std::shared_ptr<ElfCache> elf_cache)
+                             std::shared_ptr<ElfCache> elf_cache,
+                             std::shared_ptr<DebugFileSource> debug_files)
     : access_(std::move(access)),
+      debug_files_(std::move(debug_files)),
       elf_cache_(elf_cache ? std::move(elf_cache) : std::make_shared<ElfCache>()) {}
 
 DwarfUnwinder::~DwarfUnwinder() = default;
@@ -385,7 +389,8 @@ std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, 
   const std::optional<uint64_t> start = access_->StartTicks(pid);
   if (!start) return nullptr;
   // Reading the maps and ELF headers is slow: not under mutex_.
-  auto process = std::make_shared<Process>(pid, *start, access_.get(), elf_cache_);
+  auto process =
+      std::make_shared<Process>(pid, *start, access_.get(), debug_files_.get(), elf_cache_);
   if (!process->Report(why) || !process->Attach(why)) return nullptr;
   std::lock_guard lock(mutex_);
   const auto it = processes_.find(pid);

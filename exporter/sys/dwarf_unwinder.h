@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "sys/debug_files.h"
 #include "sys/elf_cache.h"
 #include "sys/process_access.h"
 #include "sys/symbolizer.h"
@@ -90,8 +91,10 @@ class DwarfUnwinder final : public StackUnwinder {
   explicit DwarfUnwinder(std::filesystem::path procfs = "/proc",
                          std::shared_ptr<ElfCache> elf_cache = nullptr);
   // The process's maps and files as `access` gives them (in the sandboxed worker: from its
-  // parent, sys/unwind_worker.h).
-  DwarfUnwinder(std::shared_ptr<ProcessAccess> access, std::shared_ptr<ElfCache> elf_cache);
+  // parent, sys/unwind_worker.h); debug files from `debug_files` when given (the worker: all
+  // of a module's candidates in one question), else through `access`.
+  DwarfUnwinder(std::shared_ptr<ProcessAccess> access, std::shared_ptr<ElfCache> elf_cache,
+                std::shared_ptr<DebugFileSource> debug_files = nullptr);
   ~DwarfUnwinder();
   DwarfUnwinder(const DwarfUnwinder&) = delete;
   DwarfUnwinder& operator=(const DwarfUnwinder&) = delete;
@@ -139,6 +142,7 @@ class DwarfUnwinder final : public StackUnwinder {
                                  std::chrono::steady_clock::time_point deadline);
 
   const std::shared_ptr<ProcessAccess> access_;
+  const std::shared_ptr<DebugFileSource> debug_files_;  // may be nullptr
   const std::shared_ptr<ElfCache> elf_cache_;
   std::mutex mutex_;  // guards processes_ only
   std::map<uint32_t, std::shared_ptr<Process>> processes_;

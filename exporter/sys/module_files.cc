@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <expected>
+#include <functional>
 #include <span>
 #include <string_view>
 
+#include "sys/debug_files.h"
 #include "sys/elf_checks.h"
 
 namespace rdmascope::sys {
@@ -43,20 +45,15 @@ const MappedFile* MappingOf(const ProcessFiles& process, Dwfl_Module* module,
   return best;
 }
 
-// A debug or alternate file below the process's root: a file only root can write (its bytes
-// are then stable between this check and libelf's own reading of the descriptor), checked
-// (sys/elf_checks.h), with the build id `want`. The descriptor, for libdwfl to own.
-std::expected<UniqueFd, std::string> OpenDebugFile(ProcessFiles& process, const std::string& path,
-                                                   std::span<const uint8_t> want,
-                                                   ElfVerdict& verdict) {
-  auto opened = process.access->OpenInRoot(process.pid, path);
-  if (!opened) return std::unexpected(opened.error());
-  if (!OnlyRootCanWrite(opened->status)) {
-    return std::unexpected("a debug file others than root can write");
-  }
-  const auto size = static_cast<size_t>(opened->status.st_size);
-  void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, opened->fd.get(), 0);
-  if (address == MAP_FAILED) return std::unexpected(std::string("mmap: ") + std::strerror(errno));
+// A debug or alternate file just opened: a file only root can write (its bytes are then stable
+// between this check and libelf's own reading of the descriptor), with the build id `want`,
+// checked (sys/elf_checks.h). Why not, or "".
+std::string CheckDebugFile(const OpenedFile& opened, std::span<const uint8_t> want,
+                           ElfVerdict& verdict) {
+  if (!OnlyRootCanWrite(opened.status)) return "a debug file others than root can write";
+  const auto size = static_cast<size_t>(opened.status.st_size);
+  void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, opened.fd.get(), 0);
+  if (address == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);
   Elf* elf = elf_memory(static_cast<char*>(address), size);
   std::string why;
   const void* id = nullptr;
@@ -65,28 +62,50 @@ std::expected<UniqueFd, std::string> OpenDebugFile(ProcessFiles& process, const 
       std::memcmp(id, want.data(), want.size()) != 0) {
     why = "build id differs";
   } else {
-    verdict = CheckElf(elf, opened->fd.get());
+    verdict = CheckElf(elf, opened.fd.get());
     why = verdict.refused;
   }
   if (elf != nullptr) elf_end(elf);
   munmap(address, size);
-  if (!why.empty()) return std::unexpected(why);
-  return std::move(opened->fd);
+  return why;
+}
+
+// A debug or alternate file of a module, below the process's root: the first of the query's
+// candidates (sys/debug_files.h) that passes CheckDebugFile and then `accept` ("" when it
+// does). One question per module in the worker, plus one per candidate refused here (rare:
+// most candidates do not exist, and the parent skips those). The descriptor, for libdwfl.
+std::expected<UniqueFd, std::string> OpenDebugFile(
+    ProcessFiles& process, const DebugFileQuery& query,
+    const std::function<std::string(const ElfVerdict&)>& accept) {
+  std::string why = "no debug file";
+  // The index only grows: at most one question per candidate.
+  for (size_t first = 0; first < kMaxDebugFileCandidates;) {
+    auto found = process.debug_files != nullptr
+                     ? process.debug_files->OpenDebugFile(process.pid, query, first)
+                     : OpenFirstDebugFile(*process.access, process.pid, query, first);
+    if (!found) return std::unexpected(found.error());
+    if (found->index < first) return std::unexpected("a candidate already refused");
+    first = found->index + 1;
+    ElfVerdict verdict;
+    why = CheckDebugFile(found->file, query.build_id, verdict);
+    if (why.empty()) why = accept(verdict);
+    if (why.empty()) return std::move(found->file.fd);
+  }
+  return std::unexpected(why);
 }
 
 // The alternate (dwz) file of a DWARF file, by its build id in the process's root: libdw
 // would otherwise look for it itself, by path, in the exporter's namespace (elf_checks.h).
-bool FindAlt(ModuleFile& file, const std::vector<uint8_t>& build_id, const std::string& name,
-             std::string& why) {
-  const auto path = BuildIdDebugPath(build_id);
-  if (!path) {
-    why = ".gnu_debugaltlink and no alternate file";
-    return false;
-  }
-  ElfVerdict verdict;
-  auto fd = OpenDebugFile(*file.process, *path, build_id, verdict);
-  if (!fd || !verdict.alt_build_id.empty()) {
-    why = ".gnu_debugaltlink and no alternate file" + (fd ? std::string() : ": " + fd.error());
+// `module`: the mapped file the DWARF file belongs to.
+bool FindAlt(ModuleFile& file, std::string_view module, const std::vector<uint8_t>& build_id,
+             const std::string& name, std::string& why) {
+  // An alternate file with an alternate file of its own is not followed.
+  auto fd = OpenDebugFile(*file.process, {.mapped_path = std::string(module), .build_id = build_id},
+                          [](const ElfVerdict& verdict) {
+                            return verdict.alt_build_id.empty() ? "" : "an alternate file's own";
+                          });
+  if (!fd) {
+    why = ".gnu_debugaltlink and no alternate file: " + fd.error();
     return false;
   }
   file.alt = std::move(*fd);
@@ -126,7 +145,7 @@ int FindElf(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr b
     return -1;
   }
   std::string why;
-  if (!elf.alt_build_id.empty() && !FindAlt(*file, elf.alt_build_id, elf.alt_name, why)) {
+  if (!elf.alt_build_id.empty() && !FindAlt(*file, path, elf.alt_build_id, elf.alt_name, why)) {
     Refuse(*file, path, why);
     return -1;
   }
@@ -157,32 +176,19 @@ int FindDebuginfo(Dwfl_Module* module, void** userdata, const char* module_name,
   const int bits_size = dwfl_module_build_id(module, &bits, &vaddr);
   // Without a build id nothing tells a debug file from any other: none is used.
   if (bits_size <= 0) return -1;
-  const std::span<const uint8_t> build_id(bits, static_cast<size_t>(bits_size));
-  std::vector<std::string> candidates;
-  if (auto path = BuildIdDebugPath(build_id)) candidates.push_back(*path);
-  // A debuglink as a file name only, where GDB looks (beside the file, its .debug/, the
-  // debug root mirroring its directory), all inside the process's root.
-  if (debuglink != nullptr && IsPlainDebuglinkName(debuglink)) {
-    const std::string_view path = module_name;
-    const std::string directory(path.substr(0, path.rfind('/') + 1));
-    if (directory.starts_with("/")) {
-      candidates.push_back("/usr/lib/debug" + directory + debuglink);
-      candidates.push_back(directory + debuglink);
-      candidates.push_back(directory + ".debug/" + debuglink);
-    }
-  }
-  for (const std::string& candidate : candidates) {
-    ElfVerdict verdict;
-    auto fd = OpenDebugFile(*file->process, candidate, build_id, verdict);
-    if (!fd) continue;  // missing, or refused: the next candidate, else no debug info
+  DebugFileQuery query{.mapped_path = module_name,
+                       .build_id = std::vector<uint8_t>(bits, bits + bits_size),
+                       .debuglink = debuglink != nullptr ? debuglink : ""};
+  // Missing, or refused: no debug info (the candidates, sys/debug_files.h, are tried in order).
+  auto fd = OpenDebugFile(*file->process, query, [&](const ElfVerdict& verdict) {
     std::string why;
     if (!verdict.alt_build_id.empty() &&
-        !FindAlt(*file, verdict.alt_build_id, verdict.alt_name, why)) {
-      continue;
+        !FindAlt(*file, module_name, verdict.alt_build_id, verdict.alt_name, why)) {
+      return why;
     }
-    return fd->release();
-  }
-  return -1;
+    return std::string();
+  });
+  return fd ? fd->release() : -1;
 }
 
 const Dwfl_Callbacks kCallbacks = {

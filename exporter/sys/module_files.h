@@ -12,7 +12,8 @@
 //   (__libdwfl_debuginfod_find_debuginfo).
 // These replace both: the main file through sys/untrusted_files.h (map_files or RESOLVE_IN_ROOT,
 // device and inode checked), debug info only from the process's own root, by build id, or by a
-// plain debuglink name whose build id matches; every file checked by sys/elf_checks.h first.
+// plain debuglink name whose build id matches (the candidates: sys/debug_files.h); every file
+// checked by sys/elf_checks.h first.
 // The vDSO (named "[vdso: PID]" by dwfl_linux_proc_report) is still read by
 // dwfl_linux_proc_find_elf, from the process's memory (/proc/PID/mem), not from a path, where
 // the access allows it (ProcessAccess::libdwfl_may_read_proc: not in the sandboxed worker,
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "sys/debug_files.h"
 #include "sys/elf_cache.h"
 #include "sys/process_access.h"
 #include "sys/untrusted_files.h"
@@ -37,6 +39,9 @@ namespace rdmascope::sys {
 // A process's files as its session's callbacks find them.
 struct ProcessFiles {
   ProcessAccess* access = nullptr;  // opens the files (in the worker: asks its parent)
+  // Opens a module's first debug-file candidate in one call (the worker: one question to its
+  // parent); nullptr: OpenFirstDebugFile on `access`.
+  DebugFileSource* debug_files = nullptr;
   uint32_t pid = 0;
   ElfCache* cache = nullptr;
   std::vector<MappedFile> mapped;  // the maps read at the last report

@@ -1,48 +1,18 @@
 #include "sys/unwind_broker.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <span>
 #include <string>
+
+#include "sys/debug_files.h"
 
 namespace rdmascope::sys {
 namespace {
 
 namespace wire = unwind_protocol;
 
-bool IsElf(int fd) {
-  char magic[4] = {};
-  return pread(fd, magic, sizeof magic, 0) == 4 && std::memcmp(magic, "\177ELF", 4) == 0;
-}
-
 }  // namespace
-
-// sys/module_files.cc FindDebuginfo's candidates: by build id under /usr/lib/debug, or a plain
-// name beside a mapped file, in its .debug/ or under /usr/lib/debug's mirror of its directory.
-bool IsDebugFileRequest(std::string_view path, const std::vector<MappedFile>& mapped) {
-  constexpr std::string_view kBuildIds = "/usr/lib/debug/.build-id/";
-  if (path.starts_with(kBuildIds)) {
-    const std::string_view rest = path.substr(kBuildIds.size());
-    return rest.size() > 9 && rest[2] == '/' && rest.find('/', 3) == std::string_view::npos &&
-           rest.ends_with(".debug") && rest.find("..") == std::string_view::npos;
-  }
-  const size_t slash = path.rfind('/');
-  if (slash == std::string_view::npos || !IsPlainDebuglinkName(path.substr(slash + 1))) {
-    return false;
-  }
-  const std::string_view directory = path.substr(0, slash + 1);
-  for (const MappedFile& file : mapped) {
-    const std::string_view file_directory =
-        std::string_view(file.path).substr(0, file.path.rfind('/') + 1);
-    if (directory == file_directory || directory == std::string(file_directory) + ".debug/" ||
-        directory == "/usr/lib/debug" + std::string(file_directory)) {
-      return true;
-    }
-  }
-  return false;
-}
 
 void UnwindBroker::SetScope(uint32_t pid) {
   scope_pid_ = pid;
@@ -106,16 +76,26 @@ bool UnwindBroker::Answer(int socket, const wire::Message& question) {
       if (!opened) return wire::Send(socket, reply.String(opened.error()));
       return wire::Send(socket, reply.String(""), opened->fd.get());
     }
-    case wire::AccessOp::kOpenInRoot: {
-      const std::string path = reader.String();
+    case wire::AccessOp::kOpenDebugFile: {
+      DebugFileQuery query;
+      query.mapped_path = reader.String();
+      const std::span<const uint8_t> build_id = reader.Bytes(wire::kMaxBuildId);
+      query.build_id.assign(build_id.begin(), build_id.end());
+      query.debuglink = reader.String(wire::kMaxDebuglink);
+      const uint32_t first = reader.U32();
       if (!reader.done()) return false;
-      if (!IsDebugFileRequest(path, ScopeMaps())) {
-        return wire::Send(socket, reply.String("not a debug file of a mapped file"));
-      }
-      auto opened = access_->OpenInRoot(pid, path);
-      if (!opened) return wire::Send(socket, reply.String(opened.error()));
-      if (!IsElf(opened->fd.get())) return wire::Send(socket, reply.String("not an ELF file"));
-      return wire::Send(socket, reply.String(""), opened->fd.get());
+      // The debug files of a file of the maps this request read (any of its lines: the module
+      // is named by its path), and only the candidates computed here from that path.
+      const std::vector<MappedFile>& mapped = ScopeMaps();
+      const bool listed = std::any_of(mapped.begin(), mapped.end(), [&](const MappedFile& m) {
+        return m.path == query.mapped_path;
+      });
+      if (!listed)
+        return wire::Send(socket, reply.String("not a mapped file of the process").U32(0));
+      auto found = OpenFirstDebugFile(*access_, pid, query, first);
+      if (!found) return wire::Send(socket, reply.String(found.error()).U32(0));
+      return wire::Send(socket, reply.String("").U32(static_cast<uint32_t>(found->index)),
+                        found->file.fd.get());
     }
   }
   return false;

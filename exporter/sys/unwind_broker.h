@@ -4,14 +4,14 @@
 // may ask only about the process of the request in progress; it may open only a file that
 // process maps (a line of the maps read here, opened through map_files or inside the
 // process's root, device and inode checked: sys/untrusted_files.h), or an ELF debug file of
-// one (by build id under /usr/lib/debug, or a plain name beside a mapped file): never any
-// other file of a process's root, so that no file it could read would reach the names it
-// sends back (/debug/mr/stacks).
+// one: the worker names the mapped file, its build id and debuglink name, and the broker opens
+// the first of that file's candidates (sys/debug_files.h: by build id under /usr/lib/debug, or
+// a plain name beside the file) it finds. Never any other file of a process's root, so that no
+// file it could read would reach the names it sends back (/debug/mr/stacks).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <string_view>
 #include <vector>
 
 #include "sys/process_access.h"
@@ -40,8 +40,5 @@ class UnwindBroker {
   std::vector<MappedFile> scope_maps_;
   bool scope_maps_read_ = false;
 };
-
-// A debug file path the broker opens for a process mapping `mapped` (see above).
-bool IsDebugFileRequest(std::string_view path, const std::vector<MappedFile>& mapped);
 
 }  // namespace rdmascope::sys

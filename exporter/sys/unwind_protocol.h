@@ -45,7 +45,11 @@ enum class AccessOp : uint32_t {
   kStillRunning = 2,  // pid, start ticks -> u8
   kMaps = 3,          // pid -> errno, and the text in a memfd (a process may have 100k lines)
   kOpenMapping = 4,   // pid, start, end, offset, device, inode, path -> error or fd
-  kOpenInRoot = 5,    // pid, path -> error or fd
+  // 5 was kOpenInRoot (pid, path): a path of the worker's choosing, each debug-file candidate
+  // a round trip. The worker now names the module and the parent computes the candidates.
+  // pid, mapped path, build id, debuglink name ("": none), first candidate -> error ("": an fd
+  // comes with it), the index of the candidate opened (sys/debug_files.h).
+  kOpenDebugFile = 6,
 };
 
 // The largest message either way: a stack copy (16 KiB at most) and its registers, or 127
@@ -54,6 +58,8 @@ inline constexpr size_t kMaxMessage = 256 * 1024;
 inline constexpr size_t kMaxName = 4096;
 inline constexpr size_t kMaxItems = 4096;      // addresses or frames in one message
 inline constexpr size_t kMaxRetained = 60000;  // pids in one kRetain (4 bytes each)
+inline constexpr size_t kMaxBuildId = 64;      // bytes (sys/untrusted_files.h BuildIdDebugPath)
+inline constexpr size_t kMaxDebuglink = 255;   // a file name (IsPlainDebuglinkName)
 
 class Writer {
  public:

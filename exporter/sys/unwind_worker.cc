@@ -20,9 +20,10 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-// The parent answers each of ProcessAccess's calls. A broken socket means the parent is gone or
-// wants the worker gone: the worker exits (nothing it could answer would be read).
-class UnwindWorker::ParentAccess final : public ProcessAccess {
+// The parent answers each of ProcessAccess's calls, and each module's debug-file question. A
+// broken socket means the parent is gone or wants the worker gone: the worker exits (nothing it
+// could answer would be read).
+class UnwindWorker::ParentAccess final : public ProcessAccess, public DebugFileSource {
  public:
   explicit ParentAccess(int socket) : socket_(socket) {}
 
@@ -84,11 +85,36 @@ class UnwindWorker::ParentAccess final : public ProcessAccess {
                           .String(mapping.path)));
   }
 
-  std::expected<OpenedFile, std::string> OpenInRoot(uint32_t pid, std::string_view path) override {
-    return Opened(Ask(wire::Writer(wire::Type::kAccess)
-                          .U32(static_cast<uint32_t>(wire::AccessOp::kOpenInRoot))
-                          .U32(pid)
-                          .String(path)));
+  // The parent opens no path of the worker's choosing: debug files come by OpenDebugFile.
+  std::expected<OpenedFile, std::string> OpenInRoot(uint32_t, std::string_view) override {
+    return std::unexpected("a file by path: the parent opens only a mapped file's debug files");
+  }
+
+  // All of the module's candidates in one round trip: the parent computes them from the same
+  // three things (sys/debug_files.h) and answers with the first it could open.
+  std::expected<FoundDebugFile, std::string> OpenDebugFile(uint32_t pid,
+                                                           const DebugFileQuery& query,
+                                                           size_t first) override {
+    if (query.build_id.size() > wire::kMaxBuildId || query.debuglink.size() > wire::kMaxDebuglink ||
+        query.mapped_path.size() > wire::kMaxName || first >= kMaxDebugFileCandidates) {
+      return std::unexpected("no debug file candidate");  // none the parent would compute
+    }
+    wire::Message reply = Ask(wire::Writer(wire::Type::kAccess)
+                                  .U32(static_cast<uint32_t>(wire::AccessOp::kOpenDebugFile))
+                                  .U32(pid)
+                                  .String(query.mapped_path)
+                                  .Bytes(query.build_id)
+                                  .String(query.debuglink)
+                                  .U32(static_cast<uint32_t>(first)));
+    wire::Reader reader(reply.body);
+    std::string error = reader.String();
+    const uint32_t index = reader.U32();
+    if (!reader.done()) Fail();
+    if (!error.empty()) return std::unexpected(std::move(error));
+    if (index < first || index >= kMaxDebugFileCandidates) Fail();
+    auto file = Checked(std::move(reply.fd));
+    if (!file) return std::unexpected(file.error());
+    return FoundDebugFile{.index = index, .file = std::move(*file)};
   }
 
  private:
@@ -101,15 +127,19 @@ class UnwindWorker::ParentAccess final : public ProcessAccess {
     return std::move(*reply);
   }
 
-  // The parent opened and checked the file (regular, bounded, the mapped inode); fstat here
-  // gives the status the ELF cache keys it by.
   static std::expected<OpenedFile, std::string> Opened(wire::Message reply) {
     wire::Reader reader(reply.body);
     std::string error = reader.String();
     if (!reader.done()) Fail();
     if (!error.empty()) return std::unexpected(std::move(error));
+    return Checked(std::move(reply.fd));
+  }
+
+  // The parent opened and checked the file (regular, bounded, the mapped inode); fstat here
+  // gives the status the ELF cache keys it by.
+  static std::expected<OpenedFile, std::string> Checked(UniqueFd fd) {
     OpenedFile file;
-    file.fd = std::move(reply.fd);
+    file.fd = std::move(fd);
     if (!file.fd.valid() || fstat(file.fd.get(), &file.status) != 0 ||
         !S_ISREG(file.status.st_mode)) {
       return std::unexpected("no regular file from the parent");
@@ -134,7 +164,7 @@ std::chrono::nanoseconds Budget(uint64_t nanoseconds) {
 UnwindWorker::UnwindWorker(int socket)
     : socket_(socket),
       parent_(std::make_shared<ParentAccess>(socket)),
-      unwinder_(parent_, std::make_shared<ElfCache>()) {}
+      unwinder_(parent_, std::make_shared<ElfCache>(), parent_) {}
 
 bool UnwindWorker::Handle(wire::Message& request) {
   wire::Reader reader(request.body);

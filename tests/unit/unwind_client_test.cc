@@ -175,11 +175,24 @@ class UnwindBrokerTest : public DwarfUnwinderTest {
     EXPECT_TRUE(reply.has_value());
     return reply ? std::optional<wire::Message>(std::move(*reply)) : std::nullopt;
   }
-  static wire::Writer OpenInRoot(uint32_t pid, const std::string& path) {
+  static wire::Writer OpenDebugFile(uint32_t pid, const std::string& mapped,
+                                    std::span<const uint8_t> build_id, const std::string& link,
+                                    uint32_t first = 0) {
     return std::move(wire::Writer(wire::Type::kAccess)
-                         .U32(static_cast<uint32_t>(wire::AccessOp::kOpenInRoot))
+                         .U32(static_cast<uint32_t>(wire::AccessOp::kOpenDebugFile))
                          .U32(pid)
-                         .String(path));
+                         .String(mapped)
+                         .Bytes(build_id)
+                         .String(link)
+                         .U32(first));
+  }
+  // The error and index of a kOpenDebugFile reply.
+  static std::pair<std::string, uint32_t> Found(const std::optional<wire::Message>& reply) {
+    wire::Reader reader(reply->body);
+    std::string error = reader.String();
+    const uint32_t index = reader.U32();
+    EXPECT_TRUE(reader.done());
+    return {error, index};
   }
   UnwindBroker broker_{std::make_shared<LocalProcessAccess>(procfs_.path())};
   int sockets_[2] = {-1, -1};
@@ -215,21 +228,49 @@ TEST_F(UnwindBrokerTest, OpensOnlyMappedFilesAndTheirDebugFiles) {
     wire::Reader reader(reply->body);
     return reader.String();
   };
-  for (const std::string path : {"/etc/passwd", "/etc/shadow", "/proc/1/environ",
+  const std::vector<uint8_t> id = {0xab, 0xcd, 0xef, 0x01};
+  // Debug files of a file the process does not map: none looked up.
+  for (const std::string path : {"/etc/passwd", "/etc/shadow", "/proc/1/environ", "",
                                  "/usr/lib/debug/.build-id/../../../etc/passwd"}) {
-    const auto reply = Ask(OpenInRoot(kPid, path));
+    const auto reply = Ask(OpenDebugFile(kPid, path, id, "passwd"));
     ASSERT_TRUE(reply) << path;
     EXPECT_FALSE(reply->fd.valid()) << path;
-    EXPECT_EQ(error_of(reply), "not a debug file of a mapped file") << path;
+    EXPECT_EQ(Found(reply).first, "not a mapped file of the process") << path;
   }
-  // Beside the mapped binary, a plain name: looked up, and refused unless it is ELF.
+  // Beside the mapped binary: a debuglink that climbs out is not looked up (only the build id,
+  // which names no file here).
   const std::string directory = self_.substr(0, self_.rfind('/') + 1);
+  const std::string name = self_.substr(self_.rfind('/') + 1);
+  for (const std::string link : {"../../../../../../etc/passwd", "/etc/passwd", "x/../../passwd"}) {
+    const auto reply = Ask(OpenDebugFile(kPid, self_, id, link));
+    ASSERT_TRUE(reply) << link;
+    EXPECT_FALSE(reply->fd.valid()) << link;
+    EXPECT_EQ(Found(reply).first.find("passwd"), std::string::npos) << Found(reply).first;
+  }
+  // A plain name: looked up, and refused unless it is ELF.
   WriteFile(directory + "unwind-broker-not-elf.debug", "secret");
-  const auto not_elf = Ask(OpenInRoot(kPid, directory + "unwind-broker-not-elf.debug"));
+  const auto not_elf = Ask(OpenDebugFile(kPid, self_, id, "unwind-broker-not-elf.debug"));
   std::filesystem::remove(directory + "unwind-broker-not-elf.debug");
   ASSERT_TRUE(not_elf);
   EXPECT_FALSE(not_elf->fd.valid());
-  EXPECT_EQ(error_of(not_elf), "not an ELF file");
+  EXPECT_NE(Found(not_elf).first.find(directory + "unwind-broker-not-elf.debug: not an ELF file"),
+            std::string::npos)
+      << Found(not_elf).first;
+  // An ELF file by that name beside the file (here the binary itself): the third candidate, in
+  // one question; asked again after it, the last candidate (its .debug/) is missing.
+  const auto beside = Ask(OpenDebugFile(kPid, self_, id, name));
+  ASSERT_TRUE(beside);
+  EXPECT_EQ(Found(beside), (std::pair<std::string, uint32_t>{"", 2}));
+  EXPECT_TRUE(beside->fd.valid());
+  const auto after = Ask(OpenDebugFile(kPid, self_, id, name, 3));
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(after->fd.valid());
+  EXPECT_NE(Found(after).first.find("/.debug/" + name), std::string::npos) << Found(after).first;
+  // Past the candidates: none, nothing opened.
+  const auto past = Ask(OpenDebugFile(kPid, self_, id, name, 0xffffffff));
+  ASSERT_TRUE(past);
+  EXPECT_FALSE(past->fd.valid());
+  EXPECT_EQ(Found(past).first, "no debug file candidate");
   // A mapping that is not a line of the process's maps.
   MappedFile forged{.start = kBase,
                     .end = kBase + kSpan,
@@ -249,6 +290,73 @@ TEST_F(UnwindBrokerTest, OpensOnlyMappedFilesAndTheirDebugFiles) {
   ASSERT_TRUE(mapping);
   EXPECT_FALSE(mapping->fd.valid());
   EXPECT_EQ(error_of(mapping), "not a mapping of the process");
+}
+
+// A debug file by build id under the process's /usr/lib/debug/.build-id (where this host has
+// any: libc6-dbg and the like), for any mapped file.
+TEST_F(UnwindBrokerTest, OpensADebugFileByBuildId) {
+  std::error_code error;
+  std::vector<uint8_t> id;
+  for (const auto& entry :
+       std::filesystem::recursive_directory_iterator("/usr/lib/debug/.build-id", error)) {
+    const std::string dir = entry.path().parent_path().filename().string();
+    std::string file = entry.path().filename().string();
+    if (dir.size() != 2 || !file.ends_with(".debug") || !entry.is_regular_file(error)) continue;
+    const std::string hex = dir + file.substr(0, file.size() - 6);
+    if (hex.size() % 2 != 0 || hex.size() < 6) continue;
+    for (size_t i = 0; i < hex.size(); i += 2) {
+      id.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+    }
+    break;
+  }
+  if (id.empty()) GTEST_SKIP() << "no file under /usr/lib/debug/.build-id";
+  broker_.SetScope(kPid);
+  const auto reply = Ask(OpenDebugFile(kPid, self_, id, ""));
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(Found(reply), (std::pair<std::string, uint32_t>{"", 0}));
+  EXPECT_TRUE(reply->fd.valid());
+}
+
+// A subverted worker's malformed debug-file questions: each stops it (no answer), before any
+// file is looked up.
+TEST_F(UnwindBrokerTest, RefusesDebugFileQuestionsOutOfBounds) {
+  broker_.SetScope(kPid);
+  const std::vector<uint8_t> id = {0xab, 0xcd, 0xef, 0x01};
+  const auto raw = [&](std::span<const uint8_t> mapped, std::span<const uint8_t> build_id,
+                       std::span<const uint8_t> link) {
+    return std::move(wire::Writer(wire::Type::kAccess)
+                         .U32(static_cast<uint32_t>(wire::AccessOp::kOpenDebugFile))
+                         .U32(kPid)
+                         .Bytes(mapped)
+                         .Bytes(build_id)
+                         .Bytes(link)
+                         .U32(0));
+  };
+  const auto bytes = [](const std::string& text) {
+    return std::vector<uint8_t>(text.begin(), text.end());
+  };
+  // A build id longer than any libdwfl looks up, a debuglink longer than a file name, a path
+  // longer than the protocol's names (Writer::String would cut them: sent raw here).
+  EXPECT_FALSE(Ask(raw(bytes(self_), std::vector<uint8_t>(wire::kMaxBuildId + 1, 1), bytes("x"))));
+  EXPECT_FALSE(Ask(raw(bytes(self_), id, bytes(std::string(wire::kMaxDebuglink + 1, 'a')))));
+  EXPECT_FALSE(Ask(raw(bytes(std::string(wire::kMaxName + 1, '/')), id, bytes("x"))));
+  // Many names where one is allowed: the candidates are the broker's to compute, a list
+  // appended to the question is bytes left over.
+  wire::Writer many = OpenDebugFile(kPid, self_, id, "x");
+  for (int i = 0; i < 64; ++i) many.String("/usr/lib/debug/../../etc/passwd");
+  EXPECT_FALSE(Ask(many));
+  // Cut short, another process's.
+  wire::Writer cut(wire::Type::kAccess);
+  cut.U32(static_cast<uint32_t>(wire::AccessOp::kOpenDebugFile)).U32(kPid).String(self_);
+  EXPECT_FALSE(Ask(cut));
+  EXPECT_FALSE(Ask(OpenDebugFile(kPid + 1, self_, id, "x")));
+  // The bounds themselves are allowed: answered (no such file), not refused.
+  const auto longest = Ask(OpenDebugFile(kPid, self_, std::vector<uint8_t>(wire::kMaxBuildId, 1),
+                                         std::string(wire::kMaxDebuglink, 'a')));
+  ASSERT_TRUE(longest);
+  EXPECT_FALSE(longest->fd.valid());
+  // The old question (a path of the worker's choosing) is no longer answered.
+  EXPECT_FALSE(Ask(wire::Writer(wire::Type::kAccess).U32(5).U32(kPid).String("/etc/passwd")));
 }
 
 TEST(UnwindProtocol, ReaderStopsAtTheEndAndAtBounds) {
