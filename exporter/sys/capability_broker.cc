@@ -23,9 +23,9 @@
 
 #include "core/log.h"
 #include "core/sysfs.h"
+#include "sys/debug_files.h"
 #include "sys/process_access.h"
 #include "sys/spawn_helper.h"
-#include "sys/unwind_broker.h"
 #include "sys/unwind_protocol.h"
 
 namespace rdmascope::sys {
@@ -240,7 +240,7 @@ wire::Writer Answer(DirectProcfs& procfs, const wire::Message& message, UniqueFd
       const uint32_t pid = in.U32();
       const std::string path = in.String();
       if (!in.done() || !ValidPid(pid)) break;
-      if (!IsDebugFileRequest(path, CodeFiles(procfs, pid))) {
+      if (!IsDebugFileCandidate(path, CodeFiles(procfs, pid))) {
         return Status(EACCES, "not a debug file of a file the process maps as code");
       }
       auto opened = procfs.OpenInRoot(pid, path);

@@ -35,6 +35,12 @@ std::vector<std::string> DebugFileCandidates(std::string_view mapped_path,
                                              std::span<const uint8_t> build_id,
                                              std::string_view debuglink);
 
+// Whether `path` is one of DebugFileCandidates() for some file of `mapped`, whatever its build
+// id and debuglink name: the capability broker's check (sys/capability_broker.h), which is
+// asked for one path at a time by a process it does not trust. Computed with the functions
+// above, so the two cannot disagree.
+bool IsDebugFileCandidate(std::string_view path, const std::vector<MappedFile>& mapped);
+
 // One question for all of a module's candidates (a round trip per candidate made a new
 // process's first unwind in the worker ~2 ms slower).
 struct DebugFileQuery {

@@ -56,6 +56,22 @@ TEST(DebugFileCandidates, NoTraversalByDebuglinkOrPath) {
             kMaxDebugFileCandidates);
 }
 
+TEST(IsDebugFileCandidate, ExactlyTheCandidatesOfAMappedFile) {
+  const std::vector<MappedFile> mapped{{.path = "/opt/app/libapp.so"}};
+  for (const std::string& candidate :
+       DebugFileCandidates("/opt/app/libapp.so", kId, "libapp.debug")) {
+    EXPECT_TRUE(IsDebugFileCandidate(candidate, mapped)) << candidate;
+  }
+  for (const char* other :
+       {"/etc/passwd", "etc/passwd", "/opt/app/../../etc/passwd", "/opt/other/libapp.debug",
+        "/usr/lib/debug/opt/other/x.debug", "usr/lib/debug/.build-id/ab/../../../etc/passwd",
+        "usr/lib/debug/.build-id/ab/cdef01", "usr/lib/debug/.build-id/AB/CDEF01.debug",
+        "usr/lib/debug/.build-id/ab/cd.debug", "/usr/lib/debug/.build-id/ab/cdef01.debug",
+        "usr/lib/debug/.build-id/abcdef01.debug", "/opt/app/", "/opt/app/.debug/.."}) {
+    EXPECT_FALSE(IsDebugFileCandidate(other, mapped)) << other;
+  }
+}
+
 // Which paths were asked for; a file of `files` (ELF or not) for those it holds.
 class FakeRoot final : public ProcessAccess {
  public:
