@@ -136,8 +136,8 @@ std::string InstallSeccomp() {
                                                  SCMP_SYS(gettid),       SCMP_SYS(getrandom),
                                                  SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
                                                  SCMP_SYS(rt_sigaction), SCMP_SYS(tgkill),
-                                                 SCMP_SYS(sched_yield),  SCMP_SYS(exit),
-                                                 SCMP_SYS(exit_group)});
+                                                 SCMP_SYS(sched_yield),  SCMP_SYS(setitimer),
+                                                 SCMP_SYS(exit),         SCMP_SYS(exit_group)});
   // Memory, never executable: nothing the worker maps is code.
   for (const int call : {SCMP_SYS(mmap), SCMP_SYS(mprotect)}) {
     failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1,

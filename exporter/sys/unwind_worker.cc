@@ -1,6 +1,7 @@
 #include "sys/unwind_worker.h"
 
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -159,6 +160,25 @@ std::chrono::nanoseconds Budget(uint64_t nanoseconds) {
   return std::chrono::nanoseconds(std::min<uint64_t>(nanoseconds, 60'000'000'000ULL));
 }
 
+// The worker's own deadline, a little after its parent's (the request's budget plus its 2 s of
+// slack, sys/unwind_client.h): SIGALRM's default action ends a parse that never returns. The
+// parent kills a worker that overruns, but under a root exporter it cannot: the worker is nobody
+// by then and the exporter holds no CAP_KILL (kernel/signal.c kill_ok_by_cred), so without
+// this its waitpid() would wait for RLIMIT_CPU.
+void ArmWatchdog(std::chrono::nanoseconds budget) {
+  const auto deadline = std::chrono::duration_cast<std::chrono::microseconds>(
+      budget + std::chrono::milliseconds(2500));
+  itimerval timer{};
+  timer.it_value.tv_sec = static_cast<time_t>(deadline.count() / 1'000'000);
+  timer.it_value.tv_usec = static_cast<suseconds_t>(deadline.count() % 1'000'000);
+  setitimer(ITIMER_REAL, &timer, nullptr);
+}
+
+void DisarmWatchdog() {
+  const itimerval none{};
+  setitimer(ITIMER_REAL, &none, nullptr);
+}
+
 }  // namespace
 
 UnwindWorker::UnwindWorker(int socket)
@@ -174,9 +194,12 @@ bool UnwindWorker::Handle(wire::Message& request) {
       captured.pid = reader.U32();
       parent_->Hint(captured.pid, reader.U64());
       for (uint64_t& reg : captured.regs) reg = reader.U64();
+      const uint32_t max_frames = reader.U32();
+      const std::chrono::nanoseconds budget = Budget(reader.U64());
+      ArmWatchdog(budget);
       const UnwindLimits limits{
-          .max_frames = std::min<size_t>(reader.U32(), wire::kMaxItems),
-          .budget = std::chrono::duration_cast<std::chrono::microseconds>(Budget(reader.U64()))};
+          .max_frames = std::min<size_t>(max_frames, wire::kMaxItems),
+          .budget = std::chrono::duration_cast<std::chrono::microseconds>(budget)};
       captured.stack = reader.Bytes(wire::kMaxMessage);
       if (!reader.done()) return false;
       const UnwoundStack unwound = unwinder_.Unwind(captured, limits);
@@ -198,7 +221,9 @@ bool UnwindWorker::Handle(wire::Message& request) {
       options.first =
           reader.U8() != 0 ? FirstAddress::kInstructionPointer : FirstAddress::kReturnAddress;
       options.inline_frames = reader.U8() != 0;
-      options.deadline = Clock::now() + Budget(reader.U64());
+      const std::chrono::nanoseconds budget = Budget(reader.U64());
+      ArmWatchdog(budget);
+      options.deadline = Clock::now() + budget;
       const uint32_t count = reader.U32();
       if (count > wire::kMaxItems) return false;
       std::vector<uint64_t> addresses(count);
@@ -219,6 +244,7 @@ bool UnwindWorker::Handle(wire::Message& request) {
       return wire::Send(socket_, reply);
     }
     case wire::Type::kRetain: {
+      ArmWatchdog(std::chrono::nanoseconds(0));
       const uint32_t count = reader.U32();
       if (count > wire::kMaxRetained) return false;
       std::vector<uint32_t> pids(count);
@@ -237,6 +263,7 @@ int UnwindWorker::Serve() {
     auto request = wire::Receive(socket_);
     if (!request) return 0;  // the parent closed the socket: done
     if (!Handle(*request)) return 2;
+    DisarmWatchdog();
   }
 }
 

@@ -7,10 +7,12 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <fstream>
 #include <thread>
 
+#include "sys/spawn_helper.h"
 #include "sys/unwind_broker.h"
 #include "unit/unwind_fixture.h"
 
@@ -124,6 +126,39 @@ TEST_F(UnwindClientTest, AWorkerThatHangsIsKilledAtItsDeadline) {
   const UnwoundStack second = client.Unwind(Capture(alpha, 0, {}), kPatient);
   EXPECT_EQ(second.stop_reason, "unwinder worker restarting");
   EXPECT_EQ(client.stats().starts, 1U);
+}
+
+// A worker whose request never completes (here: its parent never answers its question) ends
+// itself shortly after the parent's deadline: under a root exporter the parent cannot kill it
+// (the worker is nobody, the exporter has no CAP_KILL), so this bounds the parent's waitpid().
+TEST(UnwindWorkerWatchdog, ARequestThatNeverCompletesEndsTheWorker) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
+  UniqueFd mine(pair[0]);
+  UniqueFd theirs(pair[1]);
+  auto pid = SpawnHelper(RDMASCOPE_BINARY,
+                         {"rdmascope", "__unwind-worker", std::to_string(getpid())}, theirs.get());
+  ASSERT_TRUE(pid.has_value()) << pid.error();
+  theirs = UniqueFd();
+  auto ready = wire::Receive(mine.get());
+  ASSERT_TRUE(ready.has_value()) << ready.error();
+  wire::Writer request(wire::Type::kUnwind);
+  request.U32(static_cast<uint32_t>(getpid())).U64(1);
+  for (int i = 0; i < 17; ++i) request.U64(0x1000);
+  request.U32(16).U64(100'000'000).Bytes(std::vector<uint8_t>(64, 0));  // 100 ms budget
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wire::Send(mine.get(), request));
+  auto question = wire::Receive(mine.get());  // what it asks its parent: never answered
+  ASSERT_TRUE(question.has_value()) << question.error();
+  EXPECT_EQ(question->type, wire::Type::kAccess);
+  int status = 0;
+  ASSERT_EQ(waitpid(*pid, &status, 0), *pid);
+  const auto waited = std::chrono::steady_clock::now() - sent;
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGALRM);
+  // The parent's deadline is 2.1 s here; the worker's 2.6 s; never RLIMIT_CPU's minutes.
+  EXPECT_GE(waited, std::chrono::milliseconds(2500));
+  EXPECT_LT(waited, std::chrono::seconds(30));
 }
 
 TEST_F(UnwindClientTest, AWorkerThatDiesIsCountedWithHowItDied) {
