@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,12 +13,12 @@
 #include <string_view>
 
 #include "core/log.h"
+#include "sys/spawn_helper.h"
 
 namespace rdmascope::sys {
 namespace {
 
 namespace wire = unwind_protocol;
-constexpr int kWorkerSocket = 3;  // sys/unwind_sandbox.cc
 
 std::string DescribeStatus(int status) {
   if (WIFSIGNALED(status)) {
@@ -119,49 +118,18 @@ bool UnwindClient::EnsureWorker(std::string& why) {
   }
   UniqueFd mine(pair[0]);
   UniqueFd theirs(pair[1]);
-  if (theirs.get() == kWorkerSocket) {  // dup2 onto itself would keep O_CLOEXEC
-    theirs = UniqueFd(fcntl(theirs.get(), F_DUPFD_CLOEXEC, kWorkerSocket + 1));
-  }
   std::vector<std::string> arguments = options_.arguments;
   arguments.push_back(std::to_string(getpid()));
-  std::vector<char*> argv;
-  for (std::string& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-  char* envp[] = {nullptr};  // nothing of the exporter's environment (DEBUGINFOD_URLS...)
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, theirs.get(), kWorkerSocket);
-  posix_spawnattr_t attributes;
-  posix_spawnattr_init(&attributes);
-  sigset_t none;
-  sigset_t all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attributes, &none);  // the exporter's threads block some
-  posix_spawnattr_setsigdefault(&attributes, &all);
-  // A process group of its own: a stop kills whatever it may have left (a fake worker's
-  // children in tests; the real one cannot fork).
-  posix_spawnattr_setpgroup(&attributes, 0);
-  posix_spawnattr_setflags(&attributes,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  pid_t pid = -1;
-  const int error =
-      posix_spawn(&pid, options_.program.c_str(), &actions, &attributes, argv.data(), envp);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attributes);
+  const auto pid = SpawnHelper(options_.program, std::move(arguments), theirs.get());
   theirs = UniqueFd();
   next_start_ = Clock::now() + backoff_;
-  if (error != 0) {
+  if (!pid) {
     Count("start_failed");
     backoff_ = std::min(backoff_ * 2, options_.max_backoff);
-    why = std::string("unwinder worker: cannot start ") + options_.program + ": " +
-          std::strerror(error);
+    why = "unwinder worker: " + pid.error();
     return false;
   }
-  worker_ = pid;
+  worker_ = *pid;
   socket_ = mine.release();
   {
     std::lock_guard stats_lock(stats_mutex_);
@@ -187,9 +155,9 @@ bool UnwindClient::EnsureWorker(std::string& why) {
   }
   if (!refused.empty()) {
     log::Warn("unwinder worker runs without part of its sandbox",
-              {{"pid", std::to_string(pid)}, {"refused", refused}});
+              {{"pid", std::to_string(*pid)}, {"refused", refused}});
   } else if (starts == 1) {
-    log::Info("unwinder worker started in its sandbox", {{"pid", std::to_string(pid)}});
+    log::Info("unwinder worker started in its sandbox", {{"pid", std::to_string(*pid)}});
   }
   return true;
 }

@@ -21,6 +21,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "sys/spawn_helper.h"
 #include "sys/unwind_protocol.h"
 #include "sys/unwind_worker.h"
 
@@ -28,7 +29,7 @@ namespace rdmascope::sys {
 namespace {
 
 constexpr uid_t kNobody = 65534;
-constexpr int kSocket = 3;
+constexpr int kSocket = kHelperSocket;
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
@@ -184,12 +185,7 @@ int UnwindWorkerMain(int argc, char** argv) {
   char* end = nullptr;
   const long parent = std::strtol(argv[2], &end, 10);
   if (end == argv[2] || *end != '\0' || parent <= 0) return 2;
-  // The socket must be what the parent gave: a SEQPACKET socket, as descriptor 3.
-  int type = 0;
-  socklen_t size = sizeof type;
-  if (getsockopt(kSocket, SOL_SOCKET, SO_TYPE, &type, &size) != 0 || type != SOCK_SEQPACKET) {
-    return 2;
-  }
+  if (!HelperSocketIsReady()) return 2;
   const std::string layers = EnterUnwindSandbox(static_cast<pid_t>(parent));
   if (!unwind_protocol::Send(
           kSocket, unwind_protocol::Writer(unwind_protocol::Type::kReady).String(layers))) {

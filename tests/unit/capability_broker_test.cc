@@ -20,22 +20,12 @@
 
 #include "sys/spawn_helper.h"
 #include "sys/unwind_protocol.h"
+#include "unit/process_status.h"
 
 namespace rdmascope::sys {
 namespace {
 
 namespace wire = unwind_protocol;
-
-std::string StatusField(pid_t pid, const std::string& name) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with(name + ":")) {
-      const size_t value = line.find_first_not_of(" \t", name.size() + 1);
-      return value == std::string::npos ? "" : line.substr(value);
-    }
-  }
-  return "";
-}
 
 // As root, the broker is nobody: without its two capabilities it could not read this (root's)
 // process. As another user it keeps that uid, which reads its own processes with none.

@@ -14,6 +14,7 @@
 
 #include "sys/spawn_helper.h"
 #include "sys/unwind_broker.h"
+#include "unit/process_status.h"
 #include "unit/unwind_fixture.h"
 
 namespace rdmascope::sys {
@@ -25,18 +26,6 @@ UnwindClientOptions RealWorker() {
   UnwindClientOptions options;
   options.program = RDMASCOPE_BINARY;
   return options;
-}
-
-// "Seccomp:\t2" -> "2": a field of /proc/PID/status.
-std::string StatusField(pid_t pid, const std::string& name) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with(name + ":")) {
-      const size_t value = line.find_first_not_of(" \t", name.size() + 1);
-      return value == std::string::npos ? "" : line.substr(value);
-    }
-  }
-  return "";
 }
 
 class UnwindClientTest : public DwarfUnwinderTest {
