@@ -62,9 +62,36 @@ UnwindClient::~UnwindClient() {
     close(socket_);  // the worker's Serve() sees the end and exits
     socket_ = -1;
     kill(-worker_, SIGKILL);
-    waitpid(worker_, nullptr, 0);
+    ReapWithin(worker_, kReapWait);
     worker_ = -1;
   }
+}
+
+// Waits for `pid` to end, at most `wait`. Under a root exporter the SIGKILL before it is
+// refused (the worker is nobody, the exporter has no CAP_KILL): the worker ends by its own
+// watchdog (sys/unwind_worker.cc) or at the socket's end; one that does neither (its code
+// subverted by a file it parsed) is left behind rather than waited for, and reaped later.
+std::optional<int> UnwindClient::ReapWithin(pid_t pid, std::chrono::milliseconds wait) {
+  const auto deadline = Clock::now() + wait;
+  for (;;) {
+    int status = 0;
+    const pid_t reaped = waitpid(pid, &status, WNOHANG);
+    if (reaped == pid || (reaped < 0 && errno == ECHILD)) return status;
+    if (Clock::now() >= deadline) {
+      lingering_.push_back(pid);
+      log::Warn("unwinder worker did not end when stopped: left behind, reaped when it does",
+                {{"pid", std::to_string(pid)}});
+      return std::nullopt;
+    }
+    usleep(10'000);
+  }
+}
+
+void UnwindClient::ReapLingering() {
+  std::erase_if(lingering_, [](pid_t pid) {
+    const pid_t reaped = waitpid(pid, nullptr, WNOHANG);
+    return reaped == pid || (reaped < 0 && errno == ECHILD);
+  });
 }
 
 bool UnwindClient::Start() {
@@ -97,16 +124,16 @@ std::string UnwindClient::Stop(const std::string& reason) {
   if (socket_ >= 0) close(socket_);
   socket_ = -1;
   kill(-worker_, SIGKILL);
-  int status = 0;
-  waitpid(worker_, &status, 0);
+  const std::optional<int> status = ReapWithin(worker_, kReapWait);
   worker_ = -1;
   next_start_ = Clock::now() + backoff_;
   backoff_ = std::min(backoff_ * 2, options_.max_backoff);
-  return DescribeStatus(status);
+  return status ? DescribeStatus(*status) : "did not end when stopped";
 }
 
 bool UnwindClient::EnsureWorker(std::string& why) {
   if (worker_ > 0) return true;
+  ReapLingering();
   if (Clock::now() < next_start_) {
     why = "unwinder worker restarting";
     return false;

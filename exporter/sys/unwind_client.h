@@ -79,11 +79,18 @@ class UnwindClient final : public StackUnwinder {
                                                bool send = true);
   // Kills and reaps the worker, counts `reason`, backs off; how the worker ended.
   std::string Stop(const std::string& reason);
+  // The worker's exit status once it has ended, waiting at most `wait`; nullopt (and kept in
+  // lingering_) when it has not.
+  std::optional<int> ReapWithin(pid_t pid, std::chrono::milliseconds wait);
+  void ReapLingering();
+  // Longer than the worker's watchdog outlives its parent's deadline (0.5 s).
+  static constexpr std::chrono::milliseconds kReapWait{3000};
 
   UnwindBroker broker_;  // answers the worker's questions (under mutex_)
   const UnwindClientOptions options_;
   mutable std::mutex mutex_;  // one request at a time; everything below
   pid_t worker_ = -1;
+  std::vector<pid_t> lingering_;  // stopped workers not yet ended (see ReapWithin)
   int socket_ = -1;
   Clock::time_point next_start_{};
   std::chrono::milliseconds backoff_;

@@ -6,10 +6,12 @@
 #include "sys/unwind_client.h"
 
 #include <gtest/gtest.h>
+#include <sys/capability.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <fstream>
+#include <ranges>
 #include <thread>
 
 #include "sys/spawn_helper.h"
@@ -115,6 +117,44 @@ TEST_F(UnwindClientTest, AWorkerThatHangsIsKilledAtItsDeadline) {
   const UnwoundStack second = client.Unwind(Capture(alpha, 0, {}), kPatient);
   EXPECT_EQ(second.stop_reason, "unwinder worker restarting");
   EXPECT_EQ(client.stats().starts, 1U);
+}
+
+// A worker this process may not kill (another user's, and no CAP_KILL: a root exporter and its
+// nobody worker) and that does not end by itself is left behind after a bounded wait, never
+// waited for: the stack thread goes on.
+TEST_F(UnwindClientTest, AWorkerThatCannotBeKilledIsNotWaitedFor) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a worker of another user)";
+  UnwindClientOptions options;
+  options.program = "/usr/bin/setpriv";
+  options.arguments = {"setpriv",        "--reuid=65534", "--regid=65534",
+                       "--clear-groups", "/bin/sleep",    "1000"};  // never ready, never ending
+  options.slack = std::chrono::milliseconds(200);
+  UnwindClient client(access_, options);
+  pid_t worker = -1;
+  std::chrono::steady_clock::duration took{};
+  // Capabilities are per thread: this one drops CAP_KILL from its effective set, as serve's
+  // threads have none of it.
+  std::thread([&] {
+    cap_t caps = cap_get_proc();
+    const cap_value_t kill_cap = CAP_KILL;
+    cap_set_flag(caps, CAP_EFFECTIVE, 1, &kill_cap, CAP_CLEAR);
+    ASSERT_EQ(cap_set_proc(caps), 0);
+    cap_free(caps);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(client.Start());  // no kReady: stopped, the kill refused
+    took = std::chrono::steady_clock::now() - start;
+    worker = client.worker_pid();
+  }).join();
+  EXPECT_EQ(worker, -1);
+  EXPECT_LT(took, std::chrono::seconds(20));  // the slack, then kReapWait: not the sleep's 1000 s
+  // Clean up from this thread, which may kill it.
+  for (const std::string& entry :
+       std::filesystem::directory_iterator("/proc") |
+           std::views::transform([](const auto& e) { return e.path().filename().string(); })) {
+    std::ifstream cmdline("/proc/" + entry + "/cmdline");
+    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    if (text.starts_with(std::string("/bin/sleep\0", 11) + "1000")) kill(std::stoi(entry), SIGKILL);
+  }
 }
 
 // A worker whose request never completes (here: its parent never answers its question) ends
