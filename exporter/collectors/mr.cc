@@ -374,9 +374,8 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
 MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
                          const std::filesystem::path& sysfs,
                          std::unique_ptr<ResourceSource> restrack)
-    : pinned_(std::make_unique<UverbsHolders>(procfs, sysfs,
-                                              std::chrono::seconds(options.pinned_rescan_seconds),
-                                              options.privileged)),
+    : pinned_(std::make_unique<UverbsHolders>(
+          procfs, sysfs, std::chrono::seconds(options.pinned_rescan_seconds), options.privileged)),
       procfs_(procfs),
       by_comm_(options.aggregate_by_comm) {
   if (!restrack) {

@@ -248,6 +248,12 @@ def check(machine, version, uid, failures):
         if PRIORITIES.get(level.group(1)) != priority:
             failures.append(f"PRIORITY {priority} for level={level.group(1)}: {message!r}")
     print(f"journal: {len(lines)} lines of the service, levels {sorted(seen)}")
+    # The capability broker starts under the unit's sandbox (SystemCallFilter=, the service's
+    # user) holding the two capabilities the serving process no longer has, all layers entered.
+    broker = [m for m, _ in lines if 'msg="capability broker started"' in m]
+    print("broker:", broker)
+    want(len(broker) == 1 and "holds=cap_dac_read_search,cap_sys_ptrace" in broker[0]
+         and "refused=none" in broker[0], "the capability broker started, fully confined")
     for level in ("error", "info", "debug"):
         want(level in seen, f"a level={level} line in the journal")
     warnings = machine.run("journalctl", "--unit=rdmascope.service", "--priority=warning",
