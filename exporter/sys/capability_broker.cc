@@ -393,11 +393,17 @@ CapabilityBroker::~CapabilityBroker() {
 }
 
 void CapabilityBroker::StopLocked(const std::string& why) {
-  if (socket_ >= 0) close(socket_);
+  if (socket_ >= 0) close(socket_);  // a broker that still reads sees the end and exits
   socket_ = -1;
   if (pid_ > 0) {
+    // Refused under a root exporter (the broker is nobody; serve keeps no CAP_KILL): never wait
+    // for it unbounded, on a scrape's thread. One that does not end is left, and reaped by
+    // the kernel's init when serve exits (PR_SET_PDEATHSIG ends it then).
     kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (waitpid(pid_, nullptr, WNOHANG) == 0 && std::chrono::steady_clock::now() < deadline) {
+      usleep(10'000);
+    }
   }
   if (stats_.up && !why.empty()) {
     log::Error(

@@ -17,6 +17,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "sys/spawn_helper.h"
 #include "sys/unwind_protocol.h"
@@ -244,6 +245,51 @@ TEST(CapabilityBrokerTest, ABrokerThatIsGoneIsCountedAndNeverWaitedFor) {
   const uint32_t pid = static_cast<uint32_t>(getpid());
   EXPECT_FALSE(broker->Namespaces(NamespaceKind::kPid, std::span(&pid, 1)).at(0));
   EXPECT_EQ(broker->stats().failed, 3u);
+}
+
+// A broker that stops answering and that this process may not kill (nobody's, and no CAP_KILL,
+// as under a root exporter) is given up within a bounded time: a scrape never waits for it.
+TEST(CapabilityBrokerTest, ABrokerThatHangsAndCannotBeKilledIsNotWaitedFor) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a broker of another user)";
+  char dir[] = "/tmp/rdmascope-fake-broker-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string program = std::string(dir) + "/broker";
+  {
+    std::ofstream script(program);
+    // Says it is ready (kReady, 16), then never answers.
+    script << "#!/bin/sh\nexec setpriv --reuid=65534 --regid=65534 --clear-groups python3 -c '"
+              "import socket, struct, time\n"
+              "s = socket.socket(fileno=3)\n"
+              "s.send(struct.pack(\"<II\", 16, 9) + b\"held=none\")\n"
+              "time.sleep(1000)'\n";
+  }
+  ASSERT_EQ(chmod(program.c_str(), 0755), 0);
+  auto broker = CapabilityBroker::Start(program, {}, std::chrono::milliseconds(300));
+  ASSERT_TRUE(broker.has_value()) << broker.error();
+  std::chrono::steady_clock::duration took{};
+  std::thread([&] {
+    cap_t caps = cap_get_proc();
+    const cap_value_t kill_cap = CAP_KILL;
+    cap_set_flag(caps, CAP_EFFECTIVE, 1, &kill_cap, CAP_CLEAR);
+    ASSERT_EQ(cap_set_proc(caps), 0);
+    cap_free(caps);
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE((*broker)->Maps(static_cast<uint32_t>(getpid()), 1 << 20).has_value());
+    took = std::chrono::steady_clock::now() - start;
+  }).join();
+  EXPECT_LT(took, std::chrono::seconds(5));  // 0.3 s of deadline, at most 1 s of reaping
+  EXPECT_FALSE((*broker)->stats().up);
+  EXPECT_EQ((*broker)->stats().failed, 1u);
+  // The sleeper, from this thread (which may kill it).
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream cmdline(entry.path() / "cmdline");
+    const std::string text((std::istreambuf_iterator<char>(cmdline)),
+                           std::istreambuf_iterator<char>());
+    if (text.find("time.sleep(1000)") != std::string::npos && text.starts_with("python3")) {
+      kill(std::stoi(entry.path().filename().string()), SIGKILL);
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CapabilityBrokerTest, ABrokerThatNeverStartsIsGivenUp) {
