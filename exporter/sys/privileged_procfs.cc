@@ -65,7 +65,7 @@ std::expected<UverbsHolderMap, std::string> DirectProcfs::UverbsHolders() {
   if (!entries) return std::unexpected("cannot list " + procfs_.string());
   for (const std::string& entry : *entries) {
     const auto pid = sysfs::ParseUnsigned(entry);
-    if (!pid || !ValidPid(static_cast<uint32_t>(std::min<uint64_t>(*pid, UINT32_MAX)))) continue;
+    if (!pid || *pid == 0 || *pid > INT_MAX) continue;
     const auto fd_dir = procfs_ / entry / "fd";
     for (const std::string& fd : sysfs::ListDirectory(fd_dir)) {
       char target[256];

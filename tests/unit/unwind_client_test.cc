@@ -6,12 +6,10 @@
 #include "sys/unwind_client.h"
 
 #include <gtest/gtest.h>
-#include <sys/capability.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <fstream>
-#include <ranges>
 #include <thread>
 
 #include "sys/spawn_helper.h"
@@ -131,30 +129,13 @@ TEST_F(UnwindClientTest, AWorkerThatCannotBeKilledIsNotWaitedFor) {
   options.slack = std::chrono::milliseconds(200);
   UnwindClient client(access_, options);
   pid_t worker = -1;
-  std::chrono::steady_clock::duration took{};
-  // Capabilities are per thread: this one drops CAP_KILL from its effective set, as serve's
-  // threads have none of it.
-  std::thread([&] {
-    cap_t caps = cap_get_proc();
-    const cap_value_t kill_cap = CAP_KILL;
-    cap_set_flag(caps, CAP_EFFECTIVE, 1, &kill_cap, CAP_CLEAR);
-    ASSERT_EQ(cap_set_proc(caps), 0);
-    cap_free(caps);
-    const auto start = std::chrono::steady_clock::now();
+  const auto took = WithoutCapKill([&] {
     EXPECT_FALSE(client.Start());  // no kReady: stopped, the kill refused
-    took = std::chrono::steady_clock::now() - start;
     worker = client.worker_pid();
-  }).join();
+  });
   EXPECT_EQ(worker, -1);
   EXPECT_LT(took, std::chrono::seconds(20));  // the slack, then kReapWait: not the sleep's 1000 s
-  // Clean up from this thread, which may kill it.
-  for (const std::string& entry :
-       std::filesystem::directory_iterator("/proc") |
-           std::views::transform([](const auto& e) { return e.path().filename().string(); })) {
-    std::ifstream cmdline("/proc/" + entry + "/cmdline");
-    std::string text((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
-    if (text.starts_with(std::string("/bin/sleep\0", 11) + "1000")) kill(std::stoi(entry), SIGKILL);
-  }
+  KillByCommandLine(std::string("/bin/sleep\0001000", 15));  // from this thread, which may
 }
 
 // A worker whose request never completes (here: its parent never answers its question) ends
