@@ -63,9 +63,6 @@ struct MrProbeOptions {
   std::shared_ptr<sys::PrivilegedProcfs> privileged;
 };
 
-// Prometheus-style durations: "90s", "10m", "1h30m", "250ms", "2d". nullopt if malformed.
-std::optional<uint64_t> ParseDurationNs(std::string_view text);
-
 struct MrProcess {
   uint32_t pid = 0;
   std::string comm;

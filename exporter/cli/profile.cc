@@ -18,17 +18,18 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/doctor.h"
-#include "cli/serve.h"
+#include "collectors/build.h"
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
 #include "collectors/verbs.h"
 #include "collectors/workload.h"
 #include "core/collector_runner.h"
+#include "core/duration.h"
 #include "core/log.h"
 #include "core/terminal_text.h"
 #include "core/version.h"
 #include "doctor/check_util.h"
+#include "doctor/local_snapshot.h"
 #include "profile/folded_writer.h"
 #include "profile/html_report.h"
 #include "profile/json_writer.h"
@@ -400,7 +401,7 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
 
   // Probes attach here, before the program exists: it is seen from its first instruction.
   std::vector<NamedCollector> collectors = BuildCollectors(config);
-  const auto probe_errors = ProbeErrors(collectors);
+  const auto probe_errors = doctor::ProbeErrors(collectors);
   profile::ProfileSession* session_ptr = nullptr;
   std::function<std::vector<VerbsQp>(uint32_t)> qp_source;
   std::function<WorkloadLabels(uint32_t)> workload_source;

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "cli/doctor.h"
+#include "collectors/build.h"
 #include "collectors/capability_broker_metrics.h"
 #include "collectors/mr.h"
 #include "collectors/registry.h"
@@ -22,6 +22,8 @@
 #include "core/sd_notify.h"
 #include "core/sysfs.h"
 #include "core/version.h"
+#include "doctor/local_snapshot.h"
+#include "doctor/service.h"
 #include "http/listen_address.h"
 #include "http/server.h"
 #include "sys/capability_broker.h"
@@ -59,36 +61,6 @@ static void RaiseOpenFileLimit() {
     log::Debug("open file limit raised",
                {{"from", std::to_string(before)}, {"to", std::to_string(limit.rlim_cur)}});
   }
-}
-
-// The enabled collectors, constructed (probes attached, counters opened). With
-// --probe.strict, a probe set that could not attach is fatal.
-std::vector<NamedCollector> BuildCollectors(const ServeConfig& config) {
-  std::vector<NamedCollector> collectors;
-  for (const CollectorEntry& entry : AllCollectors()) {
-    const std::string name(entry.name);
-    const bool enabled = config.collector_enabled.at(name);
-    log::Info("collector", {{"name", name}, {"enabled", enabled ? "true" : "false"}});
-    if (!enabled) continue;
-    auto collector = entry.create(config);
-    if (const std::string error = collector->ProbeError(); config.probe_strict && !error.empty()) {
-      throw std::runtime_error("--probe.strict: the " + name + " probes did not attach: " + error);
-    }
-    collectors.push_back({name, std::move(collector)});
-  }
-  // /debug/mr/stacks names each process's workload as rdma_process_workload_info does.
-  const WorkloadCollector* workload = nullptr;
-  for (const NamedCollector& entry : collectors) {
-    if (const auto* found = dynamic_cast<const WorkloadCollector*>(entry.collector.get())) {
-      workload = found;
-    }
-  }
-  for (NamedCollector& entry : collectors) {
-    if (auto* mr = dynamic_cast<MrCollector*>(entry.collector.get()); mr && workload) {
-      mr->SetWorkloadSource([workload](uint32_t pid) { return workload->Describe(pid); });
-    }
-  }
-  return collectors;
 }
 
 // What serving keeps, the broker's share included (--capabilities.keep, or what the enabled
@@ -269,7 +241,7 @@ int RunServe(const ServeConfig& config) {
   const std::shared_ptr<sys::CapabilityBroker> broker =
       StartCapabilityBroker(serving, broker_failed);
   std::vector<NamedCollector> collectors = BuildCollectors(serving);
-  std::map<std::string, std::string> probe_errors = ProbeErrors(collectors);  // for /doctor
+  std::map<std::string, std::string> probe_errors = doctor::ProbeErrors(collectors);  // for /doctor
   LogHostInventory(config);
   // Loading the BPF probes parses the kernel's BTF (megabytes, freed right after): hand the
   // freed memory back so the exporter's steady RSS is what it uses.
@@ -285,7 +257,7 @@ int RunServe(const ServeConfig& config) {
   LogWebSecurity(config.web);
   DebugRoutes routes = runner->CollectDebugRoutes();
   // Declared before the server, so destroyed after it: no /doctor request outlives it.
-  DoctorService doctor(runner, std::move(probe_errors), 60, config.doctor_lookback_seconds);
+  doctor::Service doctor(runner, std::move(probe_errors), 60, config.doctor_lookback_seconds);
   doctor.AddRoute(routes);
   HttpServer server(config.web, listen_fd, runner, std::move(routes));
   log::Info("listening", {{"address", config.web.listen_address},

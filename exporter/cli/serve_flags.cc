@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "collectors/registry.h"
+#include "core/duration.h"
 #include "http/listen_address.h"
 
 namespace rdmascope {

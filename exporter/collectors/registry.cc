@@ -16,47 +16,47 @@
 namespace rdmascope {
 namespace {
 
-std::unique_ptr<Collector> MakeEthtool(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeEthtool(const CollectorsConfig& config) {
   return std::make_unique<EthtoolCollector>(
       config.ethtool, std::make_unique<SystemNetdevSource>(config.sysfs, config.ethtool.pfc,
                                                            config.ethtool.refresh_interval));
 }
 
-std::unique_ptr<Collector> MakeRdma(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeRdma(const CollectorsConfig& config) {
   return std::make_unique<RdmaCollector>(config.rdma, config.sysfs,
                                          std::make_unique<VerbsPortMtuQuerier>());
 }
 
-std::unique_ptr<Collector> MakeResources(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeResources(const CollectorsConfig& config) {
   return std::make_unique<ResourcesCollector>(
       config.resources, config.procfs,
       std::make_unique<NetlinkResourceSource>(config.resources.max_raw_cqs));
 }
 
-std::unique_ptr<Collector> MakeVerbs(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeVerbs(const CollectorsConfig& config) {
   VerbsOptions options = config.verbs;
   options.probe.libraries = config.mr.libraries;
   options.probe.binaries = config.mr.binaries;
   return std::make_unique<VerbsCollector>(options, config.procfs);
 }
 
-std::unique_ptr<Collector> MakeOccupancy(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeOccupancy(const CollectorsConfig& config) {
   return std::make_unique<OccupancyCollector>(config.occupancy, config.procfs);
 }
 
-std::unique_ptr<Collector> MakePerf(const ServeConfig& config) {
+std::unique_ptr<Collector> MakePerf(const CollectorsConfig& config) {
   return std::make_unique<PerfCollector>(config.perf, config.sysfs);
 }
 
-std::unique_ptr<Collector> MakeMr(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeMr(const CollectorsConfig& config) {
   return std::make_unique<MrCollector>(config.mr, config.procfs, config.sysfs);
 }
 
-std::unique_ptr<Collector> MakeHostTuning(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeHostTuning(const CollectorsConfig& config) {
   return std::make_unique<HostTuningCollector>(config.sysfs, config.procfs, config.host);
 }
 
-std::unique_ptr<Collector> MakeWorkload(const ServeConfig& config) {
+std::unique_ptr<Collector> MakeWorkload(const CollectorsConfig& config) {
   std::unique_ptr<sys::ContainerNames> names;
   const std::string endpoint = ResolveCriEndpoint(config.workload.cri_endpoint, "/");
   if (!endpoint.empty()) {

@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "cli/serve_config.h"
+#include "collectors/config.h"
 #include "core/collector.h"
 
 namespace rdmascope {
@@ -16,7 +16,7 @@ struct CollectorEntry {
   std::string_view name;
   std::string_view help;
   bool enabled_by_default;
-  std::unique_ptr<Collector> (*create)(const ServeConfig& config);
+  std::unique_ptr<Collector> (*create)(const CollectorsConfig& config);
 };
 
 std::span<const CollectorEntry> AllCollectors();

@@ -64,6 +64,10 @@ inline constexpr const char* kNeedsWindow =
 // The reason of every history check when doctor collected itself (docs/doctor.md "History").
 inline constexpr const char* kNoExporter =
     "no exporter running: history needs rdmascope serve (use --exporter)";
+// Why a history check cannot run on `now`: its own reason, else kNoExporter.
+inline std::string NoHistory(const Snapshot& now) {
+  return now.no_history_reason().empty() ? std::string(kNoExporter) : now.no_history_reason();
+}
 
 inline Scope PortScope(const Sample& sample) {
   return {{"device", sample.Label("device")}, {"port", sample.Label("port")}};

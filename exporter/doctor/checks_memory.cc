@@ -160,7 +160,7 @@ std::vector<Finding> CheckPinnedVsMemlock(const Snapshot& now, const Snapshot*,
 std::vector<Finding> CheckMrLeak(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
   const std::string id = "memory.mr_leak";
   const std::string runbook = "rdmamrleak";
-  if (now.history() == nullptr) return {NothingToCheck(id, kArea, runbook, kNoExporter)};
+  if (now.history() == nullptr) return {NothingToCheck(id, kArea, runbook, NoHistory(now))};
   std::vector<Finding> findings;
   // RdmaMrLeak: outstanding bytes growing and regions older than --collector.mr.leak-age still
   // held.
@@ -198,7 +198,7 @@ std::vector<Finding> CheckPinnedGrowth(const Snapshot& now, const Snapshot*,
                                        const DoctorOptions& options) {
   const std::string id = "memory.pinned_growth";
   const std::string runbook = "rdmapinnedmemorygrowing";
-  if (now.history() == nullptr) return {NothingToCheck(id, kArea, runbook, kNoExporter)};
+  if (now.history() == nullptr) return {NothingToCheck(id, kArea, runbook, NoHistory(now))};
   std::vector<Finding> findings;
   // RdmaPinnedMemoryGrowing: more than 64 MiB over the hour. A shorter history is held to the
   // same figure: it can only miss a slow growth, never report one that did not happen.

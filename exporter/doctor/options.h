@@ -41,7 +41,7 @@ struct DoctorOptions {
   bool window_set = false;                 // --window given: passed on to /doctor as ?window=
   std::string exporter = "auto";           // URL, "auto" (the local serve if it answers), "none"
   uint64_t exporter_timeout_ns = 5'000'000'000ULL;  // the whole GET of /doctor
-  ClientAccess exporter_access;  // an exporter behind --web.config.file (cli/http_get.h)
+  ClientAccess exporter_access;  // an exporter behind --web.config.file (doctor/http_get.h)
   // --prometheus: the fleet's checks from a Prometheus (or Thanos, Mimir) instead of this host.
   std::string prometheus;                              // its URL; empty: this host
   std::string prometheus_selector;                     // matchers added to every query: cluster="a"

@@ -23,11 +23,17 @@ std::optional<double> ParseValue(std::string_view text) {
 
 // Where the parser is in {"status", "data": {"resultType", "result": [{"metric": {...},
 // "value": [t, "v"]} or "values": [[t, "v"], ...]]}}; anything else is kOther and skipped.
-enum class Frame { kTop, kData, kResult, kSeries, kMetric, kPoints, kPoint, kOther };
+enum class Frame { kTop, kData, kResult, kSeries, kMetric, kPoints, kPoint, kWarnings, kOther };
+
+// A partial answer's warnings kept, each cut to a length a report can print: they are the
+// server's bytes, and a hostile one could send many.
+constexpr size_t kMaxWarnings = 8;
+constexpr size_t kMaxWarningBytes = 512;
 
 class AnswerReader : public nlohmann::json_sax<Json> {
  public:
-  explicit AnswerReader(const std::function<void(AnswerSeries&&)>& each) : each_(each) {}
+  AnswerReader(const std::function<void(AnswerSeries&&)>& each, std::vector<std::string>* warnings)
+      : each_(each), warnings_(warnings) {}
 
   bool start_object(std::size_t) override {
     Frame frame = Frame::kOther;
@@ -55,6 +61,8 @@ class AnswerReader : public nlohmann::json_sax<Json> {
     Frame frame = Frame::kOther;
     if (frames_.empty()) {
       frame = Frame::kOther;
+    } else if (frames_.back() == Frame::kTop && key_ == "warnings") {
+      frame = Frame::kWarnings;  // Prometheus: ["..."]; Thanos and Mimir: partial responses
     } else if (frames_.back() == Frame::kData && key_ == "result") {
       frame = Frame::kResult;
       has_result_ = true;
@@ -92,6 +100,11 @@ class AnswerReader : public nlohmann::json_sax<Json> {
         break;
       case Frame::kData:
         if (key_ == "resultType") result_type_ = text;
+        break;
+      case Frame::kWarnings:
+        if (warnings_ != nullptr && warnings_->size() < kMaxWarnings) {
+          warnings_->push_back(text.substr(0, kMaxWarningBytes));
+        }
         break;
       case Frame::kMetric:
         if (key_ == "__name__") {
@@ -176,6 +189,7 @@ class AnswerReader : public nlohmann::json_sax<Json> {
   }
 
   const std::function<void(AnswerSeries&&)>& each_;
+  std::vector<std::string>* warnings_;
   std::vector<Frame> frames_;
   std::string key_;
   AnswerSeries series_;
@@ -189,8 +203,9 @@ class AnswerReader : public nlohmann::json_sax<Json> {
 }  // namespace
 
 std::expected<void, std::string> ReadQueryAnswer(std::string_view body, ResultType expected,
-                                                 const std::function<void(AnswerSeries&&)>& each) {
-  AnswerReader reader(each);
+                                                 const std::function<void(AnswerSeries&&)>& each,
+                                                 std::vector<std::string>* warnings) {
+  AnswerReader reader(each, warnings);
   Json::sax_parse(body.begin(), body.end(), &reader);
   return reader.Outcome(expected);
 }

@@ -28,8 +28,11 @@ struct AnswerSeries {
 // whose value is not a number in Prometheus' writing ("1", "NaN", "+Inf"...) are left out, and
 // so is a series left with none. The error says what the answer is: Prometheus' own error
 // (errorType: error), another result type than `expected`, not the API's JSON. A caller must
-// discard what `each` was given before an error (the error may come after).
+// discard what `each` was given before an error (the error may come after). The answer's
+// `warnings` (a partial answer: Thanos, Mimir, Prometheus' own) go to `warnings` when given, at
+// most 8 of at most 512 bytes each.
 std::expected<void, std::string> ReadQueryAnswer(std::string_view body, ResultType expected,
-                                                 const std::function<void(AnswerSeries&&)>& each);
+                                                 const std::function<void(AnswerSeries&&)>& each,
+                                                 std::vector<std::string>* warnings = nullptr);
 
 }  // namespace rdmascope::doctor

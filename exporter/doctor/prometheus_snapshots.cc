@@ -90,15 +90,19 @@ std::vector<std::string> Selectors(std::span<const std::string_view> names,
 }
 
 // One query's answer as instance -> name -> samples; series without an instance are nobody's.
-std::expected<InstanceSeries, std::string> ReadSeries(std::string_view body, ResultType type) {
+std::expected<InstanceSeries, std::string> ReadSeries(std::string_view body, ResultType type,
+                                                      std::vector<std::string>* warnings) {
   InstanceSeries read;
-  auto added = ReadQueryAnswer(body, type, [&read](AnswerSeries&& series) {
-    if (series.instance.empty() || series.name.empty()) return;
-    std::vector<Sample>& samples = read[series.instance][series.name];
-    for (const auto& [seconds, value] : series.points) {
-      samples.push_back(Sample{.labels = series.labels, .value = value});
-    }
-  });
+  auto added = ReadQueryAnswer(
+      body, type,
+      [&read](AnswerSeries&& series) {
+        if (series.instance.empty() || series.name.empty()) return;
+        std::vector<Sample>& samples = read[series.instance][series.name];
+        for (const auto& [seconds, value] : series.points) {
+          samples.push_back(Sample{.labels = series.labels, .value = value});
+        }
+      },
+      warnings);
   if (!added) return std::unexpected(added.error());
   return read;
 }
@@ -134,24 +138,28 @@ void MergeSeries(InstanceSeries&& from, InstanceSeries& into) {
   }
 }
 
-std::expected<void, std::string> AddQueryAnswer(std::string_view body,
-                                                InstanceSeries& by_instance) {
-  auto read = ReadSeries(body, ResultType::kVector);
+std::expected<void, std::string> AddQueryAnswer(std::string_view body, InstanceSeries& by_instance,
+                                                std::vector<std::string>* warnings) {
+  auto read = ReadSeries(body, ResultType::kVector, warnings);
   if (!read) return std::unexpected(read.error());
   MergeSeries(std::move(*read), by_instance);
   return {};
 }
 
 std::expected<void, std::string> AddTrendAnswer(std::string_view body, ResultType type,
-                                                double seconds, TrendPoints& points) {
+                                                double seconds, TrendPoints& points,
+                                                std::vector<std::string>* warnings) {
   std::map<std::string, std::map<double, SeriesByName>> read;
-  auto added = ReadQueryAnswer(body, type, [&](AnswerSeries&& series) {
-    if (series.instance.empty() || series.name.empty()) return;
-    // An instant answer's points carry the evaluation time; a range answer's, their step's.
-    const auto [at, value] = series.points.front();
-    read[series.instance][type == ResultType::kVector ? seconds : at][series.name].push_back(
-        Sample{.labels = std::move(series.labels), .value = value});
-  });
+  auto added = ReadQueryAnswer(
+      body, type,
+      [&](AnswerSeries&& series) {
+        if (series.instance.empty() || series.name.empty()) return;
+        // An instant answer's points carry the evaluation time; a range answer's, their step's.
+        const auto [at, value] = series.points.front();
+        read[series.instance][type == ResultType::kVector ? seconds : at][series.name].push_back(
+            Sample{.labels = std::move(series.labels), .value = value});
+      },
+      warnings);
   if (!added) return std::unexpected(added.error());
   for (auto& [instance, by_time] : read) {
     for (auto& [at, by_name] : by_time) {

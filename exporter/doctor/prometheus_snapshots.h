@@ -48,7 +48,9 @@ using InstanceSeries = std::map<std::string, SeriesByName, std::less<>>;
 // An error answer, another result type or a malformed document is an error saying what it is,
 // and adds nothing; samples without an instance label or with a value that is not a number are
 // skipped.
-std::expected<void, std::string> AddQueryAnswer(std::string_view body, InstanceSeries& by_instance);
+// The answer's warnings (a partial answer) go to `warnings` when given.
+std::expected<void, std::string> AddQueryAnswer(std::string_view body, InstanceSeries& by_instance,
+                                                std::vector<std::string>* warnings = nullptr);
 // Moves the series of `from` into `into` (a name's samples join those already there).
 void MergeSeries(InstanceSeries&& from, InstanceSeries& into);
 
@@ -57,7 +59,8 @@ using TrendPoints = std::map<std::string, std::map<double, SeriesByName>>;
 // One answer of the trend queries added: an instant vector's series at `seconds` (the
 // evaluation time), a range matrix's at their first point.
 std::expected<void, std::string> AddTrendAnswer(std::string_view body, ResultType type,
-                                                double seconds, TrendPoints& points);
+                                                double seconds, TrendPoints& points,
+                                                std::vector<std::string>* warnings = nullptr);
 // Each instance's history, as a running exporter's /doctor would attach it: a kept snapshot per
 // time a trend series was first seen, so that HistoryView::Earliest finds each one's start.
 std::map<std::string, std::shared_ptr<const HistoryView>> HistoriesOf(TrendPoints points);

@@ -1,10 +1,12 @@
 #include "doctor/query.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
-#include "bpf/mr_probe.h"  // ParseDurationNs
+#include "core/collector.h"  // BadRequest
+#include "core/duration.h"
 
 namespace rdmascope::doctor {
 namespace {
@@ -143,6 +145,33 @@ std::string ThresholdQuery(const DoctorOptions& options) {
     }
   }
   return query;
+}
+
+DoctorQuery ParseDoctorQuery(std::string_view query) {
+  DoctorQuery parsed;
+  for (size_t at = 0; at < query.size();) {
+    const size_t end = std::min(query.find('&', at), query.size());
+    const std::string_view item = query.substr(at, end - at);
+    at = end + 1;
+    if (item.empty()) continue;
+    const size_t equals = item.find('=');
+    const std::string_view name = item.substr(0, equals);
+    const std::string_view value =
+        equals == std::string_view::npos ? std::string_view() : item.substr(equals + 1);
+    if (name == "window") {
+      parsed.window_ns = ParseDurationNs(value);
+      if (!parsed.window_ns ||
+          *parsed.window_ns > static_cast<uint64_t>(kMaxLiveWindowSeconds * 1e9)) {
+        throw BadRequest("window must be a duration of at most 10s, like 5s: " +
+                         std::string(value));
+      }
+      continue;
+    }
+    const auto applied = ApplyThreshold(name, value, parsed.options);
+    if (!applied) throw BadRequest(applied.error());
+    if (!*applied) throw BadRequest("unknown parameter " + std::string(name));
+  }
+  return parsed;
 }
 
 }  // namespace rdmascope::doctor

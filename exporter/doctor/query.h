@@ -4,6 +4,7 @@
 // uses the same figures as one made here. docs/doctor.md, "History mode".
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <optional>
 #include <span>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "doctor/options.h"
+#include "doctor/report.h"
 
 namespace rdmascope::doctor {
 
@@ -46,5 +48,29 @@ std::expected<bool, std::string> ApplyThreshold(std::string_view name, std::stri
 
 // The thresholds of `options` that differ from the defaults, as "name=value&...", "" when none.
 std::string ThresholdQuery(const DoctorOptions& options);
+
+// --- The server's side: serve's /doctor (doctor/service.h) --------------------------------
+
+// A live window (?window=D) is at most this long: the request waits for it.
+inline constexpr double kMaxLiveWindowSeconds = 10;
+
+struct DoctorQuery {
+  std::optional<uint64_t> window_ns;  // ?window=D; absent: rates over the kept history
+  DoctorOptions options;              // the defaults, with the query's thresholds applied
+};
+
+// /doctor's query: window=D and thresholds, named as the --doctor.* flags without the prefix.
+// Throws BadRequest (core/collector.h) saying what is wrong.
+DoctorQuery ParseDoctorQuery(std::string_view query);
+
+// --- The client's side: `doctor` asking a running exporter --------------------------------
+
+// The address `doctor` tries when --exporter is not given: serve's default listen address.
+inline constexpr const char* kDefaultExporterUrl = "http://127.0.0.1:9879";  // kDefaultPort
+
+// The report of the exporter --exporter names (or root's rdmascope on the default address, for
+// --exporter=auto), with the thresholds of `options` sent along; nullopt, with the reason
+// logged, to collect on this host instead. Throws when --exporter.* credentials cannot be read.
+std::optional<ParsedReport> AskExporter(const DoctorOptions& options);
 
 }  // namespace rdmascope::doctor

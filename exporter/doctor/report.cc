@@ -211,6 +211,7 @@ std::string RenderJson(const std::vector<Finding>& findings, const ReportContext
   if (context.instances > 0) out["instances"] = context.instances;
   // Added within schema_version 1: only when true.
   if (context.fixes_display_only) out["fixes_display_only"] = true;
+  if (!context.warnings.empty()) out["warnings"] = context.warnings;  // also added within 1
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const Finding& finding : findings) {
     nlohmann::ordered_json item;
@@ -272,6 +273,10 @@ std::expected<ParsedReport, std::string> ParseJson(const std::string& text) {
     report.context.window_seconds = json.at("window_seconds").get<double>();
     // Added within schema_version 1: an older exporter's report has none.
     report.context.window_kind = json.value("window_kind", std::string());
+    if (const auto warnings = json.find("warnings"); warnings != json.end()) {
+      for (const auto& warning : *warnings)
+        report.context.warnings.push_back(warning.get<std::string>());
+    }
     for (const auto& item : json.at("findings")) {
       Finding finding;
       finding.id = item.at("id").get<std::string>();
@@ -318,6 +323,7 @@ std::string RenderText(const std::vector<Finding>& findings, const ReportContext
   if (context.fixes_display_only) {
     text += "Fixes are for the host each names, not this one: printed as comments, to read.\n";
   }
+  for (const std::string& warning : context.warnings) text += "WARNING: " + safe(warning) + "\n";
   const char* reset = colour ? "\033[0m" : "";
   // A host without RDMA skips nearly every check: one line names them after the findings
   // instead of a block each (--show-skipped prints the blocks with their reasons).
@@ -326,8 +332,8 @@ std::string RenderText(const std::vector<Finding>& findings, const ReportContext
     for (const Finding* finding : section) {
       std::string tag(SeverityName(finding->severity));
       for (char& c : tag) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-      text += std::string(colour ? Colour(finding->severity) : "") + "[" + tag + "]" + reset +
-              " " + safe(finding->id);
+      text += std::string(colour ? Colour(finding->severity) : "") + "[" + tag + "]" + reset + " " +
+              safe(finding->id);
       const std::string scope = ScopeText(finding->scope);
       if (!scope.empty()) text += "  " + safe(scope);
       text += "\n";
@@ -417,6 +423,9 @@ std::string RenderHtml(const std::vector<Finding>& findings, const ReportContext
       "<th>expected</th><th>advice</th><th>fix</th></tr>\n";
   if (context.fixes_display_only) {
     html += "<p>Fixes are for the host each names, not the one reading this page.</p>\n";
+  }
+  for (const std::string& warning : context.warnings) {
+    html += "<p class=\"warn\">Warning: " + HtmlEscape(warning) + "</p>\n";
   }
   // The areas worst first; skipped checks folded into one closed block at the end.
   for (const auto& [area, section] : Sections(findings, false)) {

@@ -47,6 +47,10 @@ struct ReportContext {
   // for reading, never to paste here as they are. Text prints each as a shell comment naming
   // where it applies, HTML says so, JSON adds "fixes_display_only": true.
   bool fixes_display_only = false;
+  // What the sources said was incomplete (Prometheus' `warnings`: a Thanos or Mimir partial
+  // answer), or a part of the report that could not be made (history checks without @). What
+  // they touch is "could not judge" in the findings; these say why.
+  std::vector<std::string> warnings;
 };
 
 // Moves the ok findings out of `findings` into context.ok_by_check (check id -> how many): at

@@ -102,6 +102,10 @@ class Snapshot {
   // The exporter's history, when the snapshot was taken by `serve` for /doctor; else nullptr.
   const HistoryView* history() const { return history_.get(); }
   void set_history(std::shared_ptr<const HistoryView> history) { history_ = std::move(history); }
+  // Why there is no history, when it is not that doctor collected itself (check_util.h
+  // kNoExporter): a fleet whose Prometheus could not answer the history queries.
+  const std::string& no_history_reason() const { return no_history_reason_; }
+  void set_no_history_reason(std::string why) { no_history_reason_ = std::move(why); }
 
   // Why data of `collector` is missing from this snapshot: disabled, or failed with its error.
   // nullopt when it ran (and when the snapshot records no collectors at all, as in tests that
@@ -114,6 +118,7 @@ class Snapshot {
   double seconds_;
   std::map<std::string, CollectorOutcome> collectors_;
   std::shared_ptr<const HistoryView> history_;
+  std::string no_history_reason_;
 };
 
 // The increase of counter series `series` (taken from the later snapshot) since `before`;

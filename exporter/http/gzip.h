@@ -1,21 +1,13 @@
 // Content-Encoding negotiation and gzip for /metrics, as prometheus-cpp's pull handler does it.
 #pragma once
 
-#include <optional>
-#include <string>
 #include <string_view>
+
+#include "core/gzip.h"  // GzipCompress, kGzipLevel: what the negotiated coding is
 
 namespace rdmascope {
 
 // True if an Accept-Encoding header value lists gzip (or *) without q=0.
 bool AcceptsGzip(std::string_view accept_encoding);
-
-// The deflate level /metrics uses: see docs/benchmarks.md (levels 1, 3, 6 measured).
-inline constexpr int kGzipLevel = 1;
-
-// The gzip stream (RFC 1952) of `input`; nullopt if zlib fails (then serve it uncompressed).
-// Each thread keeps one deflate state (~270 KB) and resets it per call instead of allocating
-// and initialising a new one per scrape.
-std::optional<std::string> GzipCompress(std::string_view input, int level = kGzipLevel);
 
 }  // namespace rdmascope

@@ -15,12 +15,12 @@
 #include <mutex>
 #include <set>
 
-#include "cli/serve_config.h"
 #include "core/collector_runner.h"
 #include "http/handler.h"
 #include "http/listen_address.h"
 #include "http/rate_limiter.h"
 #include "http/slow_lane.h"
+#include "http/web_options.h"
 #include "web/basic_auth.h"
 
 struct MHD_Daemon;

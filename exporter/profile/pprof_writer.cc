@@ -4,9 +4,9 @@
 
 #include <mutex>
 
+#include "core/gzip.h"
 #include "core/log.h"
 #include "core/private_library.h"
-#include "http/gzip.h"
 
 namespace rdmascope::profile {
 namespace {

@@ -61,7 +61,7 @@ struct Judged {
 };
 
 // /doctor at `now_minute` of an exporter started at minute 0 that collected once a minute
-// (its tick), the port having counted `crc(minute)` CRC errors: what DoctorService::Report does
+// (its tick), the port having counted `crc(minute)` CRC errors: what doctor::Service::Report does
 // without ?window=.
 Judged Judge(double now_minute, const std::function<double(double)>& crc,
              double lookback_seconds = kDefaultLookbackSeconds) {

@@ -1,8 +1,6 @@
-// doctor over a fleet (doctor/prometheus_snapshots.h, cli/doctor_prometheus.h): the series the
+// doctor over a fleet (doctor/prometheus_snapshots.h, doctor/promql_client.h): the series the
 // checks read are what the queries ask for; Prometheus' answers become one snapshot per
 // instance, with the collectors' outcomes; bad answers are errors, odd samples are skipped.
-#include "cli/doctor_prometheus.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +9,7 @@
 
 #include "doctor/checks.h"
 #include "doctor/prometheus_snapshots.h"
+#include "doctor/promql_client.h"
 #include "doctor/report.h"
 #include "unit/doctor_fixtures.h"
 
@@ -248,12 +247,6 @@ TEST(DoctorFleetReport, OkFindingsAreCountedAndQueriesListed) {
   EXPECT_NE(html.find("<code>up{job=&quot;r&quot;}</code>"), std::string::npos) << html;
 }
 
-}  // namespace
-}  // namespace rdmascope::doctor
-
-namespace rdmascope {
-namespace {
-
 TEST(DoctorPrometheusFlags, MatchersFromSelectorAndJob) {
   EXPECT_EQ(PrometheusMatchers("", ""), "");
   EXPECT_EQ(PrometheusMatchers("{cluster=\"a\"}", ""), "cluster=\"a\"");
@@ -277,4 +270,4 @@ TEST(DoctorPrometheusFlags, EvaluationTimeAsPrometheusTakesIt) {
 }
 
 }  // namespace
-}  // namespace rdmascope
+}  // namespace rdmascope::doctor

@@ -14,11 +14,11 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/doctor.h"
-#include "cli/http_get.h"
 #include "doctor/checks.h"
+#include "doctor/http_get.h"
 #include "doctor/query.h"
 #include "doctor/report.h"
+#include "doctor/service.h"
 #include "http/handler.h"
 #include "unit/doctor_fixtures.h"
 
@@ -192,7 +192,7 @@ TEST(DoctorReport, JsonThatIsNotAReportIsRefusedWithTheReason) {
   EXPECT_EQ(ParseJson(json).error(), "unknown severity dire");
 }
 
-// --- /doctor in serve (cli/doctor.h DoctorService) -----------------------------------------
+// --- /doctor in serve (doctor/service.h Service) -----------------------------------------
 
 // The mr collector of a process that registers 1 MiB more at every collection and keeps old
 // regions, or (`port`) the rdma collector of a port whose retransmissions rise 1000 a collection.
@@ -218,7 +218,7 @@ class LeakingHost : public Collector {
   mutable std::atomic<int> calls_{0};
 };
 
-std::unique_ptr<DoctorService> LeakingService() {
+std::unique_ptr<Service> LeakingService() {
   std::vector<NamedCollector> collectors;
   collectors.push_back({"mr", std::make_unique<LeakingHost>(false)});
   collectors.push_back({"rdma", std::make_unique<LeakingHost>(true)});
@@ -226,7 +226,7 @@ std::unique_ptr<DoctorService> LeakingService() {
       std::make_shared<CollectorRunner>(std::move(collectors), BuildInfo{"t", "t"}, "/proc");
   // A tick of an hour: only the synchronous first collection at start is kept, the test does
   // not race the thread.
-  return std::make_unique<DoctorService>(runner, std::map<std::string, std::string>{}, 3600);
+  return std::make_unique<Service>(runner, std::map<std::string, std::string>{}, 3600);
 }
 
 // Issue 37: a live window is observed once for every request that arrives while it runs, and
@@ -337,7 +337,7 @@ TEST(DoctorRoute, AnOldBurstStopsFiringOnceOlderThanTheLookback) {
   auto runner =
       std::make_shared<CollectorRunner>(std::move(collectors), BuildInfo{"t", "t"}, "/proc");
   const auto started = std::chrono::steady_clock::now();
-  DoctorService service(runner, {}, /*interval_seconds=*/0.05, /*lookback_seconds=*/0.2);
+  Service service(runner, {}, /*interval_seconds=*/0.05, /*lookback_seconds=*/0.2);
   // Six collections, the burst in the first two; at least 0.3 s, so the start is out of the
   // lookback.
   const auto deadline = started + std::chrono::seconds(10);
@@ -531,7 +531,7 @@ TEST(DoctorReport, SkippedChecksAreOneLineUnlessAsked) {
   EXPECT_EQ(full.find("--show-skipped"), std::string::npos);
 }
 
-// --- doctor --exporter's URL (cli/http_get.h); the client itself: tests/e2e/doctor_exporter.py
+// --- doctor --exporter's URL (doctor/http_get.h); the client itself: tests/e2e/doctor_exporter.py
 // and, over TLS and basic auth against serve, tests/e2e/doctor_exporter_tls.py.
 
 TEST(DoctorExporterUrl, HttpOrHttpsWithHostPortAndPath) {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "collectors/mr.h"
+#include "core/duration.h"
 #include "unit/fixture_tree.h"
 
 namespace rdmascope {

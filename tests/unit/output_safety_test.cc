@@ -10,12 +10,12 @@
 #include <fstream>
 #include <string>
 
-#include "cli/local_exporter.h"
 #include "core/html.h"
 #include "core/terminal_text.h"
 #include "doctor/checks.h"
 #include "doctor/report.h"
 #include "doctor/shell_quote.h"
+#include "sys/local_exporter.h"
 #include "unit/doctor_fixtures.h"
 
 namespace rdmascope::doctor {

@@ -1,12 +1,8 @@
-#include "cli/doctor_prometheus.h"
+#include "doctor/fleet_report.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
-#include <charconv>
 #include <chrono>
-#include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <iterator>
 #include <map>
@@ -15,14 +11,14 @@
 #include <set>
 #include <thread>
 
-#include "cli/doctor.h"
 #include "core/log.h"
 #include "doctor/checks.h"
 #include "doctor/fleet_drift.h"
 #include "doctor/prometheus_snapshots.h"
+#include "doctor/promql_client.h"
 #include "doctor/report.h"
 
-namespace rdmascope {
+namespace rdmascope::doctor {
 namespace {
 
 // Without --window: rates over the last 5 minutes, as the alert rules' rate(...[5m]).
@@ -51,48 +47,42 @@ struct PlannedQuery {
   Use use = Use::kNow;
 };
 
+// The history checks' queries: without them (a Prometheus older than 2.33 has no @ modifier;
+// one that times out on an hour of trend series) the history checks skip, not the report.
+bool Optional(Use use) { return use == Use::kTrendThen || use == Use::kTrendAppeared; }
+
 struct QueryResult {
-  std::string error;  // empty: answered
-  doctor::InstanceSeries series;
-  doctor::TrendPoints trend;
-  doctor::ReportQuery record;
+  std::string error;                  // empty: answered
+  std::vector<std::string> warnings;  // a partial answer's
+  InstanceSeries series;
+  TrendPoints trend;
+  ReportQuery record;
 };
 
-std::string Seconds(double time) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f", time);
-  return text;
-}
-
 // One query, its answer read into `result` (on its own thread: nothing shared).
-void Run(const HttpUrl& url, const HttpClientOptions& client, std::chrono::milliseconds timeout,
-         const PlannedQuery& query, QueryResult& result) {
+void Run(PromqlTransport& prometheus, const PlannedQuery& query, QueryResult& result) {
   const bool range = query.start > 0;
   const std::string target =
-      range ? "/api/v1/query_range?query=" + UrlEncode(query.promql) +
-                  "&start=" + Seconds(query.start) + "&end=" + Seconds(query.time) +
-                  "&step=" + Seconds(kTrendStepSeconds)
-            : "/api/v1/query?query=" + UrlEncode(query.promql) + "&time=" + Seconds(query.time);
+      QueryTarget(query.promql, query.time, query.start, range ? kTrendStepSeconds : 0);
   const auto started = std::chrono::steady_clock::now();
-  const auto answer = HttpGet(url, target, timeout, client, 1U << 30);
+  const auto answer = prometheus.Get(target);
   result.record.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!answer) {
-    result.error = answer.error().message;
+    result.error = answer.error();
     return;
   }
   result.record.bytes = answer->body.size();
   // Prometheus answers its errors (400 bad query, 422 execution, 503 timeout) as JSON too.
   std::expected<void, std::string> read;
   if (query.use == Use::kNow || query.use == Use::kBefore || query.use == Use::kIdentity) {
-    read = doctor::AddQueryAnswer(answer->body, result.series);
+    read = AddQueryAnswer(answer->body, result.series, &result.warnings);
     for (const auto& [instance, by_name] : result.series) {
       for (const auto& [name, samples] : by_name) result.record.series += samples.size();
     }
   } else {
-    read = doctor::AddTrendAnswer(answer->body,
-                                  range ? doctor::ResultType::kMatrix : doctor::ResultType::kVector,
-                                  query.time, result.trend);
+    read = AddTrendAnswer(answer->body, range ? ResultType::kMatrix : ResultType::kVector,
+                          query.time, result.trend, &result.warnings);
     for (const auto& [instance, by_time] : result.trend) {
       for (const auto& [at, by_name] : by_time) {
         for (const auto& [name, samples] : by_name) result.record.series += samples.size();
@@ -105,8 +95,7 @@ void Run(const HttpUrl& url, const HttpClientOptions& client, std::chrono::milli
                        ? read.error()
                        : "HTTP " + std::to_string(answer->status) + ": " + body;
     if (query.use == Use::kTrendAppeared) {
-      result.error +=
-          " (the history checks' query uses PromQL's @ modifier: Prometheus 2.33 or later)";
+      result.error += " (this query uses PromQL's @ modifier: Prometheus 2.33 or later)";
     }
   } else if (answer->status != 200) {
     result.error = "HTTP " + std::to_string(answer->status);
@@ -114,9 +103,8 @@ void Run(const HttpUrl& url, const HttpClientOptions& client, std::chrono::milli
 }
 
 // Every query, `concurrency` at a time, so that reading one answer overlaps Prometheus
-// evaluating the next. After a failure no more are started.
-std::vector<QueryResult> RunAll(const HttpUrl& url, const HttpClientOptions& client,
-                                std::chrono::milliseconds timeout,
+// evaluating the next. After a failure of a query the report needs, no more are started.
+std::vector<QueryResult> RunAll(PromqlTransport& prometheus,
                                 const std::vector<PlannedQuery>& queries, int concurrency) {
   std::vector<QueryResult> results(queries.size());
   std::atomic<size_t> next{0};
@@ -125,10 +113,10 @@ std::vector<QueryResult> RunAll(const HttpUrl& url, const HttpClientOptions& cli
     for (size_t i = next++; i < queries.size() && !failed; i = next++) {
       log::Debug("doctor: query",
                  {{"promql", queries[i].promql},
-                  {"time", Seconds(queries[i].time)},
-                  {"start", queries[i].start > 0 ? Seconds(queries[i].start) : ""}});
-      Run(url, client, timeout, queries[i], results[i]);
-      if (!results[i].error.empty()) failed = true;
+                  {"time", std::to_string(queries[i].time)},
+                  {"start", queries[i].start > 0 ? std::to_string(queries[i].start) : ""}});
+      Run(prometheus, queries[i], results[i]);
+      if (!results[i].error.empty() && !Optional(queries[i].use)) failed = true;
     }
   };
   std::vector<std::jthread> threads;
@@ -139,63 +127,16 @@ std::vector<QueryResult> RunAll(const HttpUrl& url, const HttpClientOptions& cli
   return results;
 }
 
-}  // namespace
-
-std::string UrlEncode(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
-std::optional<double> ParseEvaluationTime(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  if (text.find_first_not_of("0123456789.") == std::string::npos) {
-    double seconds = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (error != std::errc() || end != text.data() + text.size() || seconds <= 0) {
-      return std::nullopt;
-    }
-    return seconds;
-  }
-  std::tm tm{};
-  const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (rest == nullptr) return std::nullopt;
-  double fraction = 0;
-  if (*rest == '.') {
-    const char* digits = rest + 1;
-    double scale = 0.1;
-    for (rest = digits; std::isdigit(static_cast<unsigned char>(*rest)); ++rest, scale /= 10) {
-      fraction += (*rest - '0') * scale;
-    }
-    if (rest == digits) return std::nullopt;
-  }
-  long offset = 0;
-  if (*rest == 'Z' || *rest == 'z') {
-    ++rest;
-  } else if (*rest == '+' || *rest == '-') {
-    int hours = 0, minutes = 0;
-    if (std::sscanf(rest + 1, "%2d:%2d", &hours, &minutes) != 2 || std::strlen(rest) != 6 ||
-        hours > 23 || minutes > 59) {
-      return std::nullopt;
-    }
-    offset = (*rest == '+' ? 1 : -1) * (hours * 3600L + minutes * 60L);
-    rest += 6;
-  } else {
-    return std::nullopt;  // RFC 3339 requires the offset
-  }
-  if (*rest != '\0') return std::nullopt;
-  const std::time_t utc = timegm(&tm);
-  if (utc <= 0) return std::nullopt;
-  return static_cast<double>(utc - offset) + fraction;
+// A fleet drift finding made over a partial answer: what it judged may be missing hosts.
+Finding CouldNotJudge(Finding finding) {
+  if (finding.severity == Severity::kSkip) return finding;
+  finding.severity = Severity::kSkip;
+  finding.observed =
+      "could not judge: Prometheus answered partially (see the report's warnings), "
+      "so peers may be missing";
+  finding.advice.clear();
+  finding.fix.clear();
+  return finding;
 }
 
 // instance -> the jobs under which it is rdmascope (has rdmascope_build_info).
@@ -205,12 +146,12 @@ using RdmascopeJobs = std::map<std::string, std::set<std::string>, std::less<>>;
 // rdmascope_build_info. Another exporter (or a recording rule, a pushgateway, a federated
 // source) publishing a series of the same name for an instance could otherwise add findings
 // and fix lines to its report. Returns how many samples were dropped.
-size_t KeepRdmascopeSeries(const RdmascopeJobs& jobs, doctor::SeriesByName& by_name,
+size_t KeepRdmascopeSeries(const RdmascopeJobs& jobs, SeriesByName& by_name,
                            const std::string& instance) {
   const auto own = jobs.find(instance);
   size_t dropped = 0;
   for (auto& [name, samples] : by_name) {
-    dropped += std::erase_if(samples, [&](const doctor::Sample& sample) {
+    dropped += std::erase_if(samples, [&](const Sample& sample) {
       return own == jobs.end() || !own->second.contains(sample.Label("job"));
     });
   }
@@ -218,35 +159,23 @@ size_t KeepRdmascopeSeries(const RdmascopeJobs& jobs, doctor::SeriesByName& by_n
   return dropped;
 }
 
-std::string PrometheusMatchers(const std::string& selector, const std::string& job) {
-  std::string matchers = selector;
-  const size_t first = matchers.find_first_not_of(" \t");
-  const size_t last = matchers.find_last_not_of(" \t");
-  matchers = first == std::string::npos ? "" : matchers.substr(first, last - first + 1);
-  if (matchers.starts_with("{") != matchers.ends_with("}")) {
-    throw std::invalid_argument("--prometheus.selector " + selector + ": unbalanced braces");
-  }
-  if (matchers.starts_with("{")) matchers = matchers.substr(1, matchers.size() - 2);
-  if (!job.empty()) {
-    std::string quoted;
-    for (const char c : job) {
-      if (c == '"' || c == '\\') quoted += '\\';
-      quoted += c;
-    }
-    matchers += (matchers.empty() ? "" : ",") + std::string("job=\"") + quoted + "\"";
-  }
-  return matchers;
+}  // namespace
+
+ParsedReport ReportFromPrometheus(const DoctorOptions& options) {
+  const auto url = ParseHttpUrl(options.prometheus);
+  if (!url) throw std::runtime_error("--prometheus " + options.prometheus + ": " + url.error());
+  HttpClientOptions client = ClientOptions(options.prometheus_access, "prometheus");
+  client.compressed = true;
+  const auto transport =
+      HttpPromqlTransport(*url, std::move(client),
+                          std::chrono::milliseconds(options.prometheus_timeout_ns / 1'000'000));
+  return ReportFromPrometheus(options, *transport);
 }
 
-int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
-  try {
-    const auto url = ParseHttpUrl(options.prometheus);
-    if (!url) throw std::runtime_error("--prometheus " + options.prometheus + ": " + url.error());
-    HttpClientOptions client = ClientOptions(options.prometheus_access, "prometheus");
-    client.compressed = true;
+ParsedReport ReportFromPrometheus(const DoctorOptions& options, PromqlTransport& prometheus) {
+  {
     const std::string matchers =
         PrometheusMatchers(options.prometheus_selector, options.prometheus_job);
-    const auto timeout = std::chrono::milliseconds(options.prometheus_timeout_ns / 1'000'000);
     const double window =
         options.window_set ? static_cast<double>(options.window_ns) / 1e9 : kDefaultWindowSeconds;
     // To the millisecond: samples scraped in the current second are after a whole-second time
@@ -261,18 +190,17 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
     // Every series the checks read now; at the window's start, only the counters; over the
     // last hour, the trend series' starts.
     std::vector<PlannedQuery> plan;
-    for (std::string& promql : doctor::CheckSeriesQueries(matchers)) {
+    for (std::string& promql : CheckSeriesQueries(matchers)) {
       plan.push_back({.promql = std::move(promql), .time = now, .use = Use::kNow});
     }
     if (window > 0) {
-      for (std::string& promql : doctor::CounterSeriesQueries(matchers)) {
+      for (std::string& promql : CounterSeriesQueries(matchers)) {
         plan.push_back({.promql = std::move(promql), .time = now - window, .use = Use::kBefore});
       }
     }
     const double then = now - kTrendSpanSeconds;
-    plan.push_back(
-        {.promql = doctor::TrendSelector(matchers), .time = then, .use = Use::kTrendThen});
-    plan.push_back({.promql = doctor::TrendAppearedQuery(matchers, then),
+    plan.push_back({.promql = TrendSelector(matchers), .time = then, .use = Use::kTrendThen});
+    plan.push_back({.promql = TrendAppearedQuery(matchers, then),
                     .time = now,
                     .start = then + kTrendStepSeconds,
                     .use = Use::kTrendAppeared});
@@ -284,17 +212,39 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
                               "[1d]), \"__name__\", \"rdmascope_build_info\", \"\", \"\")",
                     .time = now,
                     .use = Use::kIdentity});
-    std::vector<QueryResult> results =
-        RunAll(*url, client, timeout, plan, options.prometheus_concurrency);
+    std::vector<QueryResult> results = RunAll(prometheus, plan, options.prometheus_concurrency);
 
-    doctor::InstanceSeries now_series, before_series;
-    doctor::TrendPoints trend;
+    InstanceSeries now_series, before_series;
+    TrendPoints trend;
     RdmascopeJobs rdmascope_jobs;
-    std::vector<doctor::ReportQuery> records;
+    std::vector<ReportQuery> records;
+    // A partial answer (`warnings`) of a query the checks read makes fleet drift "could not
+    // judge": a host whose series were not answered would look like a host without RDMA, and
+    // its peer group would shrink unseen. One of the history queries' makes the history checks
+    // skip, as its failure does.
+    std::string history_unavailable;
+    bool partial = false;
+    std::vector<std::string> warnings;
     for (size_t i = 0; i < plan.size(); ++i) {
       QueryResult& result = results[i];
-      if (!result.error.empty()) {
+      if (!result.error.empty() && !Optional(plan[i].use)) {
         throw std::runtime_error("Prometheus " + options.prometheus + ": " + result.error);
+      }
+      if (!result.error.empty() || !result.warnings.empty()) {
+        if (Optional(plan[i].use) && history_unavailable.empty()) {
+          history_unavailable =
+              "Prometheus could not answer the history query: " +
+              (result.error.empty() ? "a partial answer (" + result.warnings.front() + ")"
+                                    : result.error);
+          warnings.push_back("history checks skipped: " + history_unavailable);
+        }
+        partial |= !Optional(plan[i].use) && !result.warnings.empty();
+        for (const std::string& warning : result.warnings) {
+          if (std::ranges::find(warnings, "partial answer: " + warning) == warnings.end()) {
+            warnings.push_back("partial answer: " + warning);
+          }
+        }
+        if (!result.error.empty()) continue;  // an optional query: nothing to read
       }
       result.record.promql = plan[i].promql;
       result.record.time = Rfc3339(static_cast<std::time_t>(plan[i].time));
@@ -305,15 +255,15 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
       records.push_back(std::move(result.record));
       switch (plan[i].use) {
         case Use::kNow:
-          doctor::MergeSeries(std::move(result.series), now_series);
+          MergeSeries(std::move(result.series), now_series);
           break;
         case Use::kBefore:
-          doctor::MergeSeries(std::move(result.series), before_series);
+          MergeSeries(std::move(result.series), before_series);
           break;
         case Use::kIdentity:
           for (const auto& [instance, by_name] : result.series) {
             for (const auto& [name, samples] : by_name) {
-              for (const doctor::Sample& sample : samples) {
+              for (const Sample& sample : samples) {
                 rdmascope_jobs[instance].insert(sample.Label("job"));
               }
             }
@@ -322,7 +272,7 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
         default:
           for (auto& [instance, by_time] : result.trend) {
             for (auto& [at, by_name] : by_time) {
-              doctor::SeriesByName& into = trend[instance][at];
+              SeriesByName& into = trend[instance][at];
               for (auto& [name, samples] : by_name) {
                 std::ranges::move(samples, std::back_inserter(into[name]));
               }
@@ -331,7 +281,7 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
       }
     }
     size_t foreign = 0;
-    for (doctor::InstanceSeries* series : {&now_series, &before_series}) {
+    for (InstanceSeries* series : {&now_series, &before_series}) {
       for (auto& [instance, by_name] : *series) {
         foreign += KeepRdmascopeSeries(rdmascope_jobs, by_name, instance);
       }
@@ -347,7 +297,7 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
                 {{"samples", std::to_string(foreign)},
                  {"why", "no rdmascope_build_info for their instance and job"}});
     }
-    auto snapshots = doctor::SnapshotsOf(std::move(now_series), now);
+    auto snapshots = SnapshotsOf(std::move(now_series), now);
     const bool any_rdmascope = std::ranges::any_of(snapshots, [](const auto& entry) {
       return entry.second.SeriesCount() > entry.second.Find("up").size();
     });
@@ -355,48 +305,53 @@ int RunPrometheusDoctor(const doctor::DoctorOptions& options) {
       throw std::runtime_error("Prometheus " + options.prometheus + " has no rdmascope series" +
                                (matchers.empty() ? "" : " matching {" + matchers + "}"));
     }
-    const auto before = doctor::SnapshotsOf(std::move(before_series), now - window);
-    auto histories = doctor::HistoriesOf(std::move(trend));
-    std::vector<doctor::Finding> findings;
+    const auto before = SnapshotsOf(std::move(before_series), now - window);
+    auto histories = HistoriesOf(std::move(trend));
+    std::vector<Finding> findings;
     for (auto& [instance, snapshot] : snapshots) {
       // A target Prometheus could not scrape has no fresh series (they went stale): checking
       // it would say "no data" of every check. Fleet drift says it is missing.
       if (snapshot.Value("up") == 0.0) continue;
       // Every instance has a history here (an empty one when it holds no trend series), so
-      // that the history checks run as they do on a running exporter's /doctor.
-      const auto history = histories.find(instance);
-      snapshot.set_history(history != histories.end() ? history->second
-                                                      : std::make_shared<doctor::HistoryView>());
+      // that the history checks run as they do on a running exporter's /doctor; none, and the
+      // history checks say why, when Prometheus could not answer for it.
+      if (!history_unavailable.empty()) {
+        snapshot.set_no_history_reason(history_unavailable);
+      } else {
+        const auto history = histories.find(instance);
+        snapshot.set_history(history != histories.end() ? history->second
+                                                        : std::make_shared<HistoryView>());
+      }
       const auto earlier = before.find(instance);
-      for (doctor::Finding& finding : doctor::RunChecks(
-               snapshot, earlier == before.end() ? nullptr : &earlier->second, options)) {
+      for (Finding& finding :
+           RunChecks(snapshot, earlier == before.end() ? nullptr : &earlier->second, options)) {
         finding.scope.insert(finding.scope.begin(), {"instance", instance});
         findings.push_back(std::move(finding));
       }
     }
     // Each host against its peers (fleet drift), targets that are down among them.
-    for (doctor::Finding& finding : doctor::FleetDrift(snapshots, before, options)) {
+    for (Finding& finding : FleetDrift(snapshots, before, options)) {
+      if (partial) finding = CouldNotJudge(std::move(finding));
       findings.push_back(std::move(finding));
     }
-    doctor::SortFindings(findings);  // stable: each check's hosts stay in instance order
+    SortFindings(findings);  // stable: each check's hosts stay in instance order
     log::Info("doctor: fleet report from Prometheus",
               {{"url", options.prometheus},
                {"instances", std::to_string(snapshots.size())},
                {"queries", std::to_string(plan.size())}});
-    doctor::ReportContext context{
+    ReportContext context{
         .host = options.prometheus + (matchers.empty() ? "" : " {" + matchers + "}"),
         .generated = Rfc3339(now_wall),
         .window_seconds = window,
-        .window_kind = window > 0 ? doctor::kWindowLookback : doctor::kWindowNone};
+        .window_kind = window > 0 ? kWindowLookback : kWindowNone};
     context.queries = std::move(records);
     context.instances = snapshots.size();
     context.fixes_display_only = true;  // each fix is its instance's, none this host's
-    if (!options.show_ok) doctor::CountOk(findings, context);
-    return PrintDoctorReport(findings, context, options, false);
-  } catch (const std::exception& e) {
-    log::Error("doctor could not read the fleet", {{"err", e.what()}});
-    return doctor::kExitCannotRun;
+    context.warnings = std::move(warnings);
+    for (const std::string& warning : context.warnings) log::Warn("doctor: " + warning);
+    if (!options.show_ok) CountOk(findings, context);
+    return ParsedReport{.findings = std::move(findings), .context = std::move(context)};
   }
 }
 
-}  // namespace rdmascope
+}  // namespace rdmascope::doctor

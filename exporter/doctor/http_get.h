@@ -12,6 +12,8 @@
 #include <expected>
 #include <string>
 
+#include "doctor/options.h"
+
 namespace rdmascope {
 
 struct HttpUrl {
@@ -56,5 +58,9 @@ std::expected<HttpAnswer, HttpError> HttpGet(const HttpUrl& url, const std::stri
                                              std::chrono::milliseconds timeout,
                                              const HttpClientOptions& client = {},
                                              size_t max_body = 16 << 20);
+
+// The HTTP client options of `--PREFIX.*` (exporter, prometheus): its password and bearer token
+// read from their files. Throws when a file cannot be read.
+HttpClientOptions ClientOptions(const doctor::ClientAccess& access, const std::string& prefix);
 
 }  // namespace rdmascope

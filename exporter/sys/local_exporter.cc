@@ -1,4 +1,4 @@
-#include "cli/local_exporter.h"
+#include "sys/local_exporter.h"
 
 #include <dirent.h>
 #include <unistd.h>

@@ -1,9 +1,12 @@
-#include "cli/http_get.h"
+#include "doctor/http_get.h"
 
 #include <curl/curl.h>
 #include <dlfcn.h>
 
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <stdexcept>
 #include <string_view>
 #include <type_traits>
 
@@ -207,6 +210,40 @@ std::expected<HttpAnswer, HttpError> HttpGet(const HttpUrl& url, const std::stri
   long status = 0;
   api.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
   return HttpAnswer{.status = static_cast<int>(status), .body = std::move(body.data)};
+}
+
+namespace {
+
+// A secret kept in a file: surrounding whitespace (the file's newline) is not part of it, as in
+// Prometheus' password_file and bearer_token_file. Throws when it cannot be read: doctor was
+// told how to log in and cannot, which is the user's to fix (exit 3).
+std::string ReadSecret(const std::string& path, const std::string& flag) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw std::runtime_error("cannot read " + flag + " " + path);
+  const std::string secret = text.str();
+  const size_t first = secret.find_first_not_of(" \t\r\n");
+  const size_t last = secret.find_last_not_of(" \t\r\n");
+  return first == std::string::npos ? "" : secret.substr(first, last - first + 1);
+}
+
+}  // namespace
+
+HttpClientOptions ClientOptions(const doctor::ClientAccess& access, const std::string& prefix) {
+  HttpClientOptions client{.ca_file = access.ca_file,
+                           .cert_file = access.cert_file,
+                           .key_file = access.key_file,
+                           .insecure_skip_verify = access.insecure_skip_verify,
+                           .username = access.username};
+  if (!access.password_file.empty()) {
+    client.password = ReadSecret(access.password_file, "--" + prefix + ".password-file");
+  }
+  if (!access.bearer_token_file.empty()) {
+    client.bearer_token =
+        ReadSecret(access.bearer_token_file, "--" + prefix + ".bearer-token-file");
+  }
+  return client;
 }
 
 }  // namespace rdmascope
