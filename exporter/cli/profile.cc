@@ -30,14 +30,11 @@
 #include "core/version.h"
 #include "doctor/check_util.h"
 #include "doctor/local_snapshot.h"
-#include "profile/folded_writer.h"
-#include "profile/html_report.h"
-#include "profile/json_writer.h"
 #include "profile/output_dir.h"
-#include "profile/pprof_writer.h"
+#include "profile/outputs.h"
+#include "profile/own_perf.h"
 #include "profile/profile_session.h"
-#include "sys/perf_events.h"
-#include "sys/pmu_libpfm.h"
+#include "profile/summary.h"
 
 namespace rdmascope {
 namespace {
@@ -119,195 +116,6 @@ std::string ProcessComm(uint32_t pid) {
   std::string comm;
   std::getline(file, comm);
   return comm;
-}
-
-std::string Histogram(const profile::Log2Histogram& h, double scale, const std::string& unit) {
-  if (h.count == 0) return "not measured";
-  const auto p50 = h.Quantile(0.5), p99 = h.Quantile(0.99);
-  return std::to_string(h.count) + " (mean " +
-         doctor::Num(std::round(h.sum / static_cast<double>(h.count) / scale)) + unit +
-         ", p50 <= " + doctor::Num(*p50 / scale) + unit + ", p99 <= " + doctor::Num(*p99 / scale) +
-         unit + ")";
-}
-
-// Every name in it is the profiled program's or the host's (comm, frames, devices, notes):
-// printed through EscapeControls, never raw to the terminal.
-std::string Summary(const ProfileData& data, const std::filesystem::path& output) {
-  const auto safe = [](std::string_view value) { return EscapeControls(value); };
-  std::ostringstream out;
-  out << "rdmascope profile of pid " << data.pid << " (" << safe(data.comm) << "), "
-      << doctor::Num(std::round(data.duration_seconds * 10) / 10)
-      << " s, ended: " << data.end_reason;
-  if (data.exit_status) out << " (exit status " << *data.exit_status << ")";
-  out << "\n";
-  if (!data.workload.empty()) {
-    out << "  workload:";
-    for (const auto& [name, value] : data.workload) out << " " << safe(name) << "=" << safe(value);
-    out << "\n";
-  }
-  const profile::MrSummary& mr = data.mr;
-  out << "  memory registrations: " << mr.registrations << " ("
-      << doctor::Bytes(static_cast<double>(mr.registered_bytes)) << "), " << mr.deregistrations
-      << " deregistered, " << mr.failures << " failed\n";
-  out << "  outstanding " << (data.end_reason == "exited" ? "at exit" : "at the end") << ": "
-      << mr.outstanding_regions << " regions, "
-      << doctor::Bytes(static_cast<double>(mr.outstanding_bytes)) << "\n";
-  size_t shown = 0;
-  for (const profile::RegistrationStack& stack : data.stacks) {
-    if (stack.outstanding_regions == 0 || shown++ == 3) break;
-    // The registering code: the innermost named frame outside the RDMA stack. The uprobes'
-    // stacks start at the caller of ibv_reg_mr; the kernel path's in the system call (libc's
-    // ioctl, then libibverbs and its provider).
-    std::string where = "??";
-    for (const profile::Frame& frame : stack.frames) {
-      const bool rdma_stack =
-          frame.function.starts_with("ibv_") || frame.module.starts_with("libibverbs.so") ||
-          frame.module.find("-rdmav") != std::string::npos || frame.module.starts_with("libc.so");
-      if (frame.function != "??" && !rdma_stack) {
-        where = safe(frame.function) + " (" + safe(frame.module) + ")";
-        break;
-      }
-    }
-    out << "    " << stack.outstanding_regions << " regions, "
-        << doctor::Bytes(static_cast<double>(stack.outstanding_bytes)) << " from " << where << "\n";
-  }
-  out << "  registration latency: " << Histogram(mr.latency_ns, 1000, " us") << "\n";
-  out << "  messages sent: " << Histogram(data.messages.send_bytes, 1, " B") << "\n";
-  out << "  messages received: " << Histogram(data.messages.recv_bytes, 1, " B") << "\n";
-  out << "  completion latency: " << Histogram(data.messages.completion_latency_ns, 1000, " us")
-      << "\n";
-  const auto figure = [](const std::optional<uint64_t>& value) {
-    return value ? std::to_string(*value) : std::string("?");
-  };
-  for (const profile::QueueInfo& qp : data.queues) {
-    if (qp.kind != "qp") continue;
-    out << "  qp " << qp.handle << " (" << safe(qp.type) << ") on "
-        << (qp.device.empty() ? "?" : safe(qp.device)) << ": send " << figure(qp.capacity)
-        << " WRs x " << figure(qp.max_send_sge) << " SGEs, receive "
-        << (qp.uses_srq ? "from an SRQ" : figure(qp.max_recv_wr) + " WRs") << " x "
-        << figure(qp.max_recv_sge) << " SGEs";
-    if (qp.needed_send_wrs) {
-      out << "; needs " << *qp.needed_send_wrs << " send WRs (" << *qp.recommended_send_wrs
-          << " recommended)";
-    }
-    out << "\n";
-  }
-  for (const profile::QueueInfo& queue : data.queues) {
-    if (queue.kind == "qp") continue;
-    out << "  " << safe(queue.kind) << " " << queue.handle << " on " << safe(queue.device)
-        << ": capacity " << (queue.capacity ? std::to_string(*queue.capacity) : "?") << ", peak "
-        << (queue.peak_occupancy ? std::to_string(*queue.peak_occupancy) : "not measured") << "\n";
-  }
-  const profile::NumaSummary& numa = data.numa;
-  if (numa.threads.empty()) {
-    out << "  threads' NUMA nodes: not measured\n";
-  } else {
-    std::map<int, uint64_t> by_node;
-    for (const profile::ThreadPlacement& thread : numa.threads) ++by_node[thread.majority_node];
-    out << "  threads' NUMA nodes (majority):";
-    for (const auto& [node, threads] : by_node) out << " node " << node << " x" << threads;
-    if (numa.off_nic_share) {
-      out << "; " << doctor::Percent(*numa.off_nic_share) << " of " << numa.samples
-          << " samples off " << safe(numa.nic_device) << "'s node " << *numa.nic_node;
-    } else {
-      out << "; NIC node unknown";
-    }
-    out << "\n";
-  }
-  if (numa.memory_bytes_by_node) {
-    out << "  resident memory per node:";
-    for (const auto& [node, bytes] : *numa.memory_bytes_by_node) {
-      out << " node " << node << " " << doctor::Bytes(static_cast<double>(bytes));
-    }
-    if (numa.memory_bytes_by_node->empty()) out << " none resident";
-    out << "\n";
-  }
-  for (const doctor::Finding& finding : data.advice) {
-    out << "  [" << doctor::SeverityName(finding.severity) << "] " << safe(finding.id) << ": "
-        << safe(finding.advice.empty() ? finding.observed : finding.advice) << "\n";
-  }
-  for (const std::string& note : data.notes) out << "  note: " << safe(note) << "\n";
-  std::error_code ec;  // profile.pb.gz only if written (WriteOutputs removes a stale one)
-  out << "  report: " << safe((output / "profile.html").string()) << " (also profile.json, "
-      << (std::filesystem::exists(output / "profile.pb.gz", ec) ? "profile.pb.gz, " : "")
-      << "*.folded)\n";
-  return out.str();
-}
-
-// pprof's encoder is librdmascope_pprof.so (libprotobuf), loaded here only: without it the
-// other outputs are written, and the note says why there is no profile.pb.gz.
-std::expected<std::string, std::string> EncodePprof(const ProfileData& data) {
-  std::error_code ec;
-  const auto library =
-      profile::FindPprofLibrary(std::filesystem::read_symlink("/proc/self/exe", ec).parent_path());
-  if (!library) return std::unexpected(library.error());
-  return profile::EncodePprof(data, *library);
-}
-
-// Written as root into a directory that may be under /tmp: profile/output_dir.h.
-void WriteOutputs(ProfileData& data, const std::filesystem::path& path) {
-  const profile::OutputDir dir(path);
-  if (auto pprof = EncodePprof(data)) {
-    dir.Write("profile.pb.gz", *pprof);
-  } else {
-    log::Error("profile: no pprof output (profile.pb.gz)", {{"err", pprof.error()}});
-    data.notes.push_back("no profile.pb.gz: " + pprof.error());
-    dir.Remove("profile.pb.gz");  // not a previous run's
-  }
-  std::ostringstream json;
-  profile::WriteProfileJson(data, json);
-  dir.Write("profile.json", json.str());
-  for (const auto value :
-       {profile::FoldedValue::kOutstandingBytes, profile::FoldedValue::kRegisteredBytes,
-        profile::FoldedValue::kOutstandingRegions, profile::FoldedValue::kRegistrations}) {
-    dir.Write(std::string(profile::FoldedValueName(value)) + ".folded",
-              profile::FoldedStacks(data, value));
-  }
-  dir.Write("profile.html", profile::HtmlReport(data));
-}
-
-// The process's own perf events: the software ones count on any host, the hardware ones
-// need a PMU (without one they are reported unavailable with the reason, never 0).
-constexpr const char* kOwnPerfEvents[] = {"task-clock",  "context-switches", "cpu-migrations",
-                                          "page-faults", "cycles",           "instructions",
-                                          "LLC-loads",   "LLC-load-misses"};
-
-struct OwnPerf {
-  std::optional<sys::ProcessPerfCounters> counters;
-  std::vector<sys::ProcessPerfCounters::Event> unopened;  // not resolved, or no process
-};
-
-// Counts on every thread `pid` has now and, inherited, on the threads they create later
-// (sys::ProcessPerfCounters, the perf collector's code path).
-OwnPerf OpenOwnPerf(pid_t pid, const std::filesystem::path& sysfs,
-                    const std::filesystem::path& procfs) {
-  OwnPerf own;
-  std::vector<sys::PerfEventSpec> specs;
-  const sys::LibpfmScope libpfm;  // loaded once for the names, unloaded after them
-  for (const char* name : kOwnPerfEvents) {
-    auto spec = sys::ResolvePerfEvent(sysfs, name);
-    if (spec) {
-      specs.push_back(std::move(*spec));
-    } else {
-      own.unopened.push_back({.name = name, .reason = spec.error()});
-    }
-  }
-  auto counters = sys::ProcessPerfCounters::Open(pid, specs, procfs);
-  if (counters) {
-    own.counters = std::move(*counters);
-  } else {
-    for (const auto& spec : specs)
-      own.unopened.push_back({.name = spec.name, .reason = counters.error()});
-  }
-  return own;
-}
-
-std::vector<sys::ProcessPerfCounters::Event> ReadOwnPerf(const OwnPerf& own) {
-  std::vector<sys::ProcessPerfCounters::Event> events = own.unopened;
-  if (own.counters) {
-    for (auto& event : own.counters->Read()) events.push_back(std::move(event));
-  }
-  return events;
 }
 
 }  // namespace
@@ -442,7 +250,7 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
                                           .qps = qp_source,
                                           .workload = workload_source};
   std::optional<profile::ProfileSession> session;
-  OwnPerf own_perf;
+  profile::OwnPerf own_perf;
   pid_t child = -1;
   if (launch) {
     // The child waits for `go` to close: the baseline is taken before its first instruction.
@@ -465,7 +273,7 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     close(exec_error[1]);
     session_options.pid = static_cast<uint32_t>(child);
     // Opened before the exec: the program is counted from its first instruction.
-    own_perf = OpenOwnPerf(child, config.sysfs, config.procfs);
+    own_perf = profile::OpenOwnPerf(child, config.sysfs, config.procfs);
     session.emplace(runner, probe_errors, session_options);
     session_ptr = &*session;
     session->Begin();
@@ -483,7 +291,7 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     session.emplace(runner, probe_errors, session_options);
     session_ptr = &*session;
     session->Begin();
-    own_perf = OpenOwnPerf(static_cast<pid_t>(*options.pid), config.sysfs, config.procfs);
+    own_perf = profile::OpenOwnPerf(static_cast<pid_t>(*options.pid), config.sysfs, config.procfs);
   }
   log::Info("profile: window open",
             {{"pid", std::to_string(session_options.pid)},
@@ -541,7 +349,7 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     notes.push_back("the program (pid " + std::to_string(child) + ") keeps running after the " +
                     (end_reason == "interrupted" ? std::string("interrupt") : "window"));
   }
-  session->SetProcessPerf(ReadOwnPerf(own_perf));
+  session->SetProcessPerf(profile::ReadOwnPerf(own_perf));
   ProfileData data = session->Finish(end_reason, exit_status, notes);
   if (data.comm.empty()) data.comm = ProcessComm(data.pid);
   if (launch && end_reason == "exited") waitpid(child, nullptr, 0);  // reap, now the report is
@@ -550,12 +358,12 @@ int RunProfile(ServeConfig config, const ProfileOptions& options) {
     std::filesystem::remove_all(preload_dir, ec);  // a program still running keeps writing there
   }
   try {
-    WriteOutputs(data, options.output);
+    profile::WriteOutputs(data, options.output);
   } catch (const std::exception& e) {
     log::Error("profile: cannot write the report", {{"err", e.what()}});
     return 1;
   }
-  const std::string summary = Summary(data, options.output);
+  const std::string summary = profile::Summary(data, options.output);
   std::fwrite(summary.data(), 1, summary.size(), stdout);
   std::fflush(stdout);
   return 0;
