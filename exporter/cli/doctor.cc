@@ -143,6 +143,12 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
                   "several jobs scrape one instance")
       ->group("Doctor fleet");
   doctor
+      .add_option("--prometheus.cluster-label", options.prometheus_cluster_label,
+                  "The target label naming a cluster, as rules/generate.py --cluster-label: fleet "
+                  "drift compares hosts of one NIC model within one cluster")
+      ->default_str("cluster")
+      ->group("Doctor fleet");
+  doctor
       .add_option_function<std::string>(
           "--prometheus.timeout",
           [&options](const std::string& text) {

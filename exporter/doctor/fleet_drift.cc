@@ -1,6 +1,6 @@
-// Fleet drift: see fleet_drift.h, and docs/doctor.md ("Fleet: doctor --prometheus") for the
-// table of checks with the fleet rule of each. This file: hosts, groups, the majority's
-// judgement, hosts missing, and the entry point.
+// Fleet drift: see fleet_drift.h, and docs/doctor.md ("Fleet drift") for the table of checks
+// with the fleet rule of each. This file: hosts, the verdict of each group (both judgements'),
+// hosts missing, and the entry point.
 #include "doctor/fleet_drift.h"
 
 #include <algorithm>
@@ -20,10 +20,11 @@ std::string ModelText(const Kind& kind) {
   std::string text = !kind.board_id.empty()   ? "board_id " + kind.board_id
                      : !kind.hca_type.empty() ? "hca_type " + kind.hca_type
                                               : std::string("no board_id or hca_type");
-  if (!kind.extra.empty()) text += ", " + kind.extra_name + " " + kind.extra;
   if (!kind.cluster.empty()) text += " in cluster " + kind.cluster;
   return text;
 }
+
+namespace {
 
 // The scope of a finding about a whole group: instance "*" and the group's labels.
 Scope GroupScope(const Kind& kind) {
@@ -32,9 +33,10 @@ Scope GroupScope(const Kind& kind) {
   if (!kind.board_id.empty()) scope.emplace_back("board_id", kind.board_id);
   if (!kind.hca_type.empty()) scope.emplace_back("hca_type", kind.hca_type);
   if (kind.board_id.empty() && kind.hca_type.empty()) scope.emplace_back("model", "unknown");
-  if (!kind.extra.empty()) scope.emplace_back(kind.extra_name, kind.extra);
   return scope;
 }
+
+}  // namespace
 
 // A measured figure for a person: whole numbers from 100 up, 3 significant digits below.
 std::string Figure(double value) {
@@ -45,11 +47,31 @@ std::string Hosts(size_t count) {
   return Num(static_cast<double>(count)) + (count == 1 ? " host" : " hosts");
 }
 
-Host MakeHost(const std::string& instance, const Snapshot& now, const Snapshot* before) {
+Object Host::DeviceObject(const std::string& device, const std::string& port) const {
+  Object object{.device = device, .port = port};
+  object.scope.emplace_back("device", device);
+  if (!port.empty()) {
+    object.scope.emplace_back("port", port);
+    const auto info = now->Find("rdma_port_info", {{"device", device}, {"port", port}});
+    if (!info.empty() && !info.front()->Label("netdev").empty()) {
+      object.netdev = info.front()->Label("netdev");
+      object.scope.emplace_back("netdev", object.netdev);
+    }
+  }
+  const auto pci = now->Find("rdma_pcie_link_width_lanes", {{"device", device}});
+  if (!pci.empty()) object.pci_address = pci.front()->Label("pci_address");
+  if (port.empty() && !object.pci_address.empty()) {
+    object.scope.emplace_back("pci_address", object.pci_address);
+  }
+  return object;
+}
+
+Host MakeHost(const std::string& instance, const Snapshot& now, const Snapshot* before,
+              const std::string& cluster_label) {
   Host host{instance, &now, before, {}, {}};
   for (const Sample* info : now.Find("rdma_device_info")) {
-    host.kinds[info->Label("device")] = {info->Label("cluster"), info->Label("board_id"),
-                                         info->Label("hca_type"), "", ""};
+    host.kinds[info->Label("device")] = {info->Label(cluster_label), info->Label("board_id"),
+                                         info->Label("hca_type")};
   }
   // A netdev under RDMA devices of two kinds (soft-RoCE over a ConnectX port) is left out, as
   // the fleet rules leave it out: it has no one set of peers.
@@ -64,9 +86,9 @@ Host MakeHost(const std::string& instance, const Snapshot& now, const Snapshot* 
       if (!(it->second.kind == *kind)) ambiguous.insert(netdev);
       continue;
     }
-    Scope scope = PortScope(*port);
-    scope.emplace_back("netdev", netdev);
-    it->second = {netdev, port->Label("device"), port->Label("port"), *kind, std::move(scope)};
+    it->second = {host.DeviceObject(port->Label("device"), port->Label("port")), *kind};
+    const auto info = now.Find("rdma_netdev_info", {{"device", netdev}});
+    if (!info.empty()) it->second.object.driver = info.front()->Label("driver");
   }
   for (auto& [netdev, roce] : by_netdev) {
     if (!ambiguous.contains(netdev)) host.roce.push_back(std::move(roce));
@@ -74,106 +96,57 @@ Host MakeHost(const std::string& instance, const Snapshot& now, const Snapshot* 
   return host;
 }
 
-Scope PortScopeWithNetdev(const Snapshot& now, const Sample& series) {
-  Scope scope = PortScope(series);
-  const auto info = now.Find("rdma_port_info",
-                             {{"device", series.Label("device")}, {"port", series.Label("port")}});
-  if (!info.empty() && !info.front()->Label("netdev").empty()) {
-    scope.emplace_back("netdev", info.front()->Label("netdev"));
-  }
-  return scope;
+Kind KindOfRow(const Sample& row, const std::string& cluster_label) {
+  return {row.Label(cluster_label), row.Label("board_id"), row.Label("hca_type")};
 }
 
-std::string DriverOf(const Snapshot& now, const std::string& netdev) {
-  const auto info = now.Find("rdma_netdev_info", {{"device", netdev}});
-  return info.empty() ? "" : info.front()->Label("driver");
+bool Recorded(const std::vector<Host>& hosts, std::string_view name) {
+  return std::ranges::any_of(hosts,
+                             [name](const Host& host) { return !host.now->Find(name).empty(); });
 }
 
-// --- settings: the majority value of each group, and the hosts without it ---------------------
+// --- the verdict of each group ------------------------------------------------------------------
 
-void Judge(const Setting& setting, const Groups& groups, std::vector<Finding>& findings) {
-  for (const auto& [kind, entries] : groups) {
-    std::map<std::string, std::set<std::string>> hosts_by_value;
-    std::map<std::string, const Entry*> example;
+void JudgeGroups(
+    const GroupCheck& check, const Groups& groups,
+    const std::function<Verdict(const Kind&, const std::vector<const Row*>&, size_t hosts)>& judge,
+    std::vector<Finding>& findings) {
+  for (const auto& [kind, rows] : groups) {
     std::set<std::string> hosts;
-    for (const Entry& entry : entries) {
-      hosts_by_value[entry.value].insert(entry.instance);
-      example.try_emplace(entry.value, &entry);
-      hosts.insert(entry.instance);
-    }
-    const std::string model = ModelText(kind);
+    for (const Row* row : rows) hosts.insert(row->instance);
     if (hosts.size() < kFleetMinHosts) {
-      Finding finding = Make(setting.id, kArea, Severity::kInfo, GroupScope(kind), setting.runbook);
-      finding.observed = Hosts(hosts.size()) + " with " + model + ": fewer than " +
-                         Num(static_cast<double>(kFleetMinHosts)) + ", no majority to compare " +
-                         setting.what + " with";
+      Finding finding = Make(check.id, kArea, Severity::kInfo, GroupScope(kind), check.runbook);
+      finding.observed = Hosts(hosts.size()) + " with " + ModelText(kind) + ": fewer than " +
+                         Num(static_cast<double>(kFleetMinHosts)) + ", no " + check.compared +
+                         " to compare with";
       finding.expected =
           "at least " + Num(static_cast<double>(kFleetMinHosts)) + " hosts of one kind";
       findings.push_back(std::move(finding));
       continue;
     }
-    size_t most = 0;
-    for (const auto& [value, with] : hosts_by_value) most = std::max(most, with.size());
-    std::vector<std::string> top;
-    for (const auto& [value, with] : hosts_by_value) {
-      if (with.size() == most) top.push_back(value);
-    }
-    if (top.size() > 1) {
-      Finding finding = Make(setting.id, kArea, Severity::kInfo, GroupScope(kind), setting.runbook);
-      std::string split;
-      for (const auto& [value, with] : hosts_by_value) {
-        split += (split.empty() ? "" : ", ") + value + " on " + Hosts(with.size());
-      }
-      finding.observed = "no majority " + std::string(setting.what) + " among the " +
-                         Hosts(hosts.size()) + " with " + model + ": " + split;
-      finding.expected = "one value on more hosts than any other";
-      finding.advice = "a tie is not drift of one host: decide which value the fleet should have";
-      findings.push_back(std::move(finding));
-      continue;
-    }
-    const std::string& majority = top.front();
-    const Entry& reference = *example.at(majority);
-    std::vector<const Entry*> outliers;
-    std::set<std::string> outlier_hosts;
-    for (const Entry& entry : entries) {
-      const bool odd =
-          setting.below_only ? entry.number < reference.number : entry.value != majority;
-      if (!odd) continue;
-      outliers.push_back(&entry);
-      outlier_hosts.insert(entry.instance);
-    }
-    const std::string expected = std::string(setting.what) + " " + majority + ", as " +
-                                 Num(static_cast<double>(most)) + " of the " + Hosts(hosts.size()) +
-                                 " with " + model + " have";
-    if (outliers.empty()) {
-      Finding finding = Make(setting.id, kArea, Severity::kOk, GroupScope(kind), setting.runbook);
-      finding.observed = most == hosts.size()
-                             ? "all " + Hosts(hosts.size()) + " with " + model + ": " +
-                                   setting.what + " " + majority
-                             : Num(static_cast<double>(most)) + " of the " + Hosts(hosts.size()) +
-                                   " with " + model + ": " + setting.what + " " + majority +
-                                   ", the others above it";
-      finding.expected = setting.below_only ? "none below the majority's" : "one value";
-      findings.push_back(std::move(finding));
-      continue;
-    }
-    for (const Entry* outlier : outliers) {
-      Scope scope{{"instance", outlier->instance}};
-      scope.insert(scope.end(), outlier->scope.begin(), outlier->scope.end());
+    Verdict verdict = judge(kind, rows, hosts.size());
+    if (verdict.group) {
       Finding finding =
-          Make(setting.id, kArea, setting.severity, std::move(scope), setting.runbook);
-      finding.observed = std::string(setting.what) + " " + outlier->value;
-      finding.expected = expected;
+          Make(check.id, kArea, verdict.group->severity, GroupScope(kind), check.runbook);
+      finding.observed = std::move(verdict.group->observed);
+      finding.expected = std::move(verdict.group->expected);
+      finding.advice = std::move(verdict.group->advice);
+      findings.push_back(std::move(finding));
+    }
+    std::set<std::string> outlier_hosts;
+    for (const Verdict::Outlier& outlier : verdict.outliers) outlier_hosts.insert(outlier.instance);
+    for (Verdict::Outlier& outlier : verdict.outliers) {
+      Scope scope{{"instance", outlier.instance}};
+      scope.insert(scope.end(), outlier.scope.begin(), outlier.scope.end());
+      Finding finding = Make(check.id, kArea, check.severity, std::move(scope), check.runbook);
+      finding.observed = std::move(outlier.observed);
+      finding.expected = std::move(outlier.expected);
       const size_t others = outlier_hosts.size() - 1;
-      finding.advice =
-          std::string(setting.what) + " " + outlier->value +
-          (setting.below_only ? " below " : " unlike ") + Num(static_cast<double>(most)) +
-          " of its " + Num(static_cast<double>(hosts.size() - 1)) + " peers (" + majority +
-          "): " + setting.why +
-          (others == 0 ? ""
-                       : "; " + Hosts(others) + " more of this kind " +
-                             (others == 1 ? "differs" : "differ") + " too (each reported)");
-      if (setting.fix) finding.fix = setting.fix(*outlier, reference);
+      finding.advice = std::move(outlier.advice) +
+                       (others == 0 ? ""
+                                    : "; " + Hosts(others) + " more of this kind " +
+                                          (others == 1 ? "is" : "are") + " reported too");
+      finding.fix = std::move(outlier.fix);
       findings.push_back(std::move(finding));
     }
   }
@@ -183,15 +156,16 @@ namespace {
 
 // --- hosts missing ----------------------------------------------------------------------------
 
-std::string ClusterOf(const Snapshot& now) {
+std::string ClusterOf(const Snapshot& now, const std::string& cluster_label) {
   for (const char* name : {"up", "rdmascope_collector_success", "rdma_device_info"}) {
     const auto series = now.Find(name);
-    if (!series.empty()) return series.front()->Label("cluster");
+    if (!series.empty()) return series.front()->Label(cluster_label);
   }
   return "";
 }
 
-void MissingHosts(const std::map<std::string, Snapshot>& now, std::vector<Finding>& findings) {
+void MissingHosts(const std::map<std::string, Snapshot>& now, const std::string& cluster_label,
+                  std::vector<Finding>& findings) {
   std::vector<std::string> down;
   struct Cluster {
     std::vector<std::string> answering, without_device;
@@ -202,7 +176,7 @@ void MissingHosts(const std::map<std::string, Snapshot>& now, std::vector<Findin
       down.push_back(instance);
       continue;
     }
-    Cluster& cluster = clusters[ClusterOf(snapshot)];
+    Cluster& cluster = clusters[ClusterOf(snapshot, cluster_label)];
     cluster.answering.push_back(instance);
     if (snapshot.Find("rdma_device_info").empty()) cluster.without_device.push_back(instance);
   }
@@ -289,26 +263,22 @@ std::vector<Finding> FleetDrift(const std::map<std::string, Snapshot>& now,
                                 const std::map<std::string, Snapshot>& before,
                                 const DoctorOptions& options) {
   using namespace fleet_drift;
+  const std::string& cluster_label = options.prometheus_cluster_label;
   std::vector<Finding> findings;
-  MissingHosts(now, findings);
+  MissingHosts(now, cluster_label, findings);
   std::vector<Host> hosts;
   for (const auto& [instance, snapshot] : now) {
     if (snapshot.Value("up") == 0.0) continue;  // down: reported above, no fresh series
     const auto earlier = before.find(instance);
-    hosts.push_back(
-        MakeHost(instance, snapshot, earlier == before.end() ? nullptr : &earlier->second));
+    hosts.push_back(MakeHost(instance, snapshot,
+                             earlier == before.end() ? nullptr : &earlier->second, cluster_label));
   }
-  for (const Setting& setting : Settings(options)) {
-    Groups groups;
-    for (const Host& host : hosts) setting.collect(host, groups);
-    if (groups.empty()) {
-      // Every check appears in every report, as the per-host ones do.
-      findings.push_back(Skip(setting.id, kArea, {{"instance", "*"}}, setting.runbook, kNothing));
-      continue;
-    }
-    Judge(setting, groups, findings);
-  }
-  JudgeErrorRates(hosts, !before.empty(), findings);
+  JudgeSettings(hosts, cluster_label, findings);
+  // The window: between the two evaluations (every snapshot of one is taken at one time).
+  const double window = before.empty() || now.empty()
+                            ? 0
+                            : now.begin()->second.seconds() - before.begin()->second.seconds();
+  JudgeErrorRates(hosts, window, cluster_label, findings);
   return findings;
 }
 

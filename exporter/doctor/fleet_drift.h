@@ -3,16 +3,21 @@
 // is "fine" alone; a job spanning the one host whose firmware, MTU, PFC, DSCP, ECN or link rate
 // differs from its peers' runs at the pace of that host.
 //
-// Peers are the hosts of the same NIC model (board_id, with hca_type: rdma_device_info) in the
-// same cluster (the `cluster` label of the series, empty where the targets carry none), as in
-// the fleet rules (rules/rdmascope.fleet.rules.yml, group rdmascope.fleet-drift): the majority
-// is the value more hosts have than any other (a host counts once per value it has), and only
-// the hosts without it are reported, with the rules' severities and runbook anchors. A tie for
-// the most hosts, or fewer than kFleetMinHosts hosts of a kind, gives no majority: one info
-// finding for the group, no drift. A group without outliers gives one ok finding, not one per
-// host, so that the report of 1,000 hosts stays short. Group findings have instance "*" and
-// the group's labels (cluster, board_id, hca_type...) in their scope. docs/doctor.md lists
-// every check ("Fleet: doctor --prometheus").
+// The judgement is the fleet rules' (rules/rdmascope.fleet.rules.yml, group
+// rdmascope.fleet-drift), so that a report and the alerts agree: where that Prometheus records
+// rdma:fleet_setting:value and rdma:fleet_error_rate:rate5m, doctor judges those rows; where
+// it does not, it computes the same rows from the hosts' series (fleet_rules.h holds what both
+// share; a test checks it against the rules file). Peers are the hosts of the same NIC model
+// (board_id, with hca_type) in the same cluster (the target label --prometheus.cluster-label
+// names, empty where the targets carry none). Each setting's majority is the value more hosts
+// have than any other (a host counts once per value it has), and only the NIC objects with
+// another value are reported, with the rules' severities and runbook anchors; an error rate is
+// an outlier above 10 times its peers' ports' median and above the error's floor, per second.
+// A tie for the most hosts, or fewer than kFleetMinHosts hosts of a kind, gives no majority: one
+// info finding for the group, no drift. A group without outliers gives one ok finding, not one
+// per host, so that the report of 1,000 hosts stays short. Group findings have instance "*" and
+// the group's labels (cluster, board_id, hca_type) in their scope. docs/doctor.md lists every
+// check ("Fleet drift").
 #pragma once
 
 #include <map>
@@ -27,10 +32,6 @@ namespace rdmascope::doctor {
 
 // Fewer hosts than this in a group: no majority to compare with (with two, neither is odd).
 inline constexpr size_t kFleetMinHosts = 3;
-
-// RdmaFleetErrorRateOutlier: more than 10 times the median of the peers' ports, and above a
-// floor per second so that an idle fleet (median 0) does not flag a host for a few errors.
-inline constexpr double kFleetErrorFactor = 10;
 
 // `now` and `before` (the evaluation one --window earlier; empty with --window 0s, and it may
 // lack instances): instance -> its snapshot (doctor/prometheus_snapshots.h). Targets whose

@@ -1,5 +1,8 @@
-// Fleet drift's error and congestion rates: a port far above the median of its peers' ports
-// (RdmaFleetErrorRateOutlier), per packet where every peer counts its packets.
+// Fleet drift's error and congestion rates (RdmaFleetErrorRateOutlier): a port far above the
+// median of its peers' ports, per second as the alert judges them, so that the report and the
+// page agree about each port. The rows are rdma:fleet_error_rate:rate5m's: read where the fleet
+// rules run and doctor judges their 5 minutes, else computed here over the window as the rule
+// computes them.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -7,42 +10,12 @@
 
 #include "doctor/check_util.h"
 #include "doctor/fleet_drift_parts.h"
+#include "doctor/fleet_rules.h"
 
 namespace rdmascope::doctor::fleet_drift {
 namespace {
 
-struct ErrorCheck {
-  const char* id;
-  const char* what;  // "symbol errors"
-  double floor;      // per second: below it never an outlier (RdmaFleetErrorRateOutlier)
-  const char* remedy;
-};
-
-// The rule's errors, floors and remedies.
-constexpr ErrorCheck kErrorChecks[] = {
-    {"fleet.crc_errors", "CRC errors", 1,
-     "this link is bad: the cable, transceiver or switch port (RdmaCrcErrors)"},
-    {"fleet.symbol_errors", "symbol errors", 1,
-     "this link is bad: the cable, transceiver or switch port (RdmaSymbolErrors)"},
-    {"fleet.out_of_sequence", "out-of-sequence packets", 10,
-     "its packets are lost on the way: PFC on the RoCE priority, drops on the switch "
-     "(RdmaRetransmissions)"},
-    {"fleet.congestion_notifications", "ECN marks and CNPs", 100,
-     "its traffic is congested far more than its peers': a hot switch port, a slow receiver, PFC "
-     "or ECN set unlike its peers' (fleet.pfc, fleet.ecn; RdmaCongestionNotifications)"},
-    {"fleet.pause_frames", "pause frames", 100,
-     "its traffic is paused far more than its peers': a hot switch port, a slow receiver, PFC set "
-     "unlike its peers' (fleet.pfc; RdmaHeavyPauseOnRocePriority)"},
-};
-
 constexpr const char* kErrorRunbook = "rdmafleeterrorrateoutlier";
-
-struct ErrorEntry {
-  std::string instance;
-  Scope scope;
-  double rate = 0;                // per second
-  std::optional<double> packets;  // per second through the same link, where counted
-};
 
 // The summed rate of `name`'s series matching `matchers` (and, with `counters`, only those
 // counters); nullopt when none could be measured (absent before, reset in the window).
@@ -62,52 +35,18 @@ std::optional<double> SumRate(const Host& host, std::string_view name, const Mat
   return sum;
 }
 
-// Packets per second through a port: its RDMA packets (IBA PortCounters) and, for a RoCE port,
-// its netdev's own IP packets (ethtool rx_packets/tx_packets), whichever are exported.
-std::optional<double> PacketRate(const Host& host, const std::string& device,
-                                 const std::string& port, const std::string& netdev) {
-  std::optional<double> sum;
-  const auto add = [&sum](std::optional<double> rate) {
-    if (rate) sum = sum.value_or(0) + *rate;
+// The rows of one host as the rule's expression computes them.
+void ComputedRows(const Host& host, std::vector<Row>& rows) {
+  const auto add = [&host, &rows](const char* error, const Kind& kind, const Object& object,
+                                  std::optional<double> rate) {
+    if (rate) rows.push_back({host.instance, kind, object, error, "", *rate});
   };
-  for (const char* name :
-       {"rdma_port_packets_received_total", "rdma_port_packets_transmitted_total"}) {
-    add(SumRate(host, name, {{"device", device}, {"port", port}}));
-  }
-  if (!netdev.empty()) {
-    for (const char* stat : {"rx_packets", "tx_packets"}) {
-      add(SumRate(host, "rdma_ethtool_stat", {{"device", netdev}, {"stat", stat}}));
-    }
-  }
-  return sum;
-}
-
-constexpr const char* kOutOfSequence[] = {"out_of_sequence", "out_of_seq_request",
-                                          "res_oos_drop_count"};
-constexpr const char* kCongestion[] = {"np_cnp_sent", "rp_cnp_handled",
-                                       "np_ecn_marked_roce_packets"};
-
-// Each check's (kind -> ports) of one host, as rdma:fleet_error_rate:rate5m takes them.
-void CollectErrors(const Host& host,
-                   std::map<std::string, std::map<Kind, std::vector<ErrorEntry>>>& out) {
-  const auto add = [&host, &out](const char* id, const Kind& kind, Scope scope,
-                                 std::optional<double> rate, const std::string& device,
-                                 const std::string& port, const std::string& netdev) {
-    if (!rate) return;
-    out[id][kind].push_back(
-        {host.instance, std::move(scope), *rate, PacketRate(host, device, port, netdev)});
-  };
-  // RoCE netdevs: CRC, symbol errors and pause frames of the interface.
+  // RoCE netdevs: CRC, symbol errors and pause frames (every direction and priority).
   for (const RoceNetdev& roce : host.roce) {
-    const Matchers netdev{{"device", roce.netdev}};
-    add("fleet.crc_errors", roce.kind, roce.scope,
-        SumRate(host, "rdma_netdev_crc_errors_total", netdev), roce.device, roce.port, roce.netdev);
-    add("fleet.symbol_errors", roce.kind, roce.scope,
-        SumRate(host, "rdma_netdev_symbol_errors_total", netdev), roce.device, roce.port,
-        roce.netdev);
-    add("fleet.pause_frames", roce.kind, roce.scope,
-        SumRate(host, "rdma_netdev_pause_frames_total", netdev), roce.device, roce.port,
-        roce.netdev);
+    const Matchers netdev{{"device", roce.object.netdev}};
+    add("crc", roce.kind, roce.object, SumRate(host, "rdma_netdev_crc_errors_total", netdev));
+    add("symbol", roce.kind, roce.object, SumRate(host, "rdma_netdev_symbol_errors_total", netdev));
+    add("pause", roce.kind, roce.object, SumRate(host, "rdma_netdev_pause_frames_total", netdev));
   }
   for (const Sample* info : host.now->Find("rdma_port_info")) {
     const std::string& device = info->Label("device");
@@ -115,21 +54,35 @@ void CollectErrors(const Host& host,
     const Kind* kind = host.KindOf(device);
     if (kind == nullptr) continue;
     const Matchers matchers{{"device", device}, {"port", port}};
-    Scope scope = PortScope(*info);
-    if (!info->Label("netdev").empty()) scope.emplace_back("netdev", info->Label("netdev"));
+    const Object object = host.DeviceObject(device, port);
     // InfiniBand ports: PortRcvErrors (bad ICRC, VCRC) and SymbolErrorCounter.
     if (info->Label("link_layer") == "InfiniBand") {
-      add("fleet.crc_errors", *kind, scope,
-          SumRate(host, "rdma_port_receive_errors_total", matchers), device, port, "");
-      add("fleet.symbol_errors", *kind, scope,
-          SumRate(host, "rdma_port_symbol_errors_total", matchers), device, port, "");
+      add("crc", *kind, object, SumRate(host, "rdma_port_receive_errors_total", matchers));
+      add("symbol", *kind, object, SumRate(host, "rdma_port_symbol_errors_total", matchers));
     }
-    add("fleet.out_of_sequence", *kind, scope,
-        SumRate(host, "rdma_port_hw_counter_total", matchers, kOutOfSequence), device, port,
-        info->Label("netdev"));
-    add("fleet.congestion_notifications", *kind, scope,
-        SumRate(host, "rdma_port_hw_counter_total", matchers, kCongestion), device, port,
-        info->Label("netdev"));
+    add("out_of_sequence", *kind, object,
+        SumRate(host, "rdma_port_hw_counter_total", matchers, fleet_rules::kOutOfSequenceCounters));
+    add("cnp", *kind, object,
+        SumRate(host, "rdma_port_hw_counter_total", matchers, fleet_rules::kCongestionCounters));
+  }
+}
+
+// The rows of one host from rdma:fleet_error_rate:rate5m: a `port` label names an RDMA port,
+// none a RoCE netdev (its `device` label).
+void RecordedRows(const Host& host, const std::string& cluster_label, std::vector<Row>& rows) {
+  for (const Sample* series : host.now->Find(fleet_rules::kErrorRateSeries)) {
+    const std::string& device = series->Label("device");
+    const std::string& port = series->Label("port");
+    Object object;
+    if (!port.empty()) {
+      object = host.DeviceObject(device, port);
+    } else if (const RoceNetdev* roce = host.RoceOf(device)) {
+      object = roce->object;
+    } else {
+      object = Object{.netdev = device, .scope = {{"netdev", device}}};
+    }
+    rows.push_back({host.instance, KindOfRow(*series, cluster_label), std::move(object),
+                    series->Label("error"), "", series->value});
   }
 }
 
@@ -140,100 +93,74 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-void JudgeErrors(const ErrorCheck& check, const std::map<Kind, std::vector<ErrorEntry>>& groups,
-                 std::vector<Finding>& findings) {
-  for (const auto& [kind, ports] : groups) {
-    std::set<std::string> hosts;
-    for (const ErrorEntry& port : ports) hosts.insert(port.instance);
-    const std::string model = ModelText(kind);
-    if (hosts.size() < kFleetMinHosts) {
-      Finding finding = Make(check.id, kArea, Severity::kInfo, GroupScope(kind), kErrorRunbook);
-      finding.observed = Hosts(hosts.size()) + " with " + model + " count " + check.what +
-                         ": fewer than " + Num(static_cast<double>(kFleetMinHosts)) +
-                         ", no median to compare with";
-      finding.expected =
-          "at least " + Num(static_cast<double>(kFleetMinHosts)) + " hosts of one kind";
-      findings.push_back(std::move(finding));
+Verdict JudgeRates(const fleet_rules::ErrorRate& error, const Kind& kind,
+                   const std::vector<const Row*>& ports, size_t hosts) {
+  std::vector<double> rates;
+  for (const Row* port : ports) rates.push_back(port->number);
+  const double median = Median(rates);
+  const double highest = *std::ranges::max_element(rates);
+  const std::string what = error.what;
+  const std::string median_text = "the median of the " + Num(static_cast<double>(ports.size())) +
+                                  " ports on " + Hosts(hosts) + " with " + ModelText(kind) + ", " +
+                                  Figure(median) + "/s";
+  const std::string expected = "at most " + Num(fleet_rules::kErrorFactor) + "x " + median_text +
+                               ", or at most " + Num(error.floor) + " " + what + "/s";
+  Verdict verdict;
+  for (const Row* port : ports) {
+    // As the alert: rate > factor x median and rate > floor.
+    if (!(port->number > fleet_rules::kErrorFactor * median && port->number > error.floor))
       continue;
-    }
-    // For the same traffic: per packet when every port's packets are counted, else per second
-    // (as the fleet rule).
-    const bool per_packet = std::ranges::all_of(
-        ports, [](const ErrorEntry& port) { return port.packets && *port.packets > 0; });
-    const auto basis = [per_packet](const ErrorEntry& port) {
-      return per_packet ? port.rate / *port.packets : port.rate;
-    };
-    std::vector<double> values;
-    for (const ErrorEntry& port : ports) values.push_back(basis(port));
-    const double median = Median(values);
-    const std::string unit = per_packet ? " per million packets" : "/s";
-    const auto figure = [per_packet](double value) {
-      return Figure(per_packet ? value * 1e6 : value);
-    };
-    const std::string median_text = "the median of the " + Num(static_cast<double>(ports.size())) +
-                                    " ports on " + Hosts(hosts.size()) + " with " + model + ", " +
-                                    figure(median) + unit;
-    std::vector<const ErrorEntry*> outliers;
-    std::set<std::string> outlier_hosts;
-    double highest = 0;
-    for (const ErrorEntry& port : ports) {
-      highest = std::max(highest, basis(port));
-      if (basis(port) > kFleetErrorFactor * median && port.rate > check.floor) {
-        outliers.push_back(&port);
-        outlier_hosts.insert(port.instance);
-      }
-    }
-    const std::string expected = "at most " + Num(kFleetErrorFactor) + "x " + median_text +
-                                 ", or at most " + Num(check.floor) + " " + check.what + "/s";
-    if (outliers.empty()) {
-      Finding finding = Make(check.id, kArea, Severity::kOk, GroupScope(kind), kErrorRunbook);
-      finding.observed = Num(static_cast<double>(ports.size())) + " ports on " +
-                         Hosts(hosts.size()) + " with " + model + ": median " + figure(median) +
-                         unit + ", highest " + figure(highest) + unit + " " + check.what;
-      finding.expected = expected;
-      findings.push_back(std::move(finding));
-      continue;
-    }
-    for (const ErrorEntry* port : outliers) {
-      Scope scope{{"instance", port->instance}};
-      scope.insert(scope.end(), port->scope.begin(), port->scope.end());
-      Finding finding = Make(check.id, kArea, Severity::kWarn, std::move(scope), kErrorRunbook);
-      const std::string factor =
-          median > 0 ? Num(std::round(basis(*port) / median * 10) / 10) + "x " + median_text
-                     : "while " + median_text;
-      finding.observed = Figure(port->rate) + " " + check.what + "/s" +
-                         (per_packet ? " (" + figure(basis(*port)) + unit + ")" : "") + ", " +
-                         factor;
-      finding.expected = expected;
-      const size_t others = outlier_hosts.size() - 1;
-      finding.advice = std::string(check.what) +
-                       " far above its peers' for the same traffic: " + check.remedy +
-                       (others == 0 ? ""
-                                    : "; " + Hosts(others) + " more of this kind " +
-                                          (others == 1 ? "is" : "are") + " reported too");
-      findings.push_back(std::move(finding));
-    }
+    const std::string factor =
+        median > 0 ? Num(std::round(port->number / median * 10) / 10) + "x " + median_text
+                   : "while " + median_text;
+    verdict.outliers.push_back({port->instance, port->object.scope,
+                                Figure(port->number) + " " + what + "/s, " + factor, expected,
+                                what + " far above its peers': " + error.remedy, ""});
   }
+  if (verdict.outliers.empty()) {
+    verdict.group =
+        Verdict::Group{Severity::kOk,
+                       Num(static_cast<double>(ports.size())) + " ports on " + Hosts(hosts) +
+                           " with " + ModelText(kind) + ": median " + Figure(median) +
+                           "/s, highest " + Figure(highest) + "/s " + what,
+                       expected, ""};
+  }
+  return verdict;
 }
 
 }  // namespace
 
-void JudgeErrorRates(const std::vector<Host>& hosts, bool windowed,
-                     std::vector<Finding>& findings) {
-  std::map<std::string, std::map<Kind, std::vector<ErrorEntry>>> errors;
-  for (const Host& host : hosts) {
-    if (host.before != nullptr) CollectErrors(host, errors);
+void JudgeErrorRates(const std::vector<Host>& hosts, double window_seconds,
+                     const std::string& cluster_label, std::vector<Finding>& findings) {
+  std::vector<Row> rows;
+  // The recorded rates are over the rules' 5 minutes: doctor reads them when it judges those.
+  if (window_seconds == fleet_rules::kRateWindowSeconds &&
+      Recorded(hosts, fleet_rules::kErrorRateSeries)) {
+    for (const Host& host : hosts) RecordedRows(host, cluster_label, rows);
+  } else if (window_seconds > 0) {
+    for (const Host& host : hosts) {
+      if (host.before != nullptr) ComputedRows(host, rows);
+    }
   }
-  for (const ErrorCheck& check : kErrorChecks) {
-    if (!windowed) {
-      findings.push_back(Skip(check.id, kArea, {{"instance", "*"}}, kErrorRunbook, kNeedsWindow));
+  for (const fleet_rules::ErrorRate& error : fleet_rules::kErrorRates) {
+    if (window_seconds <= 0) {
+      findings.push_back(Skip(error.id, kArea, {{"instance", "*"}}, kErrorRunbook, kNeedsWindow));
       continue;
     }
-    if (errors[check.id].empty()) {
-      findings.push_back(Skip(check.id, kArea, {{"instance", "*"}}, kErrorRunbook, kNothing));
+    Groups groups;
+    for (const Row& row : rows) {
+      if (row.name == error.error) groups[row.kind].push_back(&row);
+    }
+    if (groups.empty()) {
+      findings.push_back(Skip(error.id, kArea, {{"instance", "*"}}, kErrorRunbook, kNothing));
       continue;
     }
-    JudgeErrors(check, errors[check.id], findings);
+    JudgeGroups(
+        {error.id, kErrorRunbook, Severity::kWarn, "median"}, groups,
+        [&error](const Kind& kind, const std::vector<const Row*>& ports, size_t count) {
+          return JudgeRates(error, kind, ports, count);
+        },
+        findings);
   }
 }
 

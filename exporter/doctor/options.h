@@ -46,6 +46,7 @@ struct DoctorOptions {
   std::string prometheus;                              // its URL; empty: this host
   std::string prometheus_selector;                     // matchers added to every query: cluster="a"
   std::string prometheus_job;                          // job="..." added to them
+  std::string prometheus_cluster_label = "cluster";    // rules/generate.py --cluster-label
   uint64_t prometheus_timeout_ns = 30'000'000'000ULL;  // each query
   ClientAccess prometheus_access;
   double prometheus_time = 0;      // --prometheus.time: evaluation time (Unix seconds); 0: now

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iterator>
 
+#include "doctor/fleet_rules.h"
 #include "doctor/history.h"
 #include "doctor/prometheus_answer.h"
 
@@ -49,8 +50,9 @@ const std::vector<std::string_view> kCheckSeries = {
     "rdma_host_hugepages", "rdma_host_hugepage_size_bytes", "rdma_host_transparent_hugepage_mode",
     "rdma_host_numa_balancing", "rdma_host_online_cpus", "rdma_host_cpu_frequency_governor_cpus",
     "rdma_host_kernel_module_loaded", "rdma_host_rdma_cm_configfs",
-    // fleet drift only (doctor/fleet_drift.cc): the ports' packets, for error rates per packet
-    "rdma_port_packets_received_total", "rdma_port_packets_transmitted_total"};
+    // fleet drift only (doctor/fleet_drift.h): the fleet rules' rows where that Prometheus
+    // records them (nothing answers for them where it does not: doctor computes them then)
+    fleet_rules::kSettingSeries, fleet_rules::kErrorRateSeries};
 
 const std::vector<std::string_view> kCheckEthtoolStats = {"rx_packets", "tx_packets"};
 

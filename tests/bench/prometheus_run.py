@@ -65,14 +65,19 @@ class Prometheus:
     """`prometheus` in namespace NS scraping JOBS ({job: "host:port"}) every INTERVAL (its
     defaults otherwise: keep-alive connections, Accept-Encoding: gzip). A context manager; the
     TSDB and config live in WORKDIR (WORKDIR/tsdb may hold blocks already, e.g. from promtool's
-    backfill; JOBS may then be empty). ARGS: more command-line flags."""
+    backfill; JOBS may then be empty). ARGS: more command-line flags. RULES: rule files it
+    evaluates, every INTERVAL too."""
 
-    def __init__(self, ns, binary, workdir, jobs, port, interval="1s", timeout=None, args=()):
+    def __init__(self, ns, binary, workdir, jobs, port, interval="1s", timeout=None, args=(),
+                 rules=()):
         self.ns, self.port = ns, port
         config = os.path.join(workdir, "prometheus.yml")
         with open(config, "w") as f:
-            f.write(f"global: {{scrape_interval: {interval}, "
-                    f"scrape_timeout: {timeout or interval}}}\nscrape_configs:\n")
+            f.write(f"global: {{scrape_interval: {interval}, evaluation_interval: {interval}, "
+                    f"scrape_timeout: {timeout or interval}}}\n")
+            if rules:
+                f.write("rule_files: [" + ", ".join(f"'{r}'" for r in rules) + "]\n")
+            f.write("scrape_configs:\n")
             for job, target in jobs.items():
                 f.write(f"  - {{job_name: {job}, static_configs: [{{targets: ['{target}']}}]}}\n")
         self.proc = subprocess.Popen(

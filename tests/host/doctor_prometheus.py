@@ -17,6 +17,8 @@ fourth that Prometheus scraped once and then lost (its exporter stopped):
   lists its queries (instant ones and the history's range query, each with the selector);
 - the report as a page (--format html) renders in headless chromium: the host down a crit row,
   findings linked to their host's /runbook, the queries' table;
+- a second Prometheus evaluating the fleet rules (rules/rdmascope.fleet.rules.yml): doctor reads
+  their recorded rows and reports the same setting findings as from its own computation;
 - a selector that matches no host, a Prometheus that is down, one that never answers (within
   --prometheus.timeout) and one that answers an error (a bad regex) each give a clear message on
   stderr and exit 3.
@@ -43,6 +45,11 @@ NS = "rdmascope-doctor-fleet"
 PORTS = (9761, 9762, 9763)
 PROMETHEUS_PORT = 9764
 STOPPED_PORT = 9765  # the fourth target's, free again for the silent socket at the end
+RULED_PORT = 9766  # a second Prometheus, evaluating the fleet rules
+RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "rules")
+SETTINGS_NOT_COMPARED = {"fleet.host_down", "fleet.no_rdma_device", "fleet.crc_errors",
+                         "fleet.symbol_errors", "fleet.out_of_sequence",
+                         "fleet.congestion_notifications", "fleet.pause_frames"}
 SYMBOL_ERROR = "class/infiniband/mlx5_1/ports/1/counters/symbol_error"
 FIRMWARE = "class/infiniband/mlx5_0/fw_ver"
 RATE = "class/infiniband/mlx5_0/ports/1/rate"
@@ -66,6 +73,12 @@ def flagged(findings, check_id):
     """(instance, device) of the drift findings of `check_id` (warn, crit)."""
     return sorted((f["scope"]["instance"], f["scope"].get("device")) for f in findings
                   if f["id"] == check_id and f["severity"] in ("warn", "crit"))
+
+
+def setting_findings(findings):
+    """The fleet setting checks' findings (not the rates, not the hosts down or missing)."""
+    return sorted(json.dumps(f, sort_keys=True) for f in findings
+                  if f["area"] == "fleet" and f["id"] not in SETTINGS_NOT_COMPARED)
 
 
 def doctor(binary, url, *args, timeout=120):
@@ -233,6 +246,34 @@ def main(binary, fixtures):
                 expect("fleet.symbol_errors says the median",
                        bool(symbol) and "the median of the 3 ports on 3 hosts" in
                        symbol[0]["observed"], True)
+
+                # A Prometheus evaluating the fleet rules: doctor judges their recorded rows
+                # (rdma:fleet_setting:value) and says what it said from its own computation.
+                ruled_dir = os.path.join(work, "ruled")
+                os.makedirs(ruled_dir)
+                ruled_jobs = {job: target for job, target in jobs.items()
+                              if target != instances[3]}
+                with Prometheus(NS, prometheus, ruled_dir, ruled_jobs, port=RULED_PORT,
+                                rules=[os.path.join(RULES, "rdmascope.rules.yml"),
+                                       os.path.join(RULES, "rdmascope.fleet.rules.yml")]) as ruled:
+                    recorded = []
+                    until = time.monotonic() + 60
+                    while time.monotonic() < until:
+                        recorded = ruled._get("count by (instance) (rdma:fleet_setting:value)")
+                        if len(recorded) == 3:
+                            break
+                        time.sleep(0.5)
+                    expect("the fleet rules record the three hosts' settings", len(recorded), 3)
+                    from_rules, _ = doctor(binary, f"http://127.0.0.1:{RULED_PORT}", selector,
+                                           "--format=json", "--window=0s", "--show-ok")
+                    ruled_report = json.loads(from_rules.stdout) if from_rules.stdout else {}
+                    read = [q for q in ruled_report.get("queries", [])
+                            if "rdma:fleet_setting:value" in q["promql"]]
+                    expect("doctor read the recorded rows",
+                           bool(read) and read[0].get("series", 0) > 0, True)
+                    expect("the same setting findings from the rules' rows as computed",
+                           setting_findings(ruled_report.get("findings", [])),
+                           setting_findings(findings))
 
                 # Nothing to report on: a selector matching no host.
                 empty, _ = doctor(binary, url, '--prometheus.selector={job="nobody"}')

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "doctor/fleet_drift.h"
+#include "doctor/fleet_rules.h"
 #include "doctor/report.h"
 #include "unit/doctor_fixtures.h"
 
@@ -26,6 +27,7 @@ constexpr double kWindow = 300;  // doctor --prometheus' default --window
 // eth2, set up as NVIDIA's lossless RoCE guide has it. Counters: their increase over the window.
 struct Spec {
   std::string cluster;
+  std::string cluster_label = "cluster";  // the target label naming it
   bool up = true;
   bool rdma = true;  // exports its RDMA device
   std::string firmware = "22.36.1010";
@@ -47,22 +49,83 @@ struct Spec {
   double packets = 3e8;  // 1e6/s through the port
   double crc = 0, symbol = 0, out_of_sequence = 0, oos_drops = 0, cnps = 3000, pause = 0;
   bool module_missing = false;
+  // The fleet rules run in that Prometheus: `now` holds their rows, as the rules compute them
+  // from the series above, except where told otherwise below (to show which ones doctor read).
+  bool recorded = false;
+  std::string recorded_firmware;  // empty: `firmware`
+  double recorded_symbol = -1;    // per second; below 0: from the counters
 };
 
-Snapshot Build(const Spec& spec, bool later) {
+// The rows rdma:fleet_setting:value and rdma:fleet_error_rate:rate5m hold for one host of
+// `spec` (rules/rdmascope.fleet.rules.yml; rules/tests/fleet_drift.rules.test.yml checks the
+// rule's side on the same kind of host).
+void AddRecorded(Families& f, const Spec& spec,
+                 const std::function<std::vector<Label>(std::vector<Label>)>& labels) {
+  const auto setting = [&](std::vector<Label> object, const std::string& name,
+                           const std::string& value, double sample = 1) {
+    object.insert(object.end(), {{"board_id", "MT_0000000359"},
+                                 {"hca_type", "MT4125"},
+                                 {"setting", name},
+                                 {"setting_value", value}});
+    f.Gauge("rdma:fleet_setting:value", labels(object), sample);
+  };
+  const auto number = [](double value) { return fleet_rules::PromNumber(value); };
+  const std::vector<Label> device{{"device", "mlx5_0"}};
+  const std::vector<Label> port{{"device", "mlx5_0"}, {"port", "1"}};
+  const std::vector<Label> eth2{{"device", "eth2"}};
+  setting(device, "firmware_version",
+          spec.recorded_firmware.empty() ? spec.firmware : spec.recorded_firmware);
+  setting(eth2, "driver_version", "mlx5_core " + spec.driver_version);
+  setting(port, "link_rate_gbps", number(spec.link_gbps), spec.link_gbps);
+  setting(device, "pcie_speed_gts", number(spec.pcie_gts), spec.pcie_gts);
+  setting(device, "pcie_width_lanes", number(spec.pcie_lanes), spec.pcie_lanes);
+  setting(port, "active_mtu_bytes", number(spec.active_mtu));
+  setting(port, "default_roce_tos", number(spec.tos));
+  setting(eth2, "netdev_mtu_bytes", number(spec.netdev_mtu));
+  for (int priority = 0; priority < 8; ++priority) {
+    const bool on = std::find(spec.pfc.begin(), spec.pfc.end(), priority) != spec.pfc.end();
+    setting(eth2, "pfc_priority_" + std::to_string(priority), on ? "1" : "0");
+  }
+  setting(eth2, "dscp_trust", spec.dscp_trust ? "1" : "0");
+  if (spec.dscp_trust) {
+    setting(eth2, "dscp_26_priority", spec.dscp26_priority);
+    setting(eth2, "dscp_48_priority", "6");
+  }
+  for (const char* point : {"np", "rp"}) {
+    setting(eth2, std::string("ecn_") + point + "_priority_3", spec.ecn ? "1" : "0");
+  }
+  for (const char* direction : {"rx", "tx"}) {
+    setting(eth2, std::string("coalesce_usecs_") + direction, number(spec.rx_usecs));
+    setting(eth2, std::string("coalesce_adaptive_") + direction, spec.adaptive ? "1" : "0");
+  }
+  setting(eth2, "rx_cqe_compress", spec.cqe_compress ? "1" : "0");
+  const auto rate = [&](std::vector<Label> object, const char* error, double per_second) {
+    object.insert(object.end(),
+                  {{"board_id", "MT_0000000359"}, {"hca_type", "MT4125"}, {"error", error}});
+    f.Gauge("rdma:fleet_error_rate:rate5m", labels(object), per_second);
+  };
+  rate(eth2, "crc", spec.crc / kWindow);
+  rate(eth2, "symbol", spec.recorded_symbol >= 0 ? spec.recorded_symbol : spec.symbol / kWindow);
+  rate(eth2, "pause", spec.pause / kWindow);
+  rate(port, "out_of_sequence", (spec.out_of_sequence + spec.oos_drops) / kWindow);
+  rate(port, "cnp", spec.cnps / kWindow);
+}
+
+// `window`: seconds between the two evaluations, over which the counters rise as the spec says.
+Snapshot Build(const Spec& spec, bool later, double window = kWindow) {
   Families f;
   // Target labels, as Prometheus adds them to every series of the target.
   const auto labels = [&spec](std::vector<Label> own) {
     own.emplace_back("job", "rdmascope");
-    if (!spec.cluster.empty()) own.emplace_back("cluster", spec.cluster);
+    if (!spec.cluster.empty()) own.emplace_back(spec.cluster_label, spec.cluster);
     return own;
   };
   f.Gauge("up", labels({}), spec.up ? 1 : 0);
-  if (!spec.up) return f.Build(later ? kWindow : 0);  // its series went stale
+  if (!spec.up) return f.Build(later ? window : 0);  // its series went stale
   f.Gauge("rdmascope_collector_success", labels({{"collector", "rdma"}}), 1);
   f.Gauge("rdma_host_kernel_module_loaded",
           labels({{"module", "mlx5_ib"}, {"needed_by", "mlx5_core"}}), spec.module_missing ? 0 : 1);
-  if (!spec.rdma) return f.Build(later ? kWindow : 0);
+  if (!spec.rdma) return f.Build(later ? window : 0);
   const double at = later ? 1 : 0;  // counters: base, or base + increase
   f.Gauge("rdma_device_info",
           labels({{"device", "mlx5_0"},
@@ -148,7 +211,8 @@ Snapshot Build(const Spec& spec, bool later) {
   f.Counter("rdma_port_hw_counter_total",
             labels({{"device", "mlx5_0"}, {"port", "1"}, {"counter", "np_cnp_sent"}}),
             118 + at * spec.cnps);
-  return f.Build(later ? kWindow : 0);
+  if (spec.recorded && later) AddRecorded(f, spec, labels);
+  return f.Build(later ? window : 0);
 }
 
 std::string Instance(size_t i) { return "host-" + std::to_string(i) + ":9879"; }
@@ -158,19 +222,21 @@ struct Fleet {
 };
 
 // `hosts` hosts of the default spec, `change` applied to each (by index).
-Fleet MakeFleet(size_t hosts, const std::function<void(size_t, Spec&)>& change = {}) {
+Fleet MakeFleet(size_t hosts, const std::function<void(size_t, Spec&)>& change = {},
+                double window = kWindow) {
   Fleet fleet;
   for (size_t i = 0; i < hosts; ++i) {
     Spec spec;
     if (change) change(i, spec);
-    fleet.now.emplace(Instance(i), Build(spec, true));
-    fleet.before.emplace(Instance(i), Build(spec, false));
+    fleet.now.emplace(Instance(i), Build(spec, true, window));
+    fleet.before.emplace(Instance(i), Build(spec, false, window));
   }
   return fleet;
 }
 
-std::vector<Finding> Drift(const Fleet& fleet, bool window = true) {
-  return FleetDrift(fleet.now, window ? fleet.before : std::map<std::string, Snapshot>{}, {});
+std::vector<Finding> Drift(const Fleet& fleet, bool window = true,
+                           const DoctorOptions& options = {}) {
+  return FleetDrift(fleet.now, window ? fleet.before : std::map<std::string, Snapshot>{}, options);
 }
 
 std::string ScopeValue(const Finding& finding, const std::string& key) {
@@ -293,8 +359,7 @@ const DriftCase kDrifts[] = {
     {"fleet.driver", [](Spec& s) { s.driver_version = "23.10-0.5.5"; }, Severity::kWarn,
      "driver mlx5_core 23.10-0.5.5", "driver mlx5_core 24.10-1.1.4, as 4 of the 5 hosts", ""},
     {"fleet.link_rate", [](Spec& s) { s.link_gbps = 50; }, Severity::kWarn, "link rate 50 Gb/s",
-     "link rate 100 Gb/s, as 4 of the 5 hosts with board_id MT_0000000359, link_layer Ethernet",
-     ""},
+     "link rate 100 Gb/s, as 4 of the 5 hosts with board_id MT_0000000359", ""},
     {"fleet.pcie_speed", [](Spec& s) { s.pcie_gts = 8; }, Severity::kWarn, "PCIe link speed 8 GT/s",
      "PCIe link speed 16 GT/s, as 4 of the 5", ""},
     {"fleet.pcie_width", [](Spec& s) { s.pcie_lanes = 8; }, Severity::kWarn, "PCIe link width x8",
@@ -333,7 +398,7 @@ const DriftCase kDrifts[] = {
      "100 out-of-sequence packets/s", "or at most 10 out-of-sequence packets/s", ""},
     // 10 CNPs/s on the peers, 1,000/s here: 100x the median.
     {"fleet.congestion_notifications", [](Spec& s) { s.cnps = 300000; }, Severity::kWarn,
-     "1000 ECN marks and CNPs/s (1000 per million packets), 100x the median", "", ""},
+     "1000 ECN marks and CNPs/s, 100x the median", "", ""},
     {"fleet.pause_frames", [](Spec& s) { s.pause = 60000; }, Severity::kWarn, "200 pause frames/s",
      "or at most 100 pause frames/s", ""},
     {"fleet.host_down", [](Spec& s) { s.up = false; }, Severity::kCrit,
@@ -403,36 +468,39 @@ TEST(FleetDrift, OneErrorInAnIdleFleetIsNoOutlier) {
   EXPECT_TRUE(Flagged(findings, "fleet.crc_errors").empty()) << Dump(findings);
   const Finding* symbol = GroupOk(findings, "fleet.symbol_errors");
   ASSERT_NE(symbol, nullptr) << Dump(findings);
-  EXPECT_NE(symbol->observed.find("5 ports on 5 hosts with board_id MT_0000000359: median 0 per "
-                                  "million packets, highest 0.00333 per million packets"),
+  EXPECT_NE(symbol->observed.find(
+                "5 ports on 5 hosts with board_id MT_0000000359: median 0/s, highest 0.00333/s"),
             std::string::npos)
       << symbol->observed;
   ASSERT_NE(GroupOk(findings, "fleet.crc_errors"), nullptr) << Dump(findings);
 }
 
-// For the same traffic: ten times the errors with ten times the packets is no outlier; the
-// same errors with the peers' packets is, and observed says by how much.
-TEST(FleetDrift, ErrorRatesArePerPacket) {
+// Per second, as RdmaFleetErrorRateOutlier judges them: a port with 15 times its peers' symbol
+// errors is an outlier even when it also carries 10 times their packets (per packet it was
+// 1.5 times theirs, and doctor said nothing while the alert paged). The same fleet is in
+// rules/tests/fleet_drift.rules.test.yml ("the alert's verdict on one busy port"), where the
+// alert fires for this port: the two agree.
+TEST(FleetDrift, ErrorRatesArePerSecondAsTheAlert) {
   const auto busy = Drift(MakeFleet(5, [](size_t i, Spec& spec) {
     spec.symbol = 600;  // 2/s
     if (i == 1) {
-      spec.symbol = 6000;
+      spec.symbol = 9000;  // 30/s
       spec.packets *= 10;
     }
   }));
-  EXPECT_TRUE(Flagged(busy, "fleet.symbol_errors").empty()) << Dump(busy);
-  ASSERT_NE(GroupOk(busy, "fleet.symbol_errors"), nullptr) << Dump(busy);
-  const auto bad = Drift(MakeFleet(5, [](size_t i, Spec& spec) {
-    spec.symbol = 600;
-    if (i == 1) spec.symbol = 9000;  // 30/s
-  }));
-  const auto flagged = Flagged(bad, "fleet.symbol_errors");
-  ASSERT_EQ(flagged.size(), 1U) << Dump(bad);
+  const auto flagged = Flagged(busy, "fleet.symbol_errors");
+  ASSERT_EQ(flagged.size(), 1U) << Dump(busy);
   EXPECT_EQ(ScopeValue(*flagged.front(), "instance"), Instance(1));
-  EXPECT_NE(flagged.front()->observed.find("30 symbol errors/s (30 per million packets), 15x the "
-                                           "median of the 5 ports on 5 hosts"),
+  EXPECT_EQ(ScopeValue(*flagged.front(), "netdev"), "eth2");
+  EXPECT_NE(flagged.front()->observed.find(
+                "30 symbol errors/s, 15x the median of the 5 ports on 5 hosts with board_id "
+                "MT_0000000359, 2/s"),
             std::string::npos)
       << flagged.front()->observed;
+  // 20/s is 10 times the median, not more: no outlier, as the alert's `>`.
+  const auto at_factor =
+      Drift(MakeFleet(5, [](size_t i, Spec& spec) { spec.symbol = i == 1 ? 6000 : 600; }));
+  EXPECT_TRUE(Flagged(at_factor, "fleet.symbol_errors").empty()) << Dump(at_factor);
 }
 
 TEST(FleetDrift, WithoutWindowTheRatesAreSkipped) {
@@ -464,8 +532,8 @@ TEST(FleetDrift, FasterThanThePeersIsNoDrift) {
   EXPECT_TRUE(Flagged(findings, "fleet.pcie_speed").empty()) << Dump(findings);
   const Finding* rate = GroupOk(findings, "fleet.link_rate");
   ASSERT_NE(rate, nullptr) << Dump(findings);
-  EXPECT_NE(rate->observed.find("4 of the 5 hosts with board_id MT_0000000359, link_layer "
-                                "Ethernet: link rate 100 Gb/s, the others above it"),
+  EXPECT_NE(rate->observed.find("4 of the 5 hosts with board_id MT_0000000359: link rate 100 "
+                                "Gb/s, the others above it"),
             std::string::npos)
       << rate->observed;
   ASSERT_NE(GroupOk(findings, "fleet.pcie_speed"), nullptr) << Dump(findings);
@@ -533,6 +601,87 @@ TEST(FleetDrift, ACheckWithNothingToCompareIsSkipped) {
   EXPECT_TRUE(skipped.contains("fleet.symbol_errors")) << Dump(findings);
   EXPECT_FALSE(skipped.contains("fleet.firmware")) << Dump(findings);
   EXPECT_EQ(skipped.size(), 17U) << Dump(findings);
+}
+
+// Sites that name clusters with another label (rules/generate.py --cluster-label site): with
+// --prometheus.cluster-label site, the hosts of two sites are two groups, as the rules rendered
+// for that site group them; read as `cluster` (absent), they were one group of seven and the
+// three hosts of b's majority were reported against a's.
+TEST(FleetDrift, PeersArePerClusterOfTheClusterLabel) {
+  const Fleet fleet = MakeFleet(7, [](size_t i, Spec& spec) {
+    spec.cluster_label = "site";
+    spec.cluster = i < 3 ? "a" : "b";
+    if (i >= 3) spec.firmware = i == 6 ? "22.36.1010" : "22.39.1002";
+  });
+  DoctorOptions options;
+  options.prometheus_cluster_label = "site";
+  const auto findings = Drift(fleet, true, options);
+  const auto flagged = Flagged(findings, "fleet.firmware");
+  ASSERT_EQ(flagged.size(), 1U) << Dump(findings);
+  EXPECT_EQ(ScopeValue(*flagged.front(), "instance"), Instance(6));
+  EXPECT_NE(flagged.front()->expected.find("as 3 of the 4 hosts with board_id MT_0000000359 in "
+                                           "cluster b"),
+            std::string::npos)
+      << flagged.front()->expected;
+  int ok = 0;
+  for (const Finding& finding : findings) {
+    ok += finding.id == "fleet.firmware" && finding.severity == Severity::kOk;
+  }
+  EXPECT_EQ(ok, 1) << "site a";
+  // Hosts missing an RDMA device are counted per site too.
+  int sites = 0;
+  for (const Finding& finding : findings) {
+    sites += finding.id == "fleet.no_rdma_device" && finding.severity == Severity::kOk;
+  }
+  EXPECT_EQ(sites, 2) << Dump(findings);
+
+  const auto as_one = Drift(fleet);  // the default label, which these targets do not carry
+  EXPECT_EQ(Flagged(as_one, "fleet.firmware").size(), 3U) << Dump(as_one);
+}
+
+// Where the fleet rules run, doctor judges their rows: on the same hosts it says what it says
+// from its own computation, finding for finding (each drift of kDrifts, and a healthy fleet).
+TEST(FleetDrift, RecordedRowsGiveTheSameReportAsComputedOnes) {
+  std::vector<std::function<void(Spec&)>> changes{[](Spec&) {}};
+  for (const DriftCase& drift : kDrifts) changes.push_back(drift.change);
+  for (size_t c = 0; c < changes.size(); ++c) {
+    const auto fleet = [&](bool recorded) {
+      return MakeFleet(5, [&](size_t i, Spec& spec) {
+        spec.recorded = recorded;
+        if (i == 2) changes[c](spec);
+      });
+    };
+    EXPECT_EQ(Dump(Drift(fleet(true))), Dump(Drift(fleet(false)))) << "case " << c;
+  }
+}
+
+// ... and it reads them rather than its own: rows that differ from the series they came from
+// (as if the rules saw the fleet otherwise) decide.
+TEST(FleetDrift, RecordedRowsAreWhatIsJudged) {
+  const auto findings = Drift(MakeFleet(5, [](size_t i, Spec& spec) {
+    spec.recorded = true;
+    if (i == 2) {
+      spec.recorded_firmware = "22.35.1012";
+      spec.recorded_symbol = 10;
+    }
+  }));
+  for (const char* id : {"fleet.firmware", "fleet.symbol_errors"}) {
+    const auto flagged = Flagged(findings, id);
+    ASSERT_EQ(flagged.size(), 1U) << id << Dump(findings);
+    EXPECT_EQ(ScopeValue(*flagged.front(), "instance"), Instance(2));
+    EXPECT_EQ(ScopeValue(*flagged.front(), "device"), "mlx5_0") << "the host's own scope";
+  }
+  // Over another window than the rules' 5 minutes (--window 10m) the recorded rates do not
+  // apply: doctor measures that window itself, where host-2 has no symbol errors.
+  const auto ten_minutes = Drift(MakeFleet(
+      5,
+      [](size_t i, Spec& spec) {
+        spec.recorded = true;
+        if (i == 2) spec.recorded_symbol = 10;
+      },
+      600));
+  EXPECT_TRUE(Flagged(ten_minutes, "fleet.symbol_errors").empty()) << Dump(ten_minutes);
+  ASSERT_NE(GroupOk(ten_minutes, "fleet.symbol_errors"), nullptr) << Dump(ten_minutes);
 }
 
 TEST(FleetDrift, EveryRunbookAnchorExists) {
