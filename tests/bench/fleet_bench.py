@@ -25,7 +25,8 @@ queries it ran").
    curl, plain and gzipped (doctor asks for gzip).
 4. Table on stdout and OUTPUT_DIR/fleet.md, figures in OUTPUT_DIR/fleet.json.
 
-Usage: fleet_bench.py RDMASCOPE FIXTURES OUTPUT_DIR [--hosts N] [--runs N] [--ahead S]"""
+Usage: fleet_bench.py RDMASCOPE FIXTURES OUTPUT_DIR [--hosts N] [--runs N] [--ahead S]
+                      [--baseline OTHER_RDMASCOPE]"""
 
 import argparse
 import datetime
@@ -314,6 +315,8 @@ def main():
     parser.add_argument("--ahead", type=int, default=600,
                         help="seconds of samples after generation starts (backfill + runs)")
     parser.add_argument("--keep", help="keep the work directory (OpenMetrics file, TSDB) here")
+    parser.add_argument("--baseline", help="another rdmascope binary, run against the same "
+                        "Prometheus, its runs alternating with BINARY's (an A/B in one run)")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("SKIP: network namespaces need root")
@@ -435,17 +438,23 @@ def main():
                   f"({cold['logged_queries']} run), {figures['report']['instances']} instances, "
                   f"{figures['report']['findings']} findings", flush=True)
 
-            runs = {"window 5m": [], "window 0s": []}
+            # With --baseline, each run of BINARY is followed by one of the baseline (and the
+            # order flips every run), so that both face the same load.
+            binaries = [("", args.binary)] + ([("baseline ", args.baseline)]
+                                             if args.baseline else [])
+            runs = {}
             for name, extra in (("window 5m", []), ("window 0s", ["--window=0s"])):
-                for _ in range(args.runs):
-                    run, report, _ = doctor(args.binary, url, prom.proc.pid, *extra)
-                    if report is not None:
-                        run["instances"] = summarise(report)["instances"]
-                        run["findings"] = summarise(report)["findings"]
-                    runs[name].append(run)
-                    print(f"{name}: {run['seconds']:.2f} s, exit {run['exit']}, Prometheus CPU "
-                          f"{run['prometheus_cpu_s']:.2f} s, doctor max RSS "
-                          f"{(run['max_rss_kib'] or 0) / 1024:.0f} MiB", flush=True)
+                for index in range(args.runs):
+                    order = binaries if index % 2 == 0 else binaries[::-1]
+                    for prefix, binary in order:
+                        run, report, _ = doctor(binary, url, prom.proc.pid, *extra)
+                        if report is not None:
+                            run["instances"] = summarise(report)["instances"]
+                            run["findings"] = summarise(report)["findings"]
+                        runs.setdefault(prefix + name, []).append(run)
+                        print(f"{prefix}{name}: {run['seconds']:.2f} s, exit {run['exit']}, "
+                              f"Prometheus CPU {run['prometheus_cpu_s']:.2f} s, doctor max RSS "
+                              f"{(run['max_rss_kib'] or 0) / 1024:.0f} MiB", flush=True)
             figures["runs"] = runs
 
             # The cold run's queries again by curl, at their times: gzip bytes, Prometheus' time.
