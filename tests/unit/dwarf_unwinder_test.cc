@@ -310,6 +310,36 @@ TEST_F(DwarfUnwinderTest, AnExecIsANewImage) {
   EXPECT_EQ(names(second, two.pcs), expected);
 }
 
+// One module cache per image serves both jobs, as /debug/mr/stacks uses them (no second
+// libdwfl stack, no second reading of a file): naming an unwound stack opens nothing its unwind
+// did not, and naming first (the probes' frame-pointer stacks) makes the session the unwind
+// then uses.
+TEST_F(DwarfUnwinderTest, OneSessionPerImageUnwindsAndNames) {
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const auto opens = [&] { return unwinder_.elf_stats().hits + unwinder_.elf_stats().misses; };
+  const std::vector<std::string> expected{"rdmascope_unwind_alpha+0x0",
+                                          "rdmascope_unwind_beta+0x1"};
+  const UnwoundStack unwound = unwinder_.Unwind(Capture(alpha, 0, {beta + 1, 0}), kPatient);
+  ASSERT_EQ(unwound.pcs.size(), 2U);
+  EXPECT_EQ(opens(), 1U);
+  EXPECT_EQ(Names(unwound), expected);
+  EXPECT_EQ(opens(), 1U);
+
+  constexpr uint32_t kOther = kPid + 9;
+  MapAt(kOther, kBase, 4321);
+  std::vector<std::string> named;
+  const std::vector<uint64_t> pcs{alpha, beta + 1};
+  for (const Frame& frame :
+       unwinder_.Symbolize(Image(kOther), pcs, {.first = FirstAddress::kInstructionPointer})) {
+    named.push_back(frame.Describe());
+  }
+  EXPECT_EQ(named, expected);
+  EXPECT_EQ(opens(), 2U);
+  EXPECT_EQ(unwinder_.Unwind(CaptureOf(kOther, alpha, 0, {beta + 1, 0}), kPatient).pcs, pcs);
+  EXPECT_EQ(opens(), 2U);
+}
+
 // What ended a walk is typed for the code that acts on it, and its text is the stable one
 // /debug/mr/stacks shows.
 TEST(UnwindOutcome, NamesAreStable) {
