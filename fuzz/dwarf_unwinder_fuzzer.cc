@@ -102,7 +102,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   rdmascope::fuzz::Input input(data, size);
   const uint8_t flags = input.Byte();
   const size_t max_frames = 1 + input.Byte() % 128;
-  CapturedStack captured{.pid = (flags & 16) != 0 ? kPid + 1 : kPid};
+  // The fake process's image (its stat's start time, 42), or a pid that has none.
+  CapturedStack captured{.image = rdmascope::sys::ImageOfStartTicks(
+                             (flags & 16) != 0 ? kPid + 1 : kPid, 42, flags >> 5)};
   for (uint64_t& reg : captured.regs) reg = input.U64();
   std::vector<uint8_t> stack(input.Rest().begin(), input.Rest().end());
   uint64_t& rip = captured.regs[rdmascope::sys::kDwarfRip];
@@ -131,7 +133,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   }
   if (unwinder.UnwindFramePointers(captured, limits).pcs.size() > max_frames) std::abort();
-  const auto frames = unwinder.Symbolize(captured.pid, unwound);
+  const auto frames = unwinder.Symbolize(captured.image, unwound);
   if (frames.size() < unwound.pcs.size()) std::abort();
   for (const auto& frame : frames) {
     // Names and module offsets only (at most 8 hex digits here: the spans above), never an

@@ -32,6 +32,7 @@ constexpr uint32_t kPid = 7;
 constexpr uint64_t kBase = 0x400000;
 constexpr uint64_t kSpan = 0x1000000;
 constexpr uint64_t kStack = 0x7ffd00000000;
+constexpr ImageKey kImage{.tgid = kPid, .exec_id = 1, .start_ns = 1};
 
 // One process mapping one file: the input.
 class FileAccess final : public ProcessAccess {
@@ -41,8 +42,8 @@ class FileAccess final : public ProcessAccess {
     return pid == kPid ? std::optional<uint64_t>(1) : std::nullopt;
   }
   bool StillRunning(uint32_t pid, uint64_t start) override { return pid == kPid && start == 1; }
-  std::expected<std::string, int> Maps(uint32_t pid) override {
-    if (pid != kPid) return std::unexpected(ENOENT);
+  std::expected<std::string, int> Maps(const ImageKey& image) override {
+    if (image != kImage) return std::unexpected(ENOENT);
     char line[256];
     std::snprintf(line, sizeof line, "%llx-%llx r-xp 00000000 %x:%x %llu /fuzz/lib.so\n",
                   static_cast<unsigned long long>(kBase),
@@ -84,7 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     DwarfUnwinder unwinder(std::make_shared<FileAccess>(fd, status),
                            std::make_shared<ElfCache>(/*max_unused=*/0));
-    CapturedStack captured{.pid = kPid};
+    CapturedStack captured{.image = kImage};
     captured.regs[kDwarfRip] = kBase + ip_offset;
     captured.regs[kDwarfRsp] = kStack;
     captured.regs[kDwarfRbp] = kStack + 16;
@@ -98,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     std::string missing;
     const auto frames = unwinder.Symbolize(
-        kPid, unwound.pcs, {.first = FirstAddress::kInstructionPointer, .inline_frames = true},
+        kImage, unwound.pcs, {.first = FirstAddress::kInstructionPointer, .inline_frames = true},
         &missing);
     if (frames.size() < unwound.pcs.size()) std::abort();
     for (const Frame& frame : frames) (void)frame.Describe();

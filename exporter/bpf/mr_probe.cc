@@ -18,6 +18,7 @@
 #include <thread>
 #include <tuple>
 
+#include "bpf/mr_image_key.h"
 #include "bpf/process_liveness.h"
 #include "bpf/uprobe_attach.h"
 #include "core/log.h"
@@ -154,7 +155,7 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   std::unique_ptr<MrProbe> probe(new MrProbe());
   probe->procfs_ = std::move(procfs);
   probe->leak_age_ns_ = options.leak_age_ns;
-  probe->ns_per_tick_ = NsPerClockTick();
+  probe->ns_per_tick_ = sys::NsPerClockTick();
   probe->skel_ = mr_bpf__open();
   if (probe->skel_ == nullptr)
     return std::unexpected("cannot open the BPF object: " + Errno(errno));
@@ -218,10 +219,20 @@ std::expected<std::unique_ptr<MrProbe>, std::string> MrProbe::Attach(const MrPro
   probe->stack_ring_ = ring_buffer__new(bpf_map__fd(probe->skel_->maps.stack_samples),
                                         &MrProbe::OnStackSample, probe.get(), nullptr);
   if (probe->stack_ring_ == nullptr) return std::unexpected("cannot open the stack ring buffer");
+  // An image still runs while its entry in the procs map is not marked by its exec (a sample
+  // implies the entry: the probes create it before they send one). No entry: its end was
+  // handled (exit or exec), so it runs no more.
+  const int procs_fd = bpf_map__fd(probe->skel_->maps.procs);
+  sys::ImageCurrent current = [procs_fd](const sys::ImageKey& image) {
+    const mr_proc_key key = ProcKeyOf(image);
+    mr_proc proc{};
+    return bpf_map_lookup_elem(procs_fd, &key, &proc) == 0 && proc.exec_ended == 0;
+  };
   probe->sites_ =
       std::make_unique<MrStackSites>(MrStackSitesOptions{.max_bytes = options.stack_memory_bytes,
                                                          .sandboxed_worker = options.unwind_sandbox,
-                                                         .privileged = options.privileged},
+                                                         .privileged = options.privileged,
+                                                         .image_current = std::move(current)},
                                      probe->procfs_, bpf_map__fd(probe->skel_->maps.code_ranges),
                                      bpf_map__fd(probe->skel_->maps.sites_seen));
   return probe;
@@ -241,9 +252,7 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
   mr_exit_event event;
   std::memcpy(&event, data, sizeof event);
   static_cast<MrProbe*>(context)->pending_exits_.push_back(
-      {.tgid = event.tgid,
-       .exec_id = event.exec_id,
-       .start_ns = event.start_ns,
+      {.image = ImageKeyOf(event),
        .comm = std::string(event.comm, strnlen(event.comm, sizeof event.comm))});
   return 0;
 }
@@ -290,13 +299,13 @@ int MrProbe::OnStackSample(void* context, void* data, size_t size) {
 
 void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
-  std::vector<MrStackSites::Image> ended;
-  for (const Exited& image : exited) ended.emplace_back(image.tgid, image.exec_id, image.start_ns);
+  std::vector<sys::ImageKey> ended;
+  for (const Exited& end : exited) ended.push_back(end.image);
   sites_->DropImages(ended);
   // The images that still held regions -> their comm, and whether an exec ended them.
-  std::map<ProcId, std::pair<std::string, bool>> holders;
-  for (const auto& [tgid, exec_id, start_ns, exit_comm, at_exec] : exited) {
-    const mr_proc_key key{.tgid = tgid, .exec_id = exec_id, .start_ns = start_ns};
+  std::map<sys::ImageKey, std::pair<std::string, bool>> holders;
+  for (const auto& [image, exit_comm, at_exec] : exited) {
+    const mr_proc_key key = ProcKeyOf(image);
     mr_proc proc{};
     // Not found: already dropped (threads exiting together can both report the end).
     if (bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
@@ -307,15 +316,15 @@ void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
       retired_histograms_[comm].Add(HistogramsOf(proc));
       MrProcess& retired = retired_counters_[comm];
       retired.comm = comm;
-      retired.AddCounters(ProcessOf(tgid, proc));
+      retired.AddCounters(ProcessOf(image.tgid, proc));
     }
-    if (proc.outstanding_regions > 0) holders[{tgid, exec_id, start_ns}] = {comm, at_exec};
+    if (proc.outstanding_regions > 0) holders[image] = {comm, at_exec};
   }
   if (holders.empty()) return;
 
   std::vector<std::pair<mr_region_key, mr_region>> doomed;
   ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
-    if (holders.contains({key.tgid, key.exec_id, region.proc_start_ns})) {
+    if (holders.contains(ImageKeyOf(key, region))) {
       doomed.emplace_back(key, region);
     }
     return true;
@@ -325,7 +334,7 @@ void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
     // Counted only by the delete that succeeds: a region the walk returned twice (map reads
     // restart when entries move under them) is released once.
     if (bpf_map_delete_elem(regions_fd, &key) != 0) continue;
-    const auto& [holder_comm, at_exec] = holders.at({key.tgid, key.exec_id, region.proc_start_ns});
+    const auto& [holder_comm, at_exec] = holders.at(ImageKeyOf(key, region));
     auto& released = at_exec ? released_at_exec_ : released_;
     std::string comm = holder_comm;
     if (!released.contains(comm) && released.size() >= kMaxReleasedComms) comm = "other";
@@ -335,7 +344,7 @@ void MrProbe::DropProcesses(const std::vector<Exited>& exited) {
 }
 
 void MrProbe::CountLeakSuspects(std::vector<MrProcess>& processes,
-                                const std::map<ProcId, size_t>& index) {
+                                const std::map<sys::ImageKey, size_t>& index) {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);  // bpf_ktime_get_ns() is CLOCK_MONOTONIC
   const uint64_t now_ns =
@@ -348,7 +357,7 @@ void MrProbe::CountLeakSuspects(std::vector<MrProcess>& processes,
       });
   ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
     if (region.registered_ns > threshold) return true;
-    const auto proc = index.find({key.tgid, key.exec_id, region.proc_start_ns});
+    const auto proc = index.find(ImageKeyOf(key, region));
     if (proc == index.end() || !seen.insert(key).second) return true;
     processes[proc->second].leak_suspect_regions += 1;
     processes[proc->second].leak_suspect_bytes += region.length;
@@ -413,7 +422,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
       static_cast<uint64_t>(now.tv_sec) * 1000000000ULL + static_cast<uint64_t>(now.tv_nsec);
   MrStacksReport report;
   // Live images, by (tgid, exec generation, start).
-  std::map<ProcId, MrProcessStacks> processes;
+  std::map<sys::ImageKey, MrProcessStacks> processes;
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   mr_proc_key key{};
   mr_proc_key next{};
@@ -424,11 +433,10 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
     mr_proc proc{};
     if ((pid && key.tgid != *pid) || bpf_map_lookup_elem(procs_fd, &key, &proc) != 0) continue;
     if (proc.exec_ended) continue;  // an exec released its regions: not outstanding
-    processes[{key.tgid, key.exec_id, key.start_ns}] = {
-        .pid = key.tgid, .exec_id = key.exec_id, .start_ns = key.start_ns, .comm = CommOf(proc)};
+    processes[ImageKeyOf(key)] = {.image = ImageKeyOf(key), .comm = CommOf(proc)};
   }
   // By DWARF site when the registration's stack was captured, else by frame-pointer stack.
-  std::map<std::tuple<ProcId, uint64_t, int32_t>, MrStack> by_site;
+  std::map<std::tuple<sys::ImageKey, uint64_t, int32_t>, MrStack> by_site;
   ForEachRegion([&](const mr_region_key& region_key, const mr_region& region) {
     if (report.regions_walked >= limits.max_regions) {
       report.truncated = true;
@@ -440,7 +448,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
       report.truncated_reason = "stopped after " + std::to_string(limits.budget.count()) + " ms";
       return false;
     }
-    const ProcId owner{region_key.tgid, region_key.exec_id, region.proc_start_ns};
+    const sys::ImageKey owner = ImageKeyOf(region_key, region);
     const auto proc = processes.find(owner);
     if (proc == processes.end()) return true;
     MrStack& site = by_site[{owner, region.site, region.site != 0 ? int32_t{-1} : region.stack_id}];
@@ -467,7 +475,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
         const auto unwound = sites_->Find(proc_key, site.site);
         if (unwound && !unwound->pcs.empty()) {
           site.addresses = unwound->pcs;
-          site.unwind = sys::MethodName(unwound->method);
+          site.origin = OriginOf(unwound->method);
           site.unwind_stop = unwound->stop_reason;
           site.frames = unwound->symbols.frames;
           site.symbols_missing = unwound->symbols.missing;
@@ -482,7 +490,7 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
         if (ip == 0) break;
         site.addresses.push_back(ip);
       }
-      if (!site.addresses.empty()) site.unwind = "frame_pointer";
+      if (!site.addresses.empty()) site.origin = MrStackOrigin::kProbeFramePointers;
     }
     // Sites sent before the image's code ranges were known are one sample each: the same
     // call path then unwinds to the same stack, shown once.
@@ -493,7 +501,8 @@ MrStacksReport MrProbe::OutstandingStacks(size_t top, std::optional<uint32_t> pi
             std::move(site);
         continue;
       }
-      auto [it, inserted] = merged.try_emplace({site.addresses, site.unwind}, site);
+      auto [it, inserted] =
+          merged.try_emplace({site.addresses, StackOriginName(site.origin)}, site);
       if (inserted) continue;
       it->second.regions += site.regions;
       it->second.bytes += site.bytes;
@@ -522,11 +531,11 @@ void MrProbe::AddFramePointerSymbols(MrStacksReport& report,
     bool asked = false;
     for (MrProcessStacks& proc : report.processes) {
       for (MrStack& site : proc.stacks) {
-        if (site.unwind != "frame_pointer" || !site.frames.empty() || site.addresses.empty()) {
+        if (site.origin != MrStackOrigin::kProbeFramePointers || !site.frames.empty() ||
+            site.addresses.empty()) {
           continue;
         }
-        const MrStackSites::Image image{proc.pid, proc.exec_id, proc.start_ns};
-        if (auto symbols = sites_->FramePointerSymbols(image, site.stack_id, site.addresses)) {
+        if (auto symbols = sites_->FramePointerSymbols(proc.image, site.stack_id, site.addresses)) {
           site.frames = std::move(symbols->frames);
           site.symbols_missing = std::move(symbols->missing);
         } else if (final) {
@@ -556,7 +565,7 @@ MrSnapshot MrProbe::Snapshot() {
   const int procs_fd = bpf_map__fd(skel_->maps.procs);
   MrSnapshot snapshot;
   std::map<std::string, MrHistograms> live_histograms;
-  std::map<ProcId, size_t> index;  // image -> processes[i]
+  std::map<sys::ImageKey, size_t> index;  // image -> processes[i]
   mr_proc_key key{};
   mr_proc_key next{};
   const void* previous = nullptr;
@@ -577,18 +586,12 @@ MrSnapshot MrProbe::Snapshot() {
     // The process exec'd: this image's regions were released by the kernel (the process,
     // under its new image, is another entry). Dropped below, not reported.
     if (proc.exec_ended) {
-      pending_exits_.push_back({.tgid = key.tgid,
-                                .exec_id = key.exec_id,
-                                .start_ns = key.start_ns,
-                                .comm = CommOf(proc),
-                                .at_exec = true});
+      pending_exits_.push_back({.image = ImageKeyOf(key), .comm = CommOf(proc), .at_exec = true});
       continue;
     }
     // This very process exited (its event is pending): drop it below, do not report it.
-    const bool exit_seen =
-        std::any_of(pending_exits_.begin(), pending_exits_.end(), [&](const Exited& e) {
-          return e.tgid == key.tgid && e.exec_id == key.exec_id && e.start_ns == key.start_ns;
-        });
+    const bool exit_seen = std::any_of(pending_exits_.begin(), pending_exits_.end(),
+                                       [&](const Exited& e) { return e.image == ImageKeyOf(key); });
     if (exit_seen) {
       if (exit_observer_) exit_observer_(ProcessOf(key.tgid, proc));
       continue;
@@ -597,13 +600,11 @@ MrSnapshot MrProbe::Snapshot() {
     // reused by another process) is dropped; one we cannot check now is kept.
     const Liveness liveness = ProcessLiveness(procfs_, key.tgid, key.start_ns, ns_per_tick_);
     if (liveness == Liveness::kGone) {
-      pending_exits_.push_back(
-          {.tgid = key.tgid, .exec_id = key.exec_id, .start_ns = key.start_ns});
+      pending_exits_.push_back({.image = ImageKeyOf(key)});
       if (exit_observer_) exit_observer_(ProcessOf(key.tgid, proc));
       continue;
     }
-    if (!index.emplace(ProcId{key.tgid, key.exec_id, key.start_ns}, snapshot.processes.size())
-             .second) {
+    if (!index.emplace(ImageKeyOf(key), snapshot.processes.size()).second) {
       continue;  // the walk restarted and returned this entry again
     }
     snapshot.processes.push_back(ProcessOf(key.tgid, proc));
@@ -656,6 +657,34 @@ MrSnapshot MrProbe::Snapshot() {
   snapshot.retired_counters = retired_counters_;
   for (const auto& [comm, histograms] : live_histograms) snapshot.histograms[comm].Add(histograms);
   return snapshot;
+}
+
+const char* StackOriginName(MrStackOrigin origin) {
+  switch (origin) {
+    case MrStackOrigin::kNone:
+      return "";
+    case MrStackOrigin::kUnwoundIpOnly:
+      return "none";
+    case MrStackOrigin::kUnwoundDwarf:
+      return "dwarf";
+    case MrStackOrigin::kUnwoundRbp:
+      return "frame-pointer";
+    case MrStackOrigin::kProbeFramePointers:
+      return "frame_pointer";
+  }
+  return "";
+}
+
+MrStackOrigin OriginOf(sys::UnwindMethod method) {
+  switch (method) {
+    case sys::UnwindMethod::kNone:
+      return MrStackOrigin::kUnwoundIpOnly;
+    case sys::UnwindMethod::kDwarf:
+      return MrStackOrigin::kUnwoundDwarf;
+    case sys::UnwindMethod::kFramePointer:
+      return MrStackOrigin::kUnwoundRbp;
+  }
+  return MrStackOrigin::kUnwoundIpOnly;
 }
 
 }  // namespace rdmascope

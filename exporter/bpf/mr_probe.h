@@ -25,6 +25,7 @@
 #include "bpf/mr_kernel_probe.h"
 #include "bpf/mr_stack_sites.h"
 #include "bpf/stack_gc.h"
+#include "sys/image_key.h"
 
 struct mr_bpf;
 struct ring_buffer;
@@ -109,13 +110,23 @@ struct MrReleasedAtExit {
   uint64_t bytes = 0;
 };
 
+// How a stack's addresses were found. Its name on /debug/mr/stacks ("unwind") is
+// StackOriginName's, the strings that page has always shown.
+enum class MrStackOrigin {
+  kNone,                // "": no stack
+  kUnwoundIpOnly,       // "none": the unwinder got no further than the instruction pointer
+  kUnwoundDwarf,        // "dwarf": CFI over the captured copy
+  kUnwoundRbp,          // "frame-pointer": the unwinder's rbp fallback over the copy
+  kProbeFramePointers,  // "frame_pointer": the probes' own walk (bpf_get_stack)
+};
+const char* StackOriginName(MrStackOrigin origin);
+MrStackOrigin OriginOf(sys::UnwindMethod method);
+
 struct MrStack {
   int32_t stack_id = -1;
   uint64_t site = 0;  // the DWARF-unwound site (mr_region.site), 0 for a frame-pointer stack
-  // How `addresses` were found: "dwarf", "frame_pointer" (the BPF walk, or the unwinder's
-  // rbp fallback), "" when there is no stack. unwind_stop: why a walk stopped early.
-  std::string unwind;
-  std::string unwind_stop;
+  MrStackOrigin origin = MrStackOrigin::kNone;
+  std::string unwind_stop;  // why a walk stopped early
   uint64_t regions = 0;
   uint64_t bytes = 0;
   uint64_t oldest_age_ns = 0;
@@ -127,9 +138,7 @@ struct MrStack {
 };
 
 struct MrProcessStacks {
-  uint32_t pid = 0;
-  uint32_t exec_id = 0;  // the image (mr_proc_key): its stacks are symbolized per image
-  uint64_t start_ns = 0;
+  sys::ImageKey image;  // its stacks are unwound and symbolized with this image's modules
   std::string comm;
   uint64_t outstanding_regions = 0;
   uint64_t outstanding_bytes = 0;
@@ -231,16 +240,13 @@ class MrProbe {
   // returns false. False if the map could not be read to its end (a visitor that stopped
   // early is not a failure): then regions were missed.
   bool ForEachRegion(const std::function<bool(const mr_region_key&, const mr_region&)>& visit);
-  // One image of a process: tgid, exec generation, leader start time (mr_proc_key).
-  using ProcId = std::tuple<uint32_t, uint32_t, uint64_t>;
   // Symbols for the frame-pointer stacks of `report` (OutstandingStacks).
   void AddFramePointerSymbols(MrStacksReport& report,
                               std::chrono::steady_clock::time_point deadline);
-  void CountLeakSuspects(std::vector<MrProcess>& processes, const std::map<ProcId, size_t>& index);
+  void CountLeakSuspects(std::vector<MrProcess>& processes,
+                         const std::map<sys::ImageKey, size_t>& index);
   struct Exited {
-    uint32_t tgid;
-    uint32_t exec_id;
-    uint64_t start_ns;
+    sys::ImageKey image;
     std::string comm;      // from the exit event; empty when found by the /proc safety net
     bool at_exec = false;  // the image was replaced by an exec, the process lives on
   };

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "bpf/mr_image_key.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 #include "mr.h"
@@ -141,13 +142,17 @@ MrStackSites::MrStackSites(MrStackSitesOptions options, std::filesystem::path pr
   if (!options_.privileged) options_.privileged = std::make_shared<sys::DirectProcfs>(procfs_);
   if (options_.sandboxed_worker && procfs_ == "/proc") {
     auto worker = std::make_unique<sys::UnwindClient>(
-        std::make_shared<sys::LocalProcessAccess>(procfs_, options_.privileged), options_.worker);
+        std::make_shared<sys::LocalProcessAccess>(procfs_, options_.privileged,
+                                                  options_.image_current),
+        options_.worker);
     worker_ = worker.get();
     unwinder_ = std::move(worker);
     worker_->Start();  // now: its sandbox is known (and logged) before the first stack
   } else {
     unwinder_ = std::make_unique<sys::DwarfUnwinder>(
-        std::make_shared<sys::LocalProcessAccess>(procfs_, options_.privileged), nullptr);
+        std::make_shared<sys::LocalProcessAccess>(procfs_, options_.privileged,
+                                                  options_.image_current),
+        nullptr);
   }
 }
 
@@ -168,7 +173,7 @@ void MrStackSites::Add(const void* data, size_t size) {
       return;
     }
   }
-  Pending pending{.image = {header.tgid, header.exec_id, header.proc_start_ns},
+  Pending pending{.image = ImageKeyOf(header),
                   .site = header.site,
                   .regs = {},
                   .stack = StackBytes(static_cast<const uint8_t*>(data) + kHeader, stack_bytes)};
@@ -182,14 +187,16 @@ void MrStackSites::Add(const void* data, size_t size) {
 // Called without mutex_: /proc/PID/maps is read and merged (a process with 100,000 mappings
 // takes milliseconds) while a scrape's stats() or a request's Find() go on; only the result
 // is compared and written under the lock.
-void MrStackSites::InstallRanges(const Image& image, bool refresh) {
+void MrStackSites::InstallRanges(const sys::ImageKey& image, bool refresh) {
   {
     std::lock_guard lock(mutex_);
     const auto it = ranges_.find(image);
     if (it != ranges_.end() && !it->second.second.empty() && !refresh) return;
   }
-  const auto maps = options_.privileged->Maps(std::get<0>(image), 8 << 20);
-  if (!maps) return;
+  const auto maps = options_.privileged->Maps(image.tgid, 8 << 20);
+  // The maps of whatever runs under the pid now: the image's only if it still runs (checked
+  // after the read, as sys/process_access.cc does).
+  if (!maps || (options_.image_current && !options_.image_current(image))) return;
   auto fresh = ExecutableRanges(*maps, MR_CODE_RANGES);
   std::lock_guard lock(mutex_);
   auto& [generation, ranges] = ranges_[image];
@@ -204,19 +211,18 @@ void MrStackSites::InstallRanges(const Image& image, bool refresh) {
     value.start[i] = ranges[i].first;
     value.end[i] = ranges[i].second;
   }
-  const mr_proc_key key{
-      .tgid = std::get<0>(image), .exec_id = std::get<1>(image), .start_ns = std::get<2>(image)};
+  const mr_proc_key key = ProcKeyOf(image);
   if (bpf_map_update_elem(code_ranges_fd_, &key, &value, BPF_ANY) != 0) {
     log::Debug("mr stacks: cannot write code ranges", {{"err", std::strerror(errno)}});
   }
 }
 
-MrSymbols MrStackSites::SymbolizeFrames(uint32_t pid, const std::vector<uint64_t>& pcs,
-                                        sys::FirstAddress first,
+MrSymbols MrStackSites::SymbolizeFrames(const sys::ImageKey& image,
+                                        const std::vector<uint64_t>& pcs, sys::FirstAddress first,
                                         std::chrono::steady_clock::time_point deadline) {
   MrSymbols symbols;
   const sys::SymbolizeOptions options{.first = first, .inline_frames = true, .deadline = deadline};
-  symbols.frames = unwinder_->Symbolize(pid, pcs, options, &symbols.missing);
+  symbols.frames = unwinder_->Symbolize(image, pcs, options, &symbols.missing);
   return symbols;
 }
 
@@ -260,11 +266,11 @@ void MrStackSites::Process() {
       std::lock_guard lock(mutex_);
       known = ranges_[sample.image].second;
     }
-    const uint32_t pid = std::get<0>(sample.image);
     const sys::CapturedStack captured{
-        .pid = pid, .regs = sample.regs, .stack = sample.stack.span()};
+        .image = sample.image, .regs = sample.regs, .stack = sample.stack.span()};
     sys::UnwoundStack unwound = unwinder_->Unwind(captured, options_.limits);
-    if (unwound.stop_reason == "time budget" && sample.tries < options_.retries) {
+    const bool gone = unwound.outcome == sys::UnwindOutcome::kImageGone;
+    if (unwound.outcome == sys::UnwindOutcome::kTimeBudget && sample.tries < options_.retries) {
       ++sample.tries;
       std::lock_guard lock(mutex_);
       --in_flight_;
@@ -280,16 +286,16 @@ void MrStackSites::Process() {
       return !std::ranges::any_of(
           known, [&](const auto& range) { return pc >= range.first && pc < range.second; });
     });
-    if (unwound.stop_reason != "process gone" && outside) InstallRanges(sample.image, true);
+    if (!gone && outside) InstallRanges(sample.image, true);
     MrSymbols symbols;
-    if (unwound.stop_reason != "process gone") {
-      symbols = SymbolizeFrames(pid, unwound.pcs, sys::FirstAddress::kInstructionPointer,
+    if (!gone) {
+      symbols = SymbolizeFrames(sample.image, unwound.pcs, sys::FirstAddress::kInstructionPointer,
                                 std::chrono::steady_clock::now() + options_.symbolize_budget);
     }
     std::lock_guard lock(mutex_);
     --in_flight_;
     ++stats_.unwound;
-    if (unwound.stop_reason == "process gone") {
+    if (gone) {
       ++stats_.dropped_gone;
       continue;
     }
@@ -324,9 +330,9 @@ void MrStackSites::ProcessSymbolRequests(std::chrono::steady_clock::time_point d
       ++in_flight_;
     }
     // The probes' frame-pointer walk (bpf_get_stack): each address a return address.
-    MrSymbols symbols = SymbolizeFrames(
-        std::get<0>(request.image), request.addresses, sys::FirstAddress::kReturnAddress,
-        std::chrono::steady_clock::now() + options_.symbolize_budget);
+    MrSymbols symbols =
+        SymbolizeFrames(request.image, request.addresses, sys::FirstAddress::kReturnAddress,
+                        std::chrono::steady_clock::now() + options_.symbolize_budget);
     std::lock_guard lock(mutex_);
     --in_flight_;
     if (!ranges_.contains(request.image)) continue;  // the image ended meanwhile
@@ -351,7 +357,8 @@ bool MrStackSites::WaitProcessed(std::chrono::steady_clock::time_point deadline)
   return processed_.wait_until(lock, deadline, [&] { return Idle(); });
 }
 
-std::optional<MrSymbols> MrStackSites::FramePointerSymbols(const Image& image, int32_t stack_id,
+std::optional<MrSymbols> MrStackSites::FramePointerSymbols(const sys::ImageKey& image,
+                                                           int32_t stack_id,
                                                            const std::vector<uint64_t>& addresses) {
   std::lock_guard lock(mutex_);
   const auto it = frame_pointer_symbols_.find({image, stack_id});
@@ -363,7 +370,7 @@ std::optional<MrSymbols> MrStackSites::FramePointerSymbols(const Image& image, i
   return std::nullopt;
 }
 
-std::optional<MrUnwoundSite> MrStackSites::Find(const Image& image, uint64_t site) const {
+std::optional<MrUnwoundSite> MrStackSites::Find(const sys::ImageKey& image, uint64_t site) const {
   std::lock_guard lock(mutex_);
   const auto it = sites_.find({image, site});
   if (it == sites_.end()) return std::nullopt;
@@ -377,10 +384,7 @@ void MrStackSites::Forget(const SiteKey& key) {
   sites_.erase(it);
   if (sites_seen_fd_ < 0 || (key.second & MR_SITE_UNIQUE)) return;
   // The probes must send this site again if it registers again.
-  const mr_site_key seen{.tgid = std::get<0>(key.first),
-                         .exec_id = std::get<1>(key.first),
-                         .start_ns = std::get<2>(key.first),
-                         .site = key.second};
+  const mr_site_key seen = SiteKeyOf(key.first, key.second);
   bpf_map_delete_elem(sites_seen_fd_, &seen);
 }
 
@@ -400,13 +404,13 @@ void MrStackSites::Collect(const std::set<SiteKey>& referenced) {
   candidates_ = std::move(unreferenced);
 }
 
-void MrStackSites::DropImages(const std::vector<Image>& images) {
+void MrStackSites::DropImages(const std::vector<sys::ImageKey>& images) {
   std::lock_guard lock(mutex_);
   const struct Retain {
     MrStackSites& sites;
     ~Retain() { sites.RetainLiveSessions(); }
   } retain{*this};
-  for (const Image& image : images) {
+  for (const sys::ImageKey& image : images) {
     std::vector<SiteKey> doomed;
     for (auto it = sites_.lower_bound({image, 0}); it != sites_.end() && it->first.first == image;
          ++it) {
@@ -426,19 +430,17 @@ void MrStackSites::DropImages(const std::vector<Image>& images) {
     std::erase_if(frame_pointer_symbols_,
                   [&](const auto& entry) { return entry.first.first == image; });
     if (ranges_.erase(image) > 0 && code_ranges_fd_ >= 0) {
-      const mr_proc_key key{.tgid = std::get<0>(image),
-                            .exec_id = std::get<1>(image),
-                            .start_ns = std::get<2>(image)};
+      const mr_proc_key key = ProcKeyOf(image);
       bpf_map_delete_elem(code_ranges_fd_, &key);
     }
   }
 }
 
 void MrStackSites::RetainLiveSessions() {
-  // The unwinder's per-process sessions (ELF files, CFI) of processes that ended go with them.
-  std::vector<uint32_t> live;
-  for (const auto& [image, ranges] : ranges_) live.push_back(std::get<0>(image));
-  for (const Pending& sample : pending_) live.push_back(std::get<0>(sample.image));
+  // The unwinder's per-image sessions (ELF files, CFI) of images that ended go with them.
+  std::vector<sys::ImageKey> live;
+  for (const auto& [image, ranges] : ranges_) live.push_back(image);
+  for (const Pending& sample : pending_) live.push_back(sample.image);
   unwinder_->Retain(live);
   if (Idle()) processed_.notify_all();
 }

@@ -24,11 +24,11 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "sys/dwarf_unwinder.h"
+#include "sys/image_key.h"
 #include "sys/unwind_client.h"
 
 namespace rdmascope {
@@ -56,6 +56,9 @@ struct MrStackSitesOptions {
   sys::UnwindClientOptions worker;
   // Where maps and other users' files are read (serve: the capability broker); null: here.
   std::shared_ptr<sys::PrivilegedProcfs> privileged;
+  // Whether an image still runs (the probes' process map: an exec marks it ended); unset:
+  // the start time alone is checked (a fixture tree). Sessions are only made while it does.
+  sys::ImageCurrent image_current;
 };
 
 // A stack's frames as the stack thread symbolized them (sys::Frame: names and offsets only).
@@ -110,9 +113,8 @@ struct MrStackSitesStats {
 
 class MrStackSites {
  public:
-  // Image of a process: tgid, exec generation, leader start (mr_proc_key).
-  using Image = std::tuple<uint32_t, uint32_t, uint64_t>;
-  using SiteKey = std::pair<Image, uint64_t>;
+  // A site of one image (mr_site_key).
+  using SiteKey = std::pair<sys::ImageKey, uint64_t>;
 
   // The fds of the probes' code_ranges and sites_seen maps (-1 in tests: nothing written).
   MrStackSites(MrStackSitesOptions options, std::filesystem::path procfs, int code_ranges_fd,
@@ -135,37 +137,38 @@ class MrStackSites {
   // Process()).
   int wake_fd() const { return wake_fd_; }
   // The site of a region, if it was unwound (a copy: sites may be dropped meanwhile).
-  std::optional<MrUnwoundSite> Find(const Image& image, uint64_t site) const;
+  std::optional<MrUnwoundSite> Find(const sys::ImageKey& image, uint64_t site) const;
   // The frames of a frame-pointer stack of the probes' stacks map (`stack_id`), as the stack
   // thread symbolized them; nullopt, and the stack queued for the stack thread, when not yet.
-  std::optional<MrSymbols> FramePointerSymbols(const Image& image, int32_t stack_id,
+  std::optional<MrSymbols> FramePointerSymbols(const sys::ImageKey& image, int32_t stack_id,
                                                const std::vector<uint64_t>& addresses);
   // Drops sites no region refers to at this call and at the previous one (a registration
   // takes its site key before its region is written), and images that are gone.
   void Collect(const std::set<SiteKey>& referenced);
   // Images that ended (exit, exec): their sites, waiting samples and code ranges go.
-  void DropImages(const std::vector<Image>& images);
+  void DropImages(const std::vector<sys::ImageKey>& images);
   MrStackSitesStats stats() const;
 
  private:
   struct Pending {
-    Image image;
+    sys::ImageKey image;
     uint64_t site;
     std::array<uint64_t, sys::kDwarfRegisters> regs;
     StackBytes stack;
     uint32_t tries = 0;
   };
   struct SymbolRequest {
-    Image image;
+    sys::ImageKey image;
     int32_t stack_id;
     std::vector<uint64_t> addresses;
   };
-  MrSymbols SymbolizeFrames(uint32_t pid, const std::vector<uint64_t>& pcs, sys::FirstAddress first,
+  MrSymbols SymbolizeFrames(const sys::ImageKey& image, const std::vector<uint64_t>& pcs,
+                            sys::FirstAddress first,
                             std::chrono::steady_clock::time_point deadline);
   void ProcessSymbolRequests(std::chrono::steady_clock::time_point deadline);
   // Under mutex_: nothing queued or being worked on.
   bool Idle() const { return pending_.empty() && symbol_requests_.empty() && in_flight_ == 0; }
-  void InstallRanges(const Image& image, bool refresh);
+  void InstallRanges(const sys::ImageKey& image, bool refresh);
   void RetainLiveSessions();  // under mutex_
   void Forget(const SiteKey& key);
 
@@ -179,10 +182,10 @@ class MrStackSites {
   mutable std::mutex mutex_;             // everything below
   std::deque<Pending> pending_;
   std::map<SiteKey, MrUnwoundSite> sites_;
-  std::map<Image, std::pair<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>> ranges_;
+  std::map<sys::ImageKey, std::pair<uint32_t, std::vector<std::pair<uint64_t, uint64_t>>>> ranges_;
   std::set<SiteKey> candidates_;  // unreferenced at the last Collect()
   std::deque<SymbolRequest> symbol_requests_;
-  std::map<std::pair<Image, int32_t>, MrSymbols> frame_pointer_symbols_;
+  std::map<std::pair<sys::ImageKey, int32_t>, MrSymbols> frame_pointer_symbols_;
   static constexpr size_t kMaxFramePointerSymbols = 4096;
   size_t in_flight_ = 0;               // samples and requests taken from the queues
   std::condition_variable processed_;  // with mutex_: Idle() became true

@@ -9,11 +9,6 @@
 
 namespace rdmascope {
 
-uint64_t NsPerClockTick() {
-  const long ticks = sysconf(_SC_CLK_TCK);
-  return ticks > 0 ? 1000000000ULL / static_cast<uint64_t>(ticks) : 10000000ULL;
-}
-
 Liveness ProcessLiveness(const std::filesystem::path& procfs, uint32_t pid,
                          uint64_t start_boottime_ns, uint64_t ns_per_tick) {
   // Read to EOF (sysfs::ReadFileChecked, which the fault seam reaches): one read(2) may return

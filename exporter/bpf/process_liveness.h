@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <filesystem>
 
+#include "sys/image_key.h"  // NsPerClockTick
+
 namespace rdmascope {
 
 enum class Liveness {
@@ -17,8 +19,5 @@ enum class Liveness {
 // throw away objects of a live process for good.
 Liveness ProcessLiveness(const std::filesystem::path& procfs, uint32_t pid,
                          uint64_t start_boottime_ns, uint64_t ns_per_tick);
-
-// 1e9 / USER_HZ: the unit of /proc/PID/stat's starttime.
-uint64_t NsPerClockTick();
 
 }  // namespace rdmascope

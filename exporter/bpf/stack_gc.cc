@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 
+#include "bpf/mr_image_key.h"
 #include "bpf/mr_probe.h"
 #include "bpf/uprobe_attach.h"
 #include "core/log.h"
@@ -99,15 +100,12 @@ void MrProbe::CollectUnusedStacks(bool ended) {
   // two walks in a row unless it moves at both.
   std::unordered_set<uint32_t> referenced;
   std::set<MrStackSites::SiteKey> sites;  // the DWARF sites regions refer to
-  const bool regions_read =
-      AddInFlightStackIds(referenced) &&
-      ForEachRegion([&](const mr_region_key& key, const mr_region& region) {
-        if (region.stack_id >= 0) referenced.insert(static_cast<uint32_t>(region.stack_id));
-        if (region.site != 0) {
-          sites.insert({{key.tgid, key.exec_id, region.proc_start_ns}, region.site});
-        }
-        return true;
-      });
+  const auto refer = [&](const mr_region_key& key, const mr_region& region) {
+    if (region.stack_id >= 0) referenced.insert(static_cast<uint32_t>(region.stack_id));
+    if (region.site != 0) sites.insert({ImageKeyOf(key, region), region.site});
+    return true;
+  };
+  const bool regions_read = AddInFlightStackIds(referenced) && ForEachRegion(refer);
   if (!regions_read) {  // ids may be missing: deleting now could take a live region's stack
     log::Warn("mr stacks cleanup skipped: the in-flight calls or the regions could not be read");
     stack_gc_.Abandon(now, StackGc::Clock::now() - now);

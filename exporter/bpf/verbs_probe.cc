@@ -155,7 +155,7 @@ std::expected<std::unique_ptr<VerbsProbe>, std::string> VerbsProbe::Attach(
   RouteLibbpfLogs();
   std::unique_ptr<VerbsProbe> probe(new VerbsProbe());
   probe->procfs_ = std::move(procfs);
-  probe->ns_per_tick_ = NsPerClockTick();
+  probe->ns_per_tick_ = sys::NsPerClockTick();
   probe->skel_ = verbs_bpf__open();
   if (probe->skel_ == nullptr) {
     return std::unexpected("cannot open the BPF object: " + ErrnoText(errno));

@@ -514,9 +514,10 @@ std::string MrCollector::StacksJson(std::string_view query) const {
           {"outstanding_regions", site.regions},
           {"outstanding_bytes", site.bytes},
           {"oldest_age_seconds", static_cast<double>(site.oldest_age_ns) / 1e9},
-          // How the frames were found: "dwarf" (CFI over the captured stack copy) or
-          // "frame_pointer" (the BPF walk, or the unwinder's fallback); "" without a stack.
-          {"unwind", site.unwind},
+          // How the frames were found: "dwarf" (CFI over the captured stack copy),
+          // "frame-pointer" (the unwinder's rbp fallback), "frame_pointer" (the BPF walk);
+          // "" without a stack (MrStackOrigin).
+          {"unwind", StackOriginName(site.origin)},
           {"frames", frames}};
       if (!site.unwind_stop.empty()) stack["unwind_stop"] = site.unwind_stop;
       // Why frames have no name: the process gone, a file refused (sys/elf_checks.h,
@@ -528,14 +529,18 @@ std::string MrCollector::StacksJson(std::string_view query) const {
       }
       stacks.push_back(std::move(stack));
     }
-    nlohmann::json entry = {{"pid", proc.pid},
+    // One entry per process image: an exec gives the pid a new image (exec_id), whose
+    // stacks are its own modules' (sys/image_key.h).
+    nlohmann::json entry = {{"pid", proc.image.tgid},
+                            {"exec_id", proc.image.exec_id},
                             {"comm", proc.comm},
                             {"outstanding_regions", proc.outstanding_regions},
                             {"outstanding_bytes", proc.outstanding_bytes},
                             {"stacks", stacks}};
     if (workload_source_) {
       nlohmann::json workload = nlohmann::json::object();
-      for (auto& [name, value] : workload_source_(proc.pid)) workload[name] = std::move(value);
+      for (auto& [name, value] : workload_source_(proc.image.tgid))
+        workload[name] = std::move(value);
       entry["workload"] = std::move(workload);
     }
     processes.push_back(std::move(entry));

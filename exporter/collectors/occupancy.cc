@@ -179,11 +179,21 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
   for (const OccupancyProcess& process : processes) {
     // Label holds string_views: the numbers' text must outlive the labels.
     const std::string pid_text = std::to_string(process.pid);
-    const Label pid{"pid", pid_text};
-    const Label comm{"comm", process.comm};
+    // A pid of another namespace says so (pid_ns): the same number in the exporter's
+    // namespace is another process (collectors/workload.cc leaves such series out).
+    const std::string pid_ns_text = std::to_string(process.pid_ns);
+    std::vector<Label> who{{"pid", pid_text}, {"comm", process.comm}};
+    if (process.pid_ns != 0) who.emplace_back("pid_ns", pid_ns_text);
+    // `before`, the process's labels, then `after` (the order the series always had).
+    const auto with = [&](std::initializer_list<Label> before, std::initializer_list<Label> after) {
+      std::vector<Label> labels(before);
+      labels.insert(labels.end(), who.begin(), who.end());
+      labels.insert(labels.end(), after);
+      return labels;
+    };
     for (const OccupancyCq& cq : process.cqs) {
       const std::string handle = std::to_string(cq.handle);
-      const std::vector<Label> labels{{"device", cq.device}, pid, comm, {"cq", handle}};
+      const std::vector<Label> labels = with({{"device", cq.device}}, {{"cq", handle}});
       out.Add(kCqCapacity, labels, cq.entries);
       out.Add(kCqOutstanding, labels, static_cast<double>(cq.outstanding));
       out.Add(kCqPeak, labels, static_cast<double>(cq.peak));
@@ -194,30 +204,29 @@ void MapOccupancy(const std::vector<OccupancyProcess>& processes, MetricSet& out
     }
     for (const OccupancySrq& srq : process.srqs) {
       const std::string handle = std::to_string(srq.handle);
-      const std::vector<Label> labels{{"device", srq.device}, pid, comm, {"srq", handle}};
+      const std::vector<Label> labels = with({{"device", srq.device}}, {{"srq", handle}});
       out.Add(kSrqPosted, labels, static_cast<double>(srq.posted));
       out.Add(kSrqMax, labels, srq.max_wr);
       out.Add(kSrqLimit, labels, srq.limit);
     }
-    out.Add(kUntracked, {pid, comm, {"kind", "cq"}}, static_cast<double>(process.lost_cqs));
-    out.Add(kUntracked, {pid, comm, {"kind", "srq"}}, static_cast<double>(process.lost_srqs));
-    out.Add(kUntracked, {pid, comm, {"kind", "qp"}}, static_cast<double>(process.lost_qps));
+    out.Add(kUntracked, with({}, {{"kind", "cq"}}), static_cast<double>(process.lost_cqs));
+    out.Add(kUntracked, with({}, {{"kind", "srq"}}), static_cast<double>(process.lost_srqs));
+    out.Add(kUntracked, with({}, {{"kind", "qp"}}), static_cast<double>(process.lost_qps));
     // Per process, never per QP: a process may have thousands of QPs.
     for (const auto& [direction, sizes] :
          {std::pair{"send", &process.send}, std::pair{"recv", &process.recv}}) {
       if (!process.message_sizes) break;  // not counted: absent, not 0
       uint64_t count = 0;
       const auto buckets = Cumulative(sizes->buckets, 0, 1.0, count);
-      const Label dir{"direction", direction};
-      out.Add(kPostedWrs, {pid, comm, dir}, static_cast<double>(count));
-      out.Add(kPostedBytes, {pid, comm, dir}, static_cast<double>(sizes->bytes));
-      out.AddHistogram(kMessageSize, {pid, comm, dir}, buckets, static_cast<double>(sizes->bytes),
-                       count);
+      const std::vector<Label> labels = with({}, {{"direction", direction}});
+      out.Add(kPostedWrs, labels, static_cast<double>(count));
+      out.Add(kPostedBytes, labels, static_cast<double>(sizes->bytes));
+      out.AddHistogram(kMessageSize, labels, buckets, static_cast<double>(sizes->bytes), count);
     }
     uint64_t timed = 0;
     const auto latency = Cumulative(process.latency_buckets, OCC_LATENCY_MIN_LOG2, 1e-9, timed);
-    out.AddHistogram(kLatency, {pid, comm}, latency,
-                     static_cast<double>(process.latency_sum_ns) * 1e-9, timed);
+    out.AddHistogram(kLatency, who, latency, static_cast<double>(process.latency_sum_ns) * 1e-9,
+                     timed);
   }
 }
 
@@ -591,14 +600,15 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
         Skip(SkipReason::kStaleUnanchored, name, "claims pid " + std::to_string(process->pid));
         continue;
       }
-      if (pid) process->pid = *pid;
       if (!pid) {
-        // Private directory: the namespace's pid translated as for a live one.
-        if (const auto translated = pids_.ExporterPid(process->pid_ns, process->pid)) {
-          process->pid = *translated;
-        }
+        // Private directory: the namespace's pid translated as for a live one (untranslated:
+        // it keeps its namespace, see OccupancyProcess::pid).
+        pid = pids_.ExporterPid(process->pid_ns, process->pid);
       }
-      process->pid_ns = 0;  // in the exporter's numbering now
+      if (pid) {
+        process->pid = *pid;
+        process->pid_ns = 0;  // in the exporter's numbering now
+      }
       finished.push_back(processes.size());
       processes.push_back(std::move(*process));
       continue;
@@ -613,6 +623,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
       // (a process the exporter cannot see keeps its namespace's pid, said at debug level).
       if (const auto translated = pids_.ExporterPid(process->pid_ns, process->pid)) {
         process->pid = *translated;
+        process->pid_ns = 0;
       } else {
         log::Debug(
             "preload stats file of a pid namespace the exporter does not see: pid label "
@@ -626,6 +637,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
         continue;
       }
       process->pid = *pid;
+      process->pid_ns = 0;
     }
     processes.push_back(std::move(*process));
   }

@@ -71,10 +71,14 @@ struct OccupancySizes {
 };
 
 struct OccupancyProcess {
-  uint32_t pid = 0;  // in its own pid namespace
+  // As parsed, in its own pid namespace; once the collector has found it, the exporter's pid
+  // (pid_ns 0). A pid the exporter could not translate keeps pid_ns: its series then carry a
+  // pid_ns label, and nothing looks it up as one of the exporter's pids (the workload
+  // collector, profile), where it would name another process.
+  uint32_t pid = 0;
   uint64_t start_ticks = 0;
   std::string comm;
-  uint64_t pid_ns = 0;  // inode of that pid namespace
+  uint64_t pid_ns = 0;  // inode of that pid namespace; 0: `pid` is the exporter's
   uint64_t lost_cqs = 0;
   uint64_t lost_srqs = 0;
   uint64_t lost_qps = 0;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -51,19 +53,30 @@ struct Exported {
 // it. Non-numeric pids ("kernel", "other", "unknown") are owners without a process to read.
 // A family lists a process's series one after the other: a pid equal to the last one seen is
 // not looked up again (15 series per process in the bench of docs/benchmarks.md).
-std::vector<Exported> ExportedProcesses(EarlierFamilies earlier) {
+// Only the exporter's own pids are: a series with a `pid_ns` label names a process by its
+// number in another pid namespace (collectors/occupancy.h, a process it could not translate),
+// which in the exporter's /proc is another process or none. Those are counted in
+// `namespace_local` (distinct namespace and pid), never looked up.
+std::vector<Exported> ExportedProcesses(EarlierFamilies earlier, size_t& namespace_local) {
   std::unordered_map<uint32_t, std::string_view> comms;
+  std::set<std::pair<std::string_view, std::string_view>> foreign;
   for (const prometheus::MetricFamily& family : earlier) {
     std::string_view last_pid;
     bool last_had_comm = false;
     for (const prometheus::ClientMetric& metric : family.metric) {
       const std::string* pid = nullptr;
       const std::string* comm = nullptr;
+      const std::string* pid_ns = nullptr;
       for (const prometheus::ClientMetric::Label& label : metric.label) {
         if (label.name == "pid") pid = &label.value;
         if (label.name == "comm") comm = &label.value;
+        if (label.name == "pid_ns") pid_ns = &label.value;
       }
       if (pid == nullptr) continue;
+      if (pid_ns != nullptr && !pid_ns->empty()) {
+        foreign.emplace(*pid_ns, *pid);
+        continue;
+      }
       if (*pid == last_pid && (last_had_comm || comm == nullptr)) continue;
       last_pid = *pid;
       last_had_comm = comm != nullptr && !comm->empty();
@@ -80,6 +93,7 @@ std::vector<Exported> ExportedProcesses(EarlierFamilies earlier) {
   for (const auto& [pid, comm] : comms) processes.push_back({pid, comm});
   std::sort(processes.begin(), processes.end(),
             [](const Exported& a, const Exported& b) { return a.pid < b.pid; });
+  namespace_local = foreign.size();
   return processes;
 }
 
@@ -252,9 +266,14 @@ std::string WorkloadCollector::WorkloadsJson() const {
 CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet& out) const {
   // The kubelet's devices of pods, whatever the processes.
   const std::string devices = devices_ ? "; " + devices_->Collect(out) : "";
-  const std::vector<Exported> processes = ExportedProcesses(earlier);
+  size_t namespace_local = 0;
+  const std::vector<Exported> processes = ExportedProcesses(earlier, namespace_local);
+  const std::string skipped =
+      namespace_local == 0 ? ""
+                           : "; " + std::to_string(namespace_local) +
+                                 " processes of other pid namespaces not described (no pid here)";
   if (processes.empty()) {
-    return {.no_data = devices.empty(), .detail = "no process exported" + devices};
+    return {.no_data = devices.empty(), .detail = "no process exported" + skipped + devices};
   }
   std::lock_guard lock(mutex_);
   ++scrape_;
@@ -292,7 +311,7 @@ CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet
   std::erase_if(known_, [this](const auto& entry) { return entry.second.scrape != scrape_; });
   return {.detail = std::to_string(described) + " of " + std::to_string(processes.size()) +
                     " processes described, " + std::to_string(with_workload) + " with a workload" +
-                    devices};
+                    skipped + devices};
 }
 
 }  // namespace rdmascope

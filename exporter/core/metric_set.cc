@@ -88,6 +88,11 @@ bool MetricSet::Add(const MetricDesc& desc, const std::vector<Label>& labels, do
 
 bool MetricSet::AddHistogram(const MetricDesc& desc, std::initializer_list<Label> labels,
                              const std::vector<Bucket>& buckets, double sum, uint64_t count) {
+  return AddHistogram(desc, std::vector<Label>(labels), buckets, sum, count);
+}
+
+bool MetricSet::AddHistogram(const MetricDesc& desc, const std::vector<Label>& labels,
+                             const std::vector<Bucket>& buckets, double sum, uint64_t count) {
   prometheus::ClientMetric::Histogram histogram;
   histogram.sample_count = count;
   histogram.sample_sum = sum;

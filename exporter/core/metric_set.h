@@ -61,6 +61,8 @@ class MetricSet {
   // A histogram sample; buckets in increasing order, without +Inf (added from `count`).
   bool AddHistogram(const MetricDesc& desc, std::initializer_list<Label> labels,
                     const std::vector<Bucket>& buckets, double sum, uint64_t count);
+  bool AddHistogram(const MetricDesc& desc, const std::vector<Label>& labels,
+                    const std::vector<Bucket>& buckets, double sum, uint64_t count);
 
   size_t dropped_duplicates() const { return dropped_duplicates_; }
   size_t sample_count() const { return samples_; }

@@ -432,7 +432,8 @@ void ProfileSession::OnMrExit(const MrProcess& last) {
 }
 
 void ProfileSession::OnPreloadFinished(const OccupancyProcess& last) {
-  if (last.pid != options_.pid) return;
+  // A pid of another namespace (untranslated) is not the profiled process, whatever its number.
+  if (last.pid != options_.pid || last.pid_ns != 0) return;
   std::lock_guard lock(mutex_);
   preload_finished_.push_back(last);
 }

@@ -59,9 +59,6 @@ using Clock = std::chrono::steady_clock;
 // code (a JIT) would otherwise re-read them at every unwind.
 constexpr auto kReportInterval = std::chrono::seconds(1);
 
-constexpr const char* kFrameLimit = "frame limit";
-constexpr const char* kTimeBudget = "time budget";
-
 std::string Hex(uint64_t value) {
   char text[24];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(value));
@@ -111,6 +108,20 @@ struct StackCopy {
 
 }  // namespace
 
+const char* OutcomeReason(UnwindOutcome outcome) {
+  switch (outcome) {
+    case UnwindOutcome::kStopped:
+      return "";
+    case UnwindOutcome::kFrameLimit:
+      return "frame limit";
+    case UnwindOutcome::kTimeBudget:
+      return "time budget";
+    case UnwindOutcome::kImageGone:
+      return "process gone";
+  }
+  return "?";
+}
+
 const char* MethodName(UnwindMethod method) {
   switch (method) {
     case UnwindMethod::kNone:
@@ -139,6 +150,7 @@ struct DwarfUnwinder::Walk {
   std::optional<size_t> failed_step;
   bool failed_above = false;
   std::string stop;  // set when the frame callback ends the walk
+  UnwindOutcome outcome = UnwindOutcome::kStopped;
   bool truncated = false;
 
   // Reads made while unwinding frame i happen once it is in pcs (see OnFrame): step i is
@@ -157,12 +169,13 @@ struct DwarfUnwinder::Walk {
   // A limit reached before frame pcs.size() is added.
   bool Limited() {
     if (pcs.size() >= max_frames) {
-      stop = kFrameLimit;
+      outcome = UnwindOutcome::kFrameLimit;
     } else if (!pcs.empty() && Clock::now() >= deadline) {
-      stop = kTimeBudget;  // checked at every frame; the first is always given
+      outcome = UnwindOutcome::kTimeBudget;  // checked at every frame; the first is always given
     } else {
       return false;
     }
+    stop = OutcomeReason(outcome);
     truncated = true;
     return true;
   }
@@ -201,10 +214,11 @@ struct DwarfUnwinder::Walk {
   }
 };
 
-// One process's libdwfl session: its modules, attached to thread callbacks that unwind
+// One process image's libdwfl session: its modules, attached to thread callbacks that unwind
 // whichever sample `walk` points to.
 struct DwarfUnwinder::Process {
-  const uint32_t pid;
+  const ImageKey image;
+  const uint32_t pid;  // image.tgid
   const uint64_t start_ticks;
   const std::shared_ptr<ElfCache> elf_cache;
   std::mutex mutex;  // a Dwfl is not thread-safe: one unwind or symbolisation at a time
@@ -222,12 +236,12 @@ struct DwarfUnwinder::Process {
   ProcessFiles context;
   std::list<ModuleFile> files;
 
-  Process(uint32_t p, uint64_t ticks, ProcessAccess* access, DebugFileSource* debug_files,
+  Process(const ImageKey& key, ProcessAccess* access, DebugFileSource* debug_files,
           std::shared_ptr<ElfCache> cache)
-      : pid(p), start_ticks(ticks), elf_cache(std::move(cache)) {
+      : image(key), pid(key.tgid), start_ticks(StartTicksOf(key)), elf_cache(std::move(cache)) {
     context.access = access;
     context.debug_files = debug_files;
-    context.pid = p;
+    context.pid = pid;
     context.cache = elf_cache.get();
   }
   ~Process() {
@@ -239,8 +253,9 @@ struct DwarfUnwinder::Process {
   Process& operator=(const Process&) = delete;
 
   // (Re-)reads the modules. A re-report keeps the modules that did not change (libdwfl reuses
-  // a module reported again with the same name and range, with its ELF and CFI).
-  bool Report(std::string& why) {
+  // a module reported again with the same name and range, with its ELF and CFI). `ended`:
+  // the image runs no more (exit, exec: the maps are not its own).
+  bool Report(std::string& why, bool& ended) {
     if (dwfl == nullptr) {
       dwfl = dwfl_begin(&ModuleFileCallbacks());
       if (dwfl == nullptr) {
@@ -254,7 +269,7 @@ struct DwarfUnwinder::Process {
     // libdwfl reports the modules from the same text, or on the real procfs from its own
     // reading, with the vDSO (a file changed in between fails the check: no file).
     int result = 0;
-    const auto maps = context.access->Maps(pid);
+    const auto maps = context.access->Maps(image);
     if (!maps) {
       result = maps.error();
     } else if (maps->empty()) {
@@ -274,7 +289,8 @@ struct DwarfUnwinder::Process {
     if (result == 0 && dwfl_getmodules(dwfl, CountModule, nullptr, 0) == 0) result = ESRCH;
     if (result != 0) {
       gone = true;
-      why = result == ENOENT || result == ESRCH ? "process gone"
+      ended = result == ENOENT || result == ESRCH;
+      why = ended        ? OutcomeReason(UnwindOutcome::kImageGone)
             : result > 0 ? std::string("maps unreadable: ") + std::strerror(result)
                          : std::string("maps unreadable: ") + dwfl_errmsg(-1);
       return false;
@@ -372,36 +388,47 @@ DwarfUnwinder::DwarfUnwinder(std::shared_ptr<ProcessAccess> access,
 
 DwarfUnwinder::~DwarfUnwinder() = default;
 
-std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(uint32_t pid, std::string& why,
+std::shared_ptr<DwarfUnwinder::Process> DwarfUnwinder::ProcessFor(const ImageKey& image,
+                                                                  std::string& why, bool& gone,
                                                                   bool exited_ok) {
-  why = "process gone";
+  why = OutcomeReason(UnwindOutcome::kImageGone);
+  gone = true;
+  const uint32_t pid = image.tgid;
   if (pid == 0 || pid > INT_MAX) return nullptr;
   std::shared_ptr<Process> cached;
   {
     std::lock_guard lock(mutex_);
-    if (const auto it = processes_.find(pid); it != processes_.end()) cached = it->second;
+    if (const auto it = processes_.find(image); it != processes_.end()) cached = it->second;
   }
-  // Still the same process? (LocalProcessAccess: its pidfd says so in one poll(); without one,
-  // a fake procfs or a kernel before 5.3, its start time from PID/stat, about 10 us.)
+  // Still running? (LocalProcessAccess: its pidfd says so in one poll(); without one, a fake
+  // procfs or a kernel before 5.3, its start time from PID/stat, about 10 us.) An exec keeps
+  // both: a session made for this image holds this image's modules, whatever runs now.
   if (cached && !cached->gone && (exited_ok || access_->StillRunning(pid, cached->start_ticks))) {
     return cached;
   }
-  const std::optional<uint64_t> start = access_->StartTicks(pid);
-  if (!start) return nullptr;
-  // Reading the maps and ELF headers is slow: not under mutex_.
-  auto process =
-      std::make_shared<Process>(pid, *start, access_.get(), debug_files_.get(), elf_cache_);
-  if (!process->Report(why) || !process->Attach(why)) return nullptr;
+  // Reading the maps and ELF headers is slow: not under mutex_. Maps(image) refuses an image
+  // that no longer runs (another process, an exec since): no session is made from the maps of
+  // whatever runs in its place.
+  auto process = std::make_shared<Process>(image, access_.get(), debug_files_.get(), elf_cache_);
+  bool ended = false;
+  if (!process->Report(why, ended)) {
+    gone = ended;
+    return nullptr;
+  }
+  if (!process->Attach(why)) {
+    gone = false;
+    return nullptr;
+  }
+  gone = false;
   std::lock_guard lock(mutex_);
-  const auto it = processes_.find(pid);
-  if (it != processes_.end() && it->second != cached && it->second->start_ticks == *start &&
-      !it->second->gone) {
+  const auto it = processes_.find(image);
+  if (it != processes_.end() && it->second != cached && !it->second->gone) {
     return it->second;  // another thread made it meanwhile
   }
   if (it == processes_.end() && processes_.size() >= kMaxProcesses) {
     processes_.erase(processes_.begin());
   }
-  processes_[pid] = process;
+  processes_[image] = process;
   return process;
 }
 
@@ -418,6 +445,7 @@ UnwoundStack DwarfUnwinder::WalkDwarf(Process& process, const CapturedStack& cap
 
   UnwoundStack out;
   out.truncated = walk.truncated;
+  out.outcome = walk.outcome;
   if (!walk.stop.empty()) {
     out.stop_reason = walk.stop;
   } else if (walk.pcs.empty()) {
@@ -513,7 +541,8 @@ UnwoundStack DwarfUnwinder::WalkFramePointers(Process& process, const CapturedSt
   UnwoundStack out{.pcs = std::move(walk.pcs),
                    .method = UnwindMethod::kNone,
                    .truncated = walk.truncated,
-                   .stop_reason = std::move(walk.stop)};
+                   .stop_reason = std::move(walk.stop),
+                   .outcome = walk.outcome};
   if (out.pcs.size() > 1) out.method = UnwindMethod::kFramePointer;
   return out;
 }
@@ -524,16 +553,25 @@ void DwarfUnwinder::DropIfRefused(const std::shared_ptr<Process>& process) {
     if (process->context.refused.empty()) return;
   }
   std::lock_guard lock(mutex_);
-  const auto it = processes_.find(process->pid);
+  const auto it = processes_.find(process->image);
   if (it != processes_.end() && it->second == process) processes_.erase(it);
 }
 
 UnwoundStack DwarfUnwinder::Unwind(const CapturedStack& captured, const UnwindLimits& limits) {
-  if (limits.max_frames == 0) return {.truncated = true, .stop_reason = kFrameLimit};
+  if (limits.max_frames == 0) {
+    return {.truncated = true,
+            .stop_reason = OutcomeReason(UnwindOutcome::kFrameLimit),
+            .outcome = UnwindOutcome::kFrameLimit};
+  }
   const uint64_t ip = captured.regs[kDwarfRip];
   std::string why;
-  const std::shared_ptr<Process> process = ProcessFor(captured.pid, why);
-  if (!process) return {.pcs = {ip}, .stop_reason = why};
+  bool gone = false;
+  const std::shared_ptr<Process> process = ProcessFor(captured.image, why, gone);
+  if (!process) {
+    return {.pcs = {ip},
+            .stop_reason = why,
+            .outcome = gone ? UnwindOutcome::kImageGone : UnwindOutcome::kStopped};
+  }
   UnwoundStack unwound = UnwindIn(*process, captured, limits);
   DropIfRefused(process);
   return unwound;
@@ -547,15 +585,18 @@ UnwoundStack DwarfUnwinder::UnwindIn(Process& process, const CapturedStack& capt
   // The budget is the walk's: a new process's maps are read before it starts (the modules'
   // files are opened as the walk reaches them, and count).
   const Clock::time_point deadline = Clock::now() + limits.budget;
+  bool ended = false;
   if (dwfl_addrmodule(process.dwfl, ip) == nullptr &&
-      Clock::now() - process.reported >= kReportInterval && !process.Report(why)) {
-    return {.pcs = {ip}, .stop_reason = why};
+      Clock::now() - process.reported >= kReportInterval && !process.Report(why, ended)) {
+    return {.pcs = {ip},
+            .stop_reason = why,
+            .outcome = ended ? UnwindOutcome::kImageGone : UnwindOutcome::kStopped};
   }
   UnwoundStack dwarf = WalkDwarf(process, captured, limits.max_frames, deadline);
   // Stopped by a limit, or CFI got past the first frame and on to the outermost frame or to
   // the end of the copy: the rbp walk, in the same limits and copy, cannot do better (if it
   // went further, its frames would be garbage: rbp used as a general register).
-  if (dwarf.stop_reason == kFrameLimit || dwarf.stop_reason == kTimeBudget ||
+  if (dwarf.outcome != UnwindOutcome::kStopped ||
       (dwarf.method == UnwindMethod::kDwarf && (dwarf.stop_reason.empty() || dwarf.truncated))) {
     return dwarf;
   }
@@ -571,24 +612,31 @@ UnwoundStack DwarfUnwinder::UnwindIn(Process& process, const CapturedStack& capt
 UnwoundStack DwarfUnwinder::UnwindFramePointers(const CapturedStack& captured,
                                                 const UnwindLimits& limits) {
   std::string why;
-  const std::shared_ptr<Process> process = ProcessFor(captured.pid, why);
-  if (!process) return {.pcs = {captured.regs[kDwarfRip]}, .stop_reason = why};
+  bool gone = false;
+  const std::shared_ptr<Process> process = ProcessFor(captured.image, why, gone);
+  if (!process) {
+    return {.pcs = {captured.regs[kDwarfRip]},
+            .stop_reason = why,
+            .outcome = gone ? UnwindOutcome::kImageGone : UnwindOutcome::kStopped};
+  }
   std::lock_guard lock(process->mutex);
   return WalkFramePointers(*process, captured, limits.max_frames, Clock::now() + limits.budget);
 }
 
-std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, const UnwoundStack& unwound,
+std::vector<Frame> DwarfUnwinder::Symbolize(const ImageKey& image, const UnwoundStack& unwound,
                                             bool inline_frames) {
-  return Symbolize(pid, unwound.pcs,
+  return Symbolize(image, unwound.pcs,
                    {.first = FirstAddress::kInstructionPointer, .inline_frames = inline_frames});
 }
 
-std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+std::vector<Frame> DwarfUnwinder::Symbolize(const ImageKey& image,
+                                            std::span<const uint64_t> addresses,
                                             const SymbolizeOptions& options, std::string* missing) {
   std::string why;
-  // The session of a process that has exited since still names its addresses (the modules
-  // it had): the stacks of regions left at exit are symbolized after it (Retain drops it).
-  const std::shared_ptr<Process> process = ProcessFor(pid, why, /*exited_ok=*/true);
+  bool gone = false;
+  // The session of an image that has ended since still names its addresses (the modules it
+  // had): the stacks of regions left at exit are symbolized after it (Retain drops it).
+  const std::shared_ptr<Process> process = ProcessFor(image, why, gone, /*exited_ok=*/true);
   if (!process) {
     if (missing != nullptr) *missing = why;
     return SymbolizeWith(nullptr, addresses, options);
@@ -607,13 +655,15 @@ std::vector<Frame> DwarfUnwinder::Symbolize(uint32_t pid, std::span<const uint64
 
 ElfCacheStats DwarfUnwinder::elf_stats() const { return elf_cache_->stats(); }
 
-void DwarfUnwinder::Retain(const std::vector<uint32_t>& live_pids) {
+void DwarfUnwinder::Retain(const std::vector<ImageKey>& live) {
+  std::vector<uint32_t> live_pids;
+  live_pids.reserve(live.size());
+  for (const ImageKey& image : live) live_pids.push_back(image.tgid);
   access_->Retain(live_pids);
+  const std::set<ImageKey> keep(live.begin(), live.end());
   std::lock_guard lock(mutex_);
   // A session in use elsewhere stays alive through its shared_ptr until that use ends.
-  std::erase_if(processes_, [&](const auto& entry) {
-    return std::find(live_pids.begin(), live_pids.end(), entry.first) == live_pids.end();
-  });
+  std::erase_if(processes_, [&](const auto& entry) { return !keep.contains(entry.first); });
 }
 
 }  // namespace rdmascope::sys

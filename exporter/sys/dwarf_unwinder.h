@@ -24,6 +24,7 @@
 
 #include "sys/debug_files.h"
 #include "sys/elf_cache.h"
+#include "sys/image_key.h"
 #include "sys/process_access.h"
 #include "sys/symbolizer.h"
 
@@ -37,7 +38,7 @@ inline constexpr size_t kDwarfRsp = 7;
 inline constexpr size_t kDwarfRip = 16;
 
 struct CapturedStack {
-  uint32_t pid = 0;
+  ImageKey image;  // the process image the stack was captured in: unwound with its modules only
   std::array<uint64_t, kDwarfRegisters> regs{};
   std::span<const uint8_t> stack;  // bytes copied from regs[kDwarfRsp] upwards
 };
@@ -53,6 +54,22 @@ enum class UnwindMethod {
   kFramePointer,  // the rbp chain (no CFI for the code, or it got further than CFI)
 };
 
+// What ended a walk, for the code that acts on it: a stack cut short by its time budget is
+// tried again, one whose image is gone is dropped. UnwoundStack::stop_reason says it to people:
+// for the outcomes past kStopped it is OutcomeReason(outcome), the names /debug/mr/stacks has
+// always shown.
+enum class UnwindOutcome : uint8_t {
+  kStopped,     // at the outermost frame, or where stop_reason says (the copy's end, no CFI...)
+  kFrameLimit,  // "frame limit"
+  kTimeBudget,  // "time budget"
+  // "process gone": the image's process exited, its pid runs another process, or it exec'd
+  // (ImageKey): there are no modules of that image left to unwind against.
+  kImageGone,
+};
+inline constexpr UnwindOutcome kLastUnwindOutcome = UnwindOutcome::kImageGone;
+// The stable text of an outcome ("" for kStopped).
+const char* OutcomeReason(UnwindOutcome outcome);
+
 struct UnwoundStack {
   // Innermost first: [0] is regs[kDwarfRip] (an exact instruction address), then return
   // addresses (which point after their call instruction).
@@ -64,6 +81,7 @@ struct UnwoundStack {
   // never an absolute address (they reveal the process's layout): "stack copy ends", "frame
   // limit", "time budget", "process gone", "no CFI for libfoo.so+0x1a2b", ...
   std::string stop_reason;
+  UnwindOutcome outcome = UnwindOutcome::kStopped;
 };
 
 const char* MethodName(UnwindMethod method);
@@ -74,14 +92,18 @@ class StackUnwinder {
  public:
   virtual ~StackUnwinder() = default;
   virtual UnwoundStack Unwind(const CapturedStack& captured, const UnwindLimits& limits) = 0;
-  virtual std::vector<Frame> Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+  virtual std::vector<Frame> Symbolize(const ImageKey& image, std::span<const uint64_t> addresses,
                                        const SymbolizeOptions& options, std::string* missing) = 0;
-  virtual void Retain(const std::vector<uint32_t>& live_pids) = 0;
+  // Drops the sessions of images not in `live`.
+  virtual void Retain(const std::vector<ImageKey>& live) = 0;
 };
 
-// Thread-safe. Caches one libdwfl session per process (its modules, their ELF files and CFI)
-// until the process exits (its pidfd, or its start time in PID/stat) or Retain() drops it: a
-// warm unwind reads no file. The sessions' ELF files come from an ElfCache: the processes of
+// Thread-safe. Caches one libdwfl session per process image (ImageKey: its modules, their ELF
+// files and CFI) until the process exits (its pidfd, or its start time in PID/stat) or Retain()
+// drops it: a warm unwind reads no file. A session is made only while its image runs (the maps
+// are read through ProcessAccess::Maps(image), which checks it), so a stack of an image that
+// exec'd since is never unwound or named with the next image's modules: a sample of the new
+// image gets a session of its own. The sessions' ELF files come from an ElfCache: the processes of
 // one program share them (the CFI is parsed per session).
 class DwarfUnwinder final : public StackUnwinder {
  public:
@@ -106,29 +128,30 @@ class DwarfUnwinder final : public StackUnwinder {
   // The rbp chain alone (what a frame-pointer walk sees), inside the copy: each frame pointer
   // above the last, each return address inside a module. Exposed for tests and comparison.
   UnwoundStack UnwindFramePointers(const CapturedStack& captured, const UnwindLimits& limits = {});
-  // Frames of an unwound stack of `pid` with this unwinder's modules (no second reading of
+  // Frames of an unwound stack of `image` with this unwinder's modules (no second reading of
   // the process's ELF files): names demangled, and inline frames where there is debug info
   // unless `inline_frames` is false (see SymbolizeOptions).
-  std::vector<Frame> Symbolize(uint32_t pid, const UnwoundStack& unwound,
+  std::vector<Frame> Symbolize(const ImageKey& image, const UnwoundStack& unwound,
                                bool inline_frames = true);
-  // Any addresses of `pid` (options.first says what the first one is), within
+  // Any addresses of `image` (options.first says what the first one is), within
   // options.deadline. `missing` (when given): why frames have no name ("process gone", "file
   // refused: libfoo.so: ...", "symbolization time budget spent"), "" when every address was
   // looked up with every file.
-  std::vector<Frame> Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+  std::vector<Frame> Symbolize(const ImageKey& image, std::span<const uint64_t> addresses,
                                const SymbolizeOptions& options,
                                std::string* missing = nullptr) override;
-  // Drops the sessions of processes not in `live_pids`.
-  void Retain(const std::vector<uint32_t>& live_pids) override;
+  void Retain(const std::vector<ImageKey>& live) override;
   // The ELF cache's figures (shared with any other unwinder of the same cache).
   ElfCacheStats elf_stats() const;
 
  private:
   struct Process;
   struct Walk;
-  // The session of the process running as `pid` now (nullptr and `why` when it is gone).
-  // `exited_ok`: a cached session of a process that has exited since is good enough.
-  std::shared_ptr<Process> ProcessFor(uint32_t pid, std::string& why, bool exited_ok = false);
+  // The session of `image` (nullptr and `why` when there is none: `gone` when the image no
+  // longer runs). `exited_ok`: a cached session of an image that has ended since is good
+  // enough (its modules are still the image's).
+  std::shared_ptr<Process> ProcessFor(const ImageKey& image, std::string& why, bool& gone,
+                                      bool exited_ok = false);
   // Unwind() in a session, under its mutex.
   UnwoundStack UnwindIn(Process& process, const CapturedStack& captured,
                         const UnwindLimits& limits);
@@ -145,7 +168,7 @@ class DwarfUnwinder final : public StackUnwinder {
   const std::shared_ptr<DebugFileSource> debug_files_;  // may be nullptr
   const std::shared_ptr<ElfCache> elf_cache_;
   std::mutex mutex_;  // guards processes_ only
-  std::map<uint32_t, std::shared_ptr<Process>> processes_;
+  std::map<ImageKey, std::shared_ptr<Process>> processes_;
   static constexpr size_t kMaxProcesses = 256;
 };
 

@@ -11,10 +11,13 @@
 namespace rdmascope::sys {
 
 LocalProcessAccess::LocalProcessAccess(std::filesystem::path procfs,
-                                       std::shared_ptr<PrivilegedProcfs> privileged)
+                                       std::shared_ptr<PrivilegedProcfs> privileged,
+                                       ImageCurrent current)
     : procfs_(std::move(procfs)),
       real_procfs_(procfs_ == "/proc"),
-      privileged_(privileged ? std::move(privileged) : std::make_shared<DirectProcfs>(procfs_)) {}
+      privileged_(privileged ? std::move(privileged) : std::make_shared<DirectProcfs>(procfs_)),
+      reads_itself_(dynamic_cast<const DirectProcfs*>(privileged_.get()) != nullptr),
+      current_(std::move(current)) {}
 
 std::optional<uint64_t> LocalProcessAccess::StartTicks(uint32_t pid) {
   if (pid == 0 || pid > INT_MAX) return std::nullopt;
@@ -54,8 +57,17 @@ bool LocalProcessAccess::StillRunning(uint32_t pid, uint64_t start_ticks) {
   return true;
 }
 
-std::expected<std::string, int> LocalProcessAccess::Maps(uint32_t pid) {
-  return privileged_->Maps(pid, kMaxMapsBytes);
+std::expected<std::string, int> LocalProcessAccess::Maps(const ImageKey& image) {
+  if (image.tgid == 0 || image.tgid > INT_MAX) return std::unexpected(ESRCH);
+  auto maps = privileged_->Maps(image.tgid, kMaxMapsBytes);
+  if (!maps) return maps;
+  // Checked after the read: an image that still runs once its maps were read ran while they
+  // were (an exec only ever moves on to a new image). The probes mark the old image at
+  // sched_process_exec, after exec_mmap() switched the maps: a read in those microseconds of
+  // the exec itself is the one that can pass.
+  if (ReadStartTicks(image.tgid) != StartTicksOf(image)) return std::unexpected(ESRCH);
+  if (current_ && !current_(image)) return std::unexpected(ESRCH);
+  return maps;
 }
 
 std::expected<OpenedFile, std::string> LocalProcessAccess::OpenMapping(uint32_t pid,

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "sys/image_key.h"
 #include "sys/privileged_procfs.h"
 #include "sys/process_handle.h"
 #include "sys/untrusted_files.h"
@@ -32,8 +33,10 @@ class ProcessAccess {
   virtual std::optional<uint64_t> StartTicks(uint32_t pid) = 0;
   // Whether `pid` still names the process that started at `start_ticks`.
   virtual bool StillRunning(uint32_t pid, uint64_t start_ticks) = 0;
-  // PID/maps, or an errno (ENOENT: the process is gone).
-  virtual std::expected<std::string, int> Maps(uint32_t pid) = 0;
+  // The maps of `image`'s process while it runs that image, or an errno: ESRCH (or ENOENT)
+  // when it does not (the process is gone, its pid names another process, or it exec'd since):
+  // the modules of whatever runs in its place are never handed out as the image's.
+  virtual std::expected<std::string, int> Maps(const ImageKey& image) = 0;
   // A mapped file (sys/untrusted_files.h OpenMappedFile: the maps line's inode, regular, bounded).
   virtual std::expected<OpenedFile, std::string> OpenMapping(uint32_t pid,
                                                              const MappedFile& mapping) = 0;
@@ -49,22 +52,28 @@ class ProcessAccess {
 
 // The host's /proc (or a fixture tree of PID/{stat,maps,root}). Thread-safe. What needs a
 // capability (maps, opens) goes through `privileged`: in `serve`, the capability broker
-// (sys/capability_broker.h); by default this process reads `procfs` itself.
+// (sys/capability_broker.h); by default this process reads `procfs` itself. `current` says
+// whether an image is still its process's (the MR probes know its execs); without it only
+// the start time is checked.
 class LocalProcessAccess final : public ProcessAccess {
  public:
   explicit LocalProcessAccess(std::filesystem::path procfs = "/proc",
-                              std::shared_ptr<PrivilegedProcfs> privileged = nullptr);
+                              std::shared_ptr<PrivilegedProcfs> privileged = nullptr,
+                              ImageCurrent current = nullptr);
 
   std::optional<uint64_t> StartTicks(uint32_t pid) override;
   // A pidfd per process (one poll() per check) on the real /proc; PID/stat's start time
   // elsewhere.
   bool StillRunning(uint32_t pid, uint64_t start_ticks) override;
-  std::expected<std::string, int> Maps(uint32_t pid) override;
+  std::expected<std::string, int> Maps(const ImageKey& image) override;
   std::expected<OpenedFile, std::string> OpenMapping(uint32_t pid,
                                                      const MappedFile& mapping) override;
   std::expected<OpenedFile, std::string> OpenInRoot(uint32_t pid, std::string_view path) override;
   void Retain(const std::vector<uint32_t>& live_pids) override;
-  bool libdwfl_may_read_proc() const override { return real_procfs_; }
+  // Only where this process reads /proc itself: behind the capability broker (serve) it holds
+  // no CAP_SYS_PTRACE, and libdwfl's own read of PID/maps would be refused (EACCES) where the
+  // broker's succeeded.
+  bool libdwfl_may_read_proc() const override { return real_procfs_ && reads_itself_; }
 
   const std::filesystem::path& procfs() const { return procfs_; }
 
@@ -73,6 +82,8 @@ class LocalProcessAccess final : public ProcessAccess {
   const std::filesystem::path procfs_;
   const bool real_procfs_;
   const std::shared_ptr<PrivilegedProcfs> privileged_;
+  const bool reads_itself_;  // privileged_ is a DirectProcfs
+  const ImageCurrent current_;
   std::mutex mutex_;  // guards handles_
   std::map<uint32_t, std::pair<uint64_t, ProcessHandle>> handles_;
   static constexpr size_t kMaxHandles = 1024;

@@ -14,8 +14,8 @@ namespace wire = unwind_protocol;
 
 }  // namespace
 
-void UnwindBroker::SetScope(uint32_t pid) {
-  scope_pid_ = pid;
+void UnwindBroker::SetScope(const ImageKey& image) {
+  scope_ = image;
   scope_maps_.clear();
   scope_maps_read_ = false;
 }
@@ -24,7 +24,7 @@ void UnwindBroker::SetScope(uint32_t pid) {
 const std::vector<MappedFile>& UnwindBroker::ScopeMaps() {
   if (!scope_maps_read_) {
     scope_maps_read_ = true;
-    if (auto maps = access_->Maps(scope_pid_)) scope_maps_ = ParseMappedFiles(*maps);
+    if (auto maps = access_->Maps(scope_)) scope_maps_ = ParseMappedFiles(*maps);
   }
   return scope_maps_;
 }
@@ -34,7 +34,7 @@ bool UnwindBroker::Answer(int socket, const wire::Message& question) {
   const auto op = static_cast<wire::AccessOp>(reader.U32());
   const uint32_t pid = reader.U32();
   // Only the process of the request in progress: a subverted worker asks about no other.
-  if (scope_pid_ == 0 || pid != scope_pid_) return false;
+  if (scope_.tgid == 0 || pid != scope_.tgid) return false;
   wire::Writer reply(wire::Type::kAccessReply);
   switch (op) {
     case wire::AccessOp::kStartTicks: {
@@ -47,8 +47,10 @@ bool UnwindBroker::Answer(int socket, const wire::Message& question) {
       return wire::Send(socket, reply.U8(access_->StillRunning(pid, start) ? 1 : 0));
     }
     case wire::AccessOp::kMaps: {
-      if (!reader.done()) return false;
-      auto maps = access_->Maps(pid);
+      // The image follows its tgid (read above with every question).
+      const ImageKey image{.tgid = pid, .exec_id = reader.U32(), .start_ns = reader.U64()};
+      if (!reader.done() || image != scope_) return false;
+      auto maps = access_->Maps(scope_);
       if (!maps) return wire::Send(socket, reply.U32(static_cast<uint32_t>(maps.error())));
       scope_maps_ = ParseMappedFiles(*maps);
       scope_maps_read_ = true;

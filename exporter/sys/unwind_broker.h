@@ -23,8 +23,9 @@ class UnwindBroker {
  public:
   explicit UnwindBroker(std::shared_ptr<ProcessAccess> access) : access_(std::move(access)) {}
 
-  // The request in progress is about `pid` (0: no question allowed).
-  void SetScope(uint32_t pid);
+  // The request in progress is about `image` (tgid 0: no question allowed). Its maps are read
+  // for that image only (ProcessAccess::Maps): the worker cannot have another image's.
+  void SetScope(const ImageKey& image);
   // Answers `question` (a kAccess message) on `socket`. False when it is malformed, about
   // another process, or cannot be answered: the worker is then stopped.
   bool Answer(int socket, const unwind_protocol::Message& question);
@@ -36,7 +37,7 @@ class UnwindBroker {
   const std::vector<MappedFile>& ScopeMaps();
 
   const std::shared_ptr<ProcessAccess> access_;
-  uint32_t scope_pid_ = 0;
+  ImageKey scope_;
   std::vector<MappedFile> scope_maps_;
   bool scope_maps_read_ = false;
 };

@@ -242,12 +242,12 @@ UnwoundStack UnwindClient::Unwind(const CapturedStack& captured, const UnwindLim
   std::string why;
   if (!EnsureWorker(why) || !SendRetain(why)) return {.pcs = {ip}, .stop_reason = why};
   wire::Writer request(wire::Type::kUnwind);
-  request.U32(captured.pid).U64(broker_.access().StartTicks(captured.pid).value_or(0));
+  request.Image(captured.image).U64(broker_.access().StartTicks(captured.image.tgid).value_or(0));
   for (const uint64_t reg : captured.regs) request.U64(reg);
   request.U32(static_cast<uint32_t>(std::min(limits.max_frames, wire::kMaxItems)))
       .U64(static_cast<uint64_t>(std::chrono::nanoseconds(limits.budget).count()))
       .Bytes(captured.stack.subspan(0, std::min(captured.stack.size(), wire::kMaxMessage / 2)));
-  broker_.SetScope(captured.pid);
+  broker_.SetScope(captured.image);
   auto answer =
       Call(request, wire::Type::kUnwound, Clock::now() + limits.budget + options_.slack, why);
   // The request held a copy of the tenant's stack.
@@ -265,16 +265,19 @@ UnwoundStack UnwindClient::Unwind(const CapturedStack& captured, const UnwindLim
   const uint8_t method = reader.U8();
   out.truncated = reader.U8() != 0;
   out.stop_reason = reader.String(1024);
+  const uint8_t outcome = reader.U8();
   if (!reader.done() || method > static_cast<uint8_t>(UnwindMethod::kFramePointer) ||
-      out.pcs.empty() || out.pcs[0] != ip) {
+      outcome > static_cast<uint8_t>(kLastUnwindOutcome) || out.pcs.empty() || out.pcs[0] != ip) {
     Stop("protocol");
     return {.pcs = {ip}, .stop_reason = "unwinder worker answered out of bounds"};
   }
   out.method = static_cast<UnwindMethod>(method);
+  out.outcome = static_cast<UnwindOutcome>(outcome);
   return out;
 }
 
-std::vector<Frame> UnwindClient::Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+std::vector<Frame> UnwindClient::Symbolize(const ImageKey& image,
+                                           std::span<const uint64_t> addresses,
                                            const SymbolizeOptions& options, std::string* missing) {
   std::vector<Frame> unnamed(addresses.size());
   std::string why;
@@ -287,15 +290,15 @@ std::vector<Frame> UnwindClient::Symbolize(uint32_t pid, std::span<const uint64_
     return unnamed;
   }
   wire::Writer request(wire::Type::kSymbolize);
-  request.U32(pid)
-      .U64(broker_.access().StartTicks(pid).value_or(0))
+  request.Image(image)
+      .U64(broker_.access().StartTicks(image.tgid).value_or(0))
       .U8(options.first == FirstAddress::kInstructionPointer ? 1 : 0)
       .U8(options.inline_frames ? 1 : 0)
       .U64(static_cast<uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(budget).count()))
       .U32(static_cast<uint32_t>(addresses.size()));
   for (const uint64_t address : addresses) request.U64(address);
-  broker_.SetScope(pid);
+  broker_.SetScope(image);
   auto answer = Call(request, wire::Type::kSymbols, now + budget + options_.slack, why);
   if (!answer) {
     if (missing != nullptr) *missing = why;
@@ -326,16 +329,19 @@ std::vector<Frame> UnwindClient::Symbolize(uint32_t pid, std::span<const uint64_
   return frames;
 }
 
-void UnwindClient::Retain(const std::vector<uint32_t>& live_pids) {
+void UnwindClient::Retain(const std::vector<ImageKey>& live) {
   // Called under the MR stack sites' lock on a scrape: it must not wait for a request in
   // flight (up to its deadline). The live set goes with the next request instead.
+  std::vector<uint32_t> live_pids;
+  live_pids.reserve(live.size());
+  for (const ImageKey& image : live) live_pids.push_back(image.tgid);
   broker_.access().Retain(live_pids);
   std::lock_guard lock(retain_mutex_);
-  retain_ = live_pids;
+  retain_ = live;
 }
 
 bool UnwindClient::SendRetain(std::string& why) {
-  std::optional<std::vector<uint32_t>> live;
+  std::optional<std::vector<ImageKey>> live;
   {
     std::lock_guard lock(retain_mutex_);
     live.swap(retain_);
@@ -344,8 +350,8 @@ bool UnwindClient::SendRetain(std::string& why) {
   wire::Writer request(wire::Type::kRetain);
   const size_t count = std::min(live->size(), wire::kMaxRetained);
   request.U32(static_cast<uint32_t>(count));
-  for (size_t i = 0; i < count; ++i) request.U32((*live)[i]);
-  broker_.SetScope(0);  // no question is allowed
+  for (size_t i = 0; i < count; ++i) request.Image((*live)[i]);
+  broker_.SetScope({});  // no question is allowed
   return Call(request, wire::Type::kRetained, Clock::now() + options_.slack, why).has_value();
 }
 

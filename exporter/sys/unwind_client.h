@@ -55,10 +55,10 @@ class UnwindClient final : public StackUnwinder {
   UnwindClient& operator=(const UnwindClient&) = delete;
 
   UnwoundStack Unwind(const CapturedStack& captured, const UnwindLimits& limits) override;
-  std::vector<Frame> Symbolize(uint32_t pid, std::span<const uint64_t> addresses,
+  std::vector<Frame> Symbolize(const ImageKey& image, std::span<const uint64_t> addresses,
                                const SymbolizeOptions& options, std::string* missing) override;
   // Never waits for a request in flight: the live set is sent before the next request.
-  void Retain(const std::vector<uint32_t>& live_pids) override;
+  void Retain(const std::vector<ImageKey>& live) override;
 
   // Starts the worker now rather than at the first request (false when it could not be).
   bool Start();
@@ -98,7 +98,7 @@ class UnwindClient final : public StackUnwinder {
   // lost doing it.
   bool SendRetain(std::string& why);
   std::mutex retain_mutex_;  // retain_ only
-  std::optional<std::vector<uint32_t>> retain_;
+  std::optional<std::vector<ImageKey>> retain_;
   mutable std::mutex stats_mutex_;  // stats_ only: a scrape never waits for a request
   UnwindClientStats stats_;
   void Count(const std::string& reason);

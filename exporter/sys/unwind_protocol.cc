@@ -37,6 +37,10 @@ Writer& Writer::String(std::string_view text) {
   return Bytes({reinterpret_cast<const uint8_t*>(text.data()), text.size()});
 }
 
+Writer& Writer::Image(const ImageKey& image) {
+  return U32(image.tgid).U32(image.exec_id).U64(image.start_ns);
+}
+
 bool Reader::Take(size_t size) {
   if (!ok_ || bytes_.size() - at_ < size) {
     ok_ = false;
@@ -76,6 +80,15 @@ std::span<const uint8_t> Reader::Bytes(size_t max_size) {
 std::string Reader::String(size_t max_size) {
   const std::span<const uint8_t> bytes = Bytes(max_size);
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+ImageKey Reader::Image() {
+  // Three statements: the order of reads is the wire's.
+  ImageKey image;
+  image.tgid = U32();
+  image.exec_id = U32();
+  image.start_ns = U64();
+  return image;
 }
 
 bool Send(int socket, const Writer& message, int fd) {

@@ -18,20 +18,23 @@
 #include <string_view>
 #include <vector>
 
+#include "sys/image_key.h"
 #include "sys/untrusted_files.h"
 
 namespace rdmascope::sys::unwind_protocol {
 
 enum class Type : uint32_t {
   // parent -> worker
-  kUnwind = 1,     // pid, start ticks, 17 registers, max_frames, budget_ns, stack bytes
-  kSymbolize = 2,  // pid, start ticks, first, inline_frames, budget_ns, addresses
-  kRetain = 3,     // pids
+  // An image is its tgid, exec generation and start_ns (sys/image_key.h); "start ticks" is
+  // the parent's reading of its process's start time now (0: gone).
+  kUnwind = 1,     // image, start ticks, 17 registers, max_frames, budget_ns, stack bytes
+  kSymbolize = 2,  // image, start ticks, first, inline_frames, budget_ns, addresses
+  kRetain = 3,     // images
   kAccessReply = 4,
   // worker -> parent
   kReady = 16,  // the sandbox's layers, as text: what was set up, what was refused and why
   kAccess = 17,
-  kUnwound = 18,  // pcs, method, truncated, stop_reason
+  kUnwound = 18,  // pcs, method, truncated, stop_reason, outcome
   kSymbols = 19,  // frames, missing
   kRetained = 20,
   // The capability broker's messages (sys/capability_broker.h), in the same encoding.
@@ -43,7 +46,7 @@ enum class Type : uint32_t {
 enum class AccessOp : uint32_t {
   kStartTicks = 1,    // pid -> u64 (0: gone)
   kStillRunning = 2,  // pid, start ticks -> u8
-  kMaps = 3,          // pid -> errno, and the text in a memfd (a process may have 100k lines)
+  kMaps = 3,          // image -> errno, and the text in a memfd (a process may have 100k lines)
   kOpenMapping = 4,   // pid, start, end, offset, device, inode, path -> error or fd
   // 5 was kOpenInRoot (pid, path): a path of the worker's choosing, each debug-file candidate
   // a round trip. The worker now names the module and the parent computes the candidates.
@@ -57,7 +60,7 @@ enum class AccessOp : uint32_t {
 inline constexpr size_t kMaxMessage = 256 * 1024;
 inline constexpr size_t kMaxName = 4096;
 inline constexpr size_t kMaxItems = 4096;      // addresses or frames in one message
-inline constexpr size_t kMaxRetained = 60000;  // pids in one kRetain (4 bytes each)
+inline constexpr size_t kMaxRetained = 16000;  // images in one kRetain (16 bytes each)
 inline constexpr size_t kMaxBuildId = 64;      // bytes (sys/untrusted_files.h BuildIdDebugPath)
 inline constexpr size_t kMaxDebuglink = 255;   // a file name (IsPlainDebuglinkName)
 
@@ -69,6 +72,7 @@ class Writer {
   Writer& U64(uint64_t value);
   Writer& Bytes(std::span<const uint8_t> bytes);
   Writer& String(std::string_view text);
+  Writer& Image(const ImageKey& image);  // tgid, exec_id, start_ns
   const std::vector<uint8_t>& bytes() const { return bytes_; }
 
  private:
@@ -85,6 +89,7 @@ class Reader {
   uint64_t U64();
   std::span<const uint8_t> Bytes(size_t max_size);
   std::string String(size_t max_size = kMaxName);
+  ImageKey Image();
   // All of it read, nothing left over.
   bool ok() const { return ok_; }
   bool done() const { return ok_ && at_ == bytes_.size(); }

@@ -59,10 +59,10 @@ class UnwindWorker::ParentAccess final : public ProcessAccess, public DebugFileS
     return running;
   }
 
-  std::expected<std::string, int> Maps(uint32_t pid) override {
+  std::expected<std::string, int> Maps(const ImageKey& image) override {
     wire::Message reply = Ask(wire::Writer(wire::Type::kAccess)
                                   .U32(static_cast<uint32_t>(wire::AccessOp::kMaps))
-                                  .U32(pid));
+                                  .Image(image));
     wire::Reader reader(reply.body);
     const auto error = static_cast<int>(reader.U32());
     if (!reader.done()) Fail();
@@ -191,8 +191,8 @@ bool UnwindWorker::Handle(wire::Message& request) {
   switch (request.type) {
     case wire::Type::kUnwind: {
       CapturedStack captured;
-      captured.pid = reader.U32();
-      parent_->Hint(captured.pid, reader.U64());
+      captured.image = reader.Image();
+      parent_->Hint(captured.image.tgid, reader.U64());
       for (uint64_t& reg : captured.regs) reg = reader.U64();
       const uint32_t max_frames = reader.U32();
       const std::chrono::nanoseconds budget = Budget(reader.U64());
@@ -211,12 +211,13 @@ bool UnwindWorker::Handle(wire::Message& request) {
         reply.U64(unwound.pcs[i]);
       reply.U8(static_cast<uint8_t>(unwound.method))
           .U8(unwound.truncated ? 1 : 0)
-          .String(unwound.stop_reason);
+          .String(unwound.stop_reason)
+          .U8(static_cast<uint8_t>(unwound.outcome));
       return wire::Send(socket_, reply);
     }
     case wire::Type::kSymbolize: {
-      const uint32_t pid = reader.U32();
-      parent_->Hint(pid, reader.U64());
+      const ImageKey image = reader.Image();
+      parent_->Hint(image.tgid, reader.U64());
       SymbolizeOptions options;
       options.first =
           reader.U8() != 0 ? FirstAddress::kInstructionPointer : FirstAddress::kReturnAddress;
@@ -230,7 +231,7 @@ bool UnwindWorker::Handle(wire::Message& request) {
       for (uint64_t& address : addresses) address = reader.U64();
       if (!reader.done()) return false;
       std::string missing;
-      const std::vector<Frame> frames = unwinder_.Symbolize(pid, addresses, options, &missing);
+      const std::vector<Frame> frames = unwinder_.Symbolize(image, addresses, options, &missing);
       wire::Writer reply(wire::Type::kSymbols);
       const size_t kept = std::min(frames.size(), wire::kMaxItems);
       reply.U32(static_cast<uint32_t>(kept));
@@ -247,10 +248,10 @@ bool UnwindWorker::Handle(wire::Message& request) {
       ArmWatchdog(std::chrono::nanoseconds(0));
       const uint32_t count = reader.U32();
       if (count > wire::kMaxRetained) return false;
-      std::vector<uint32_t> pids(count);
-      for (uint32_t& pid : pids) pid = reader.U32();
+      std::vector<ImageKey> images(count);
+      for (ImageKey& image : images) image = reader.Image();
       if (!reader.done()) return false;
-      unwinder_.Retain(pids);
+      unwinder_.Retain(images);
       return wire::Send(socket_, wire::Writer(wire::Type::kRetained));
     }
     default:

@@ -77,7 +77,7 @@ class FakeRoot final : public ProcessAccess {
  public:
   std::optional<uint64_t> StartTicks(uint32_t) override { return 1; }
   bool StillRunning(uint32_t, uint64_t) override { return true; }
-  std::expected<std::string, int> Maps(uint32_t) override { return ""; }
+  std::expected<std::string, int> Maps(const ImageKey&) override { return ""; }
   std::expected<OpenedFile, std::string> OpenMapping(uint32_t, const MappedFile&) override {
     return std::unexpected("none");
   }

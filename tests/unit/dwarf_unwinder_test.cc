@@ -15,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 // alpha, beta, gamma: `nop; ret` with CFI (at the entry, CFA = rsp + 8 and the return address
@@ -125,12 +126,15 @@ TEST_F(DwarfUnwinderTest, FrameLimitAndTimeBudget) {
   EXPECT_EQ(two.pcs, (std::vector<uint64_t>{alpha, beta + 1}));
   EXPECT_TRUE(two.truncated);
   EXPECT_EQ(two.stop_reason, "frame limit");
+  EXPECT_EQ(two.outcome, UnwindOutcome::kFrameLimit);
   // Exactly as many frames as the stack has is no truncation.
   EXPECT_FALSE(unwinder_.Unwind(captured, {.max_frames = 3, .budget = kPatient.budget}).truncated);
   const UnwoundStack none = unwinder_.Unwind(captured, {.budget = std::chrono::microseconds(0)});
   EXPECT_EQ(none.pcs, std::vector<uint64_t>{alpha});
   EXPECT_TRUE(none.truncated);
   EXPECT_EQ(none.stop_reason, "time budget");
+  EXPECT_EQ(none.outcome, UnwindOutcome::kTimeBudget);
+  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).outcome, UnwindOutcome::kStopped);
 }
 
 // After framed's prologue CFA = rbp + 16 and the caller's rbp is at [rbp]: an rbp that points
@@ -199,30 +203,34 @@ TEST_F(DwarfUnwinderTest, ProcessGoneOrReplaced) {
   const uint64_t alpha = At(rdmascope_unwind_alpha);
   const uint64_t beta = At(rdmascope_unwind_beta);
   CapturedStack captured = Capture(alpha, 0, {beta + 1, 0});
-  captured.pid = kPid + 1;  // no such directory in the fake procfs
+  captured.image = Image(kPid + 1);  // no such directory in the fake procfs
   const UnwoundStack gone = unwinder_.Unwind(captured, kPatient);
   EXPECT_EQ(gone.pcs, std::vector<uint64_t>{alpha});
   EXPECT_EQ(gone.method, UnwindMethod::kNone);
   EXPECT_EQ(gone.stop_reason, "process gone");
-  EXPECT_EQ(unwinder_.Symbolize(kPid + 1, gone).at(0).Describe(), "??");
+  EXPECT_EQ(gone.outcome, UnwindOutcome::kImageGone);
+  EXPECT_EQ(unwinder_.Symbolize(Image(kPid + 1), gone).at(0).Describe(), "??");
   // A process without any file mapped (a zombie, a kernel thread) is as good as gone.
   WriteFile(procfs_.path() / "4244" / "maps", "");
   WriteFile(procfs_.path() / "4244" / "stat",
             "4244 (zombie) Z 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 777 0 0 0\n");
-  captured.pid = 4244;
-  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).stop_reason, "process gone");
+  captured.image = ImageOfStartTicks(4244, 777);
+  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).outcome, UnwindOutcome::kImageGone);
   // The real procfs: a pid above any pid_max.
   DwarfUnwinder real;
-  captured.pid = 0x7fffffff;
+  captured.image = Image(0x7fffffff);
   EXPECT_EQ(real.Unwind(captured, kPatient).stop_reason, "process gone");
 
   // The pid reused (another start time) by a process with this binary elsewhere: the session
-  // of the old one must not be used.
-  captured.pid = kPid;
+  // of the old one must not be used, nor a new one made for the old image.
+  captured.image = Image(kPid);
   EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs.size(), 2U);
   constexpr uint64_t kMoved = 0x200000000;
   MapAt(kPid, kMoved, 99999);
-  EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs, std::vector<uint64_t>{alpha});
+  const UnwoundStack replaced = unwinder_.Unwind(captured, kPatient);
+  EXPECT_EQ(replaced.pcs, std::vector<uint64_t>{alpha});
+  EXPECT_EQ(replaced.outcome, UnwindOutcome::kImageGone);
+  captured.image = Image(kPid);  // the new process's image
   captured.regs[kDwarfRip] = alpha - kBase + kMoved;
   std::vector<uint64_t> moved_words{beta - kBase + kMoved + 1, 0};
   std::memcpy(bytes_.data(), moved_words.data(), bytes_.size());
@@ -230,6 +238,115 @@ TEST_F(DwarfUnwinderTest, ProcessGoneOrReplaced) {
   // Retain() drops it; the next unwind makes a new session.
   unwinder_.Retain({});
   EXPECT_EQ(unwinder_.Unwind(captured, kPatient).pcs.size(), 2U);
+}
+
+// An exec keeps the pid, its start time and its pidfd, and replaces every mapping: each image
+// is unwound and named with its own modules. Here the "exec" moves the program to another
+// address: image 1's session keeps naming image 1's stacks, image 2 gets a session of its
+// own from the new maps, and image 1, ended (the probes' answer), gets no new session from
+// the maps of image 2.
+TEST_F(DwarfUnwinderTest, AnExecIsANewImage) {
+  std::set<ImageKey> ended;
+  DwarfUnwinder unwinder(
+      std::make_shared<LocalProcessAccess>(
+          procfs_.path(), nullptr, [&](const ImageKey& image) { return !ended.contains(image); }),
+      nullptr);
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const ImageKey first = Image(kPid, 1);
+  const ImageKey second = Image(kPid, 2);
+  ASSERT_NE(first, second);
+  ASSERT_EQ(first.start_ns, second.start_ns);
+  CapturedStack before = Capture(alpha, 0, {beta + 1, 0});
+  before.image = first;
+  const UnwoundStack one = unwinder.Unwind(before, kPatient);
+  EXPECT_EQ(one.pcs, (std::vector<uint64_t>{alpha, beta + 1}));
+
+  // The exec: same pid, same start time, the program elsewhere.
+  constexpr uint64_t kMoved = 0x200000000;
+  const uint64_t moved = kMoved - kBase;
+  MapAt(kPid, kMoved, 12345);
+  ended.insert(first);
+  std::vector<uint8_t> after_bytes(16);
+  const uint64_t after_words[] = {beta + moved + 1, 0};
+  std::memcpy(after_bytes.data(), after_words, sizeof after_words);
+  CapturedStack after{.image = second, .regs = {}, .stack = after_bytes};
+  after.regs[kDwarfRip] = alpha + moved;
+  after.regs[kDwarfRsp] = kStack;
+  const UnwoundStack two = unwinder.Unwind(after, kPatient);
+  EXPECT_EQ(two.pcs, (std::vector<uint64_t>{alpha + moved, beta + moved + 1}));
+  EXPECT_EQ(two.outcome, UnwindOutcome::kStopped);
+  const auto names = [&](const ImageKey& image, const std::vector<uint64_t>& pcs) {
+    std::vector<std::string> out;
+    for (const Frame& frame :
+         unwinder.Symbolize(image, pcs, {.first = FirstAddress::kInstructionPointer})) {
+      out.push_back(frame.Describe());
+    }
+    return out;
+  };
+  const std::vector<std::string> expected{"rdmascope_unwind_alpha+0x0",
+                                          "rdmascope_unwind_beta+0x1"};
+  EXPECT_EQ(names(second, two.pcs), expected);
+  // Image 1's stacks, after the exec, with image 1's modules (its session): never image 2's,
+  // where these addresses are nothing.
+  EXPECT_EQ(names(first, one.pcs), expected);
+  EXPECT_EQ(unwinder.Unwind(before, kPatient).pcs, one.pcs);
+  // Image 2's addresses are nothing in image 1.
+  EXPECT_EQ(names(first, two.pcs).at(0), "??");
+
+  // Image 1's session dropped: none is made again from image 2's maps.
+  unwinder.Retain({second});
+  const UnwoundStack late = unwinder.Unwind(before, kPatient);
+  EXPECT_EQ(late.pcs, std::vector<uint64_t>{alpha});
+  EXPECT_EQ(late.outcome, UnwindOutcome::kImageGone);
+  EXPECT_EQ(late.stop_reason, "process gone");
+  std::string missing;
+  EXPECT_EQ(
+      unwinder.Symbolize(first, one.pcs, {.first = FirstAddress::kInstructionPointer}, &missing)
+          .at(0)
+          .Describe(),
+      "??");
+  EXPECT_EQ(missing, "process gone");
+  EXPECT_EQ(names(second, two.pcs), expected);
+}
+
+// One module cache per image serves both jobs, as /debug/mr/stacks uses them (no second
+// libdwfl stack, no second reading of a file): naming an unwound stack opens nothing its unwind
+// did not, and naming first (the probes' frame-pointer stacks) makes the session the unwind
+// then uses.
+TEST_F(DwarfUnwinderTest, OneSessionPerImageUnwindsAndNames) {
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const auto opens = [&] { return unwinder_.elf_stats().hits + unwinder_.elf_stats().misses; };
+  const std::vector<std::string> expected{"rdmascope_unwind_alpha+0x0",
+                                          "rdmascope_unwind_beta+0x1"};
+  const UnwoundStack unwound = unwinder_.Unwind(Capture(alpha, 0, {beta + 1, 0}), kPatient);
+  ASSERT_EQ(unwound.pcs.size(), 2U);
+  EXPECT_EQ(opens(), 1U);
+  EXPECT_EQ(Names(unwound), expected);
+  EXPECT_EQ(opens(), 1U);
+
+  constexpr uint32_t kOther = kPid + 9;
+  MapAt(kOther, kBase, 4321);
+  std::vector<std::string> named;
+  const std::vector<uint64_t> pcs{alpha, beta + 1};
+  for (const Frame& frame :
+       unwinder_.Symbolize(Image(kOther), pcs, {.first = FirstAddress::kInstructionPointer})) {
+    named.push_back(frame.Describe());
+  }
+  EXPECT_EQ(named, expected);
+  EXPECT_EQ(opens(), 2U);
+  EXPECT_EQ(unwinder_.Unwind(CaptureOf(kOther, alpha, 0, {beta + 1, 0}), kPatient).pcs, pcs);
+  EXPECT_EQ(opens(), 2U);
+}
+
+// What ended a walk is typed for the code that acts on it, and its text is the stable one
+// /debug/mr/stacks shows.
+TEST(UnwindOutcome, NamesAreStable) {
+  EXPECT_STREQ(OutcomeReason(UnwindOutcome::kStopped), "");
+  EXPECT_STREQ(OutcomeReason(UnwindOutcome::kFrameLimit), "frame limit");
+  EXPECT_STREQ(OutcomeReason(UnwindOutcome::kTimeBudget), "time budget");
+  EXPECT_STREQ(OutcomeReason(UnwindOutcome::kImageGone), "process gone");
 }
 
 // Two processes of one program (this binary at two addresses): the second session's module
@@ -304,13 +421,13 @@ TEST_F(DwarfUnwinderTest, ThreadsUnwindProcessesOfOneProgramAtOnce) {
       const std::vector<uint64_t> words{beta + moved + 1, 0};
       std::vector<uint8_t> bytes(words.size() * 8);
       std::memcpy(bytes.data(), words.data(), bytes.size());
-      CapturedStack captured{.pid = pid};
+      CapturedStack captured{.image = Image(pid)};
       captured.regs[kDwarfRip] = alpha + moved;
       captured.regs[kDwarfRsp] = kStack;
       captured.stack = bytes;
       for (int round = 0; round < kRounds; ++round) {
         const UnwoundStack unwound = unwinder_.Unwind(captured, kPatient);
-        const std::vector<Frame> frames = unwinder_.Symbolize(pid, unwound);
+        const std::vector<Frame> frames = unwinder_.Symbolize(Image(pid), unwound);
         if (unwound.pcs != std::vector<uint64_t>{alpha + moved, beta + moved + 1} ||
             frames.size() != 2 || frames[1].Describe() != "rdmascope_unwind_beta+0x1") {
           ++wrong;
@@ -360,7 +477,7 @@ TEST_F(DwarfUnwinderTest, AFileThatIsNotTheMappedOneIsRefused) {
       << unwound.stop_reason;
   std::string missing;
   const std::vector<Frame> frames = unwinder_.Symbolize(
-      kLiar, unwound.pcs, {.first = FirstAddress::kInstructionPointer}, &missing);
+      Image(kLiar), unwound.pcs, {.first = FirstAddress::kInstructionPointer}, &missing);
   EXPECT_EQ(frames.at(0).function, "");
   EXPECT_NE(missing.find("file refused"), std::string::npos) << missing;
 }
@@ -403,7 +520,7 @@ TEST_F(DwarfUnwinderTest, GarbageInputs) {
     }
     EXPECT_EQ(unwound.stop_reason.find("0x7ff"), std::string::npos) << unwound.stop_reason;
     EXPECT_LE(unwinder_.UnwindFramePointers(captured, limits).pcs.size(), limits.max_frames);
-    EXPECT_GE(unwinder_.Symbolize(kPid, unwound).size(), unwound.pcs.size());
+    EXPECT_GE(unwinder_.Symbolize(Image(), unwound).size(), unwound.pcs.size());
     deepest = std::max(deepest, unwound.pcs.size());
   }
   EXPECT_GT(deepest, 2U) << "the inputs never got past the second frame: a weak test";

@@ -9,11 +9,17 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
+#include "bpf/mr_image_key.h"
+#include "bpf/mr_probe.h"
+#include "core/process_metrics.h"
 #include "mr.h"
 
 namespace rdmascope {
@@ -118,13 +124,24 @@ TEST(MrStackSites, ExecutableRangesOfAHugeMapsAreFast) {
   EXPECT_LT(took, std::chrono::seconds(1));
 }
 
+// This test process as the probes would key it (exec generation `exec_id`): its start time
+// is the one /proc/self/stat holds, as the unwinder checks it.
+sys::ImageKey SelfImage(uint32_t exec_id = 1) {
+  std::ifstream stat("/proc/self/stat");
+  std::stringstream text;
+  text << stat.rdbuf();
+  const auto ticks = ParseStartTicks(text.str());
+  EXPECT_TRUE(ticks.has_value());
+  return sys::ImageOfStartTicks(static_cast<uint32_t>(getpid()), ticks.value_or(0), exec_id);
+}
+
 // A sample as the ring buffer hands it over: the header and `bytes` of stack.
-std::vector<uint8_t> Sample(uint32_t tgid, uint64_t site, size_t bytes) {
+std::vector<uint8_t> Sample(const sys::ImageKey& image, uint64_t site, size_t bytes) {
   std::vector<uint8_t> out(offsetof(mr_stack_sample, data) + bytes);
   mr_stack_sample header{};
-  header.tgid = tgid;
-  header.exec_id = 1;
-  header.proc_start_ns = 42;
+  header.tgid = image.tgid;
+  header.exec_id = image.exec_id;
+  header.proc_start_ns = image.start_ns;
   header.site = site;
   header.size = static_cast<uint32_t>(bytes);
   header.regs[16] = 0x1000;  // an IP no module maps
@@ -135,10 +152,10 @@ std::vector<uint8_t> Sample(uint32_t tgid, uint64_t site, size_t bytes) {
 
 TEST(MrStackSites, CopiesPastTheMemoryBoundAreDroppedAndCounted) {
   MrStackSites sites({.max_bytes = 10000}, "/proc", -1, -1);
-  const auto big = Sample(1, 7, 8192);
+  const auto big = Sample({.tgid = 1}, 7, 8192);
   sites.Add(big.data(), big.size());
   sites.Add(big.data(), big.size());  // 16 KiB > 10000: dropped
-  const auto truncated = Sample(1, 8, 64);
+  const auto truncated = Sample({.tgid = 1}, 8, 64);
   sites.Add(truncated.data(), 20);  // shorter than a header: ignored
   const MrStackSitesStats stats = sites.stats();
   EXPECT_EQ(stats.pending_bytes, 8192U);
@@ -147,10 +164,9 @@ TEST(MrStackSites, CopiesPastTheMemoryBoundAreDroppedAndCounted) {
 
 TEST(MrStackSites, SitesGoWhenUnreferencedAtTwoCollectionsOrWithTheirImage) {
   MrStackSites sites({}, "/proc", -1, -1);
-  const uint32_t self = static_cast<uint32_t>(getpid());
-  const MrStackSites::Image image{self, 1, 42};
+  const sys::ImageKey image = SelfImage();
   for (const uint64_t site : {7, 8, 9}) {
-    const auto sample = Sample(self, site, 256);
+    const auto sample = Sample(image, site, 256);
     sites.Add(sample.data(), sample.size());
   }
   sites.Process();  // garbage registers: the IP alone, but a site all the same
@@ -173,15 +189,14 @@ TEST(MrStackSites, AWaitingCallerFindsItsSamplesUnwoundByTheStackThread) {
   // /debug/mr/stacks drains the ring then waits (WaitProcessed) while the stack thread
   // unwinds and symbolizes: the sample is unwound, with its frames, when the request looks.
   MrStackSites sites({}, "/proc", -1, -1);
-  const uint32_t self = static_cast<uint32_t>(getpid());
-  const MrStackSites::Image image{self, 1, 42};
+  const sys::ImageKey image = SelfImage();
   std::atomic<bool> stop{false};
   std::thread poller([&] {
     while (!stop.load()) sites.Process();
   });
   int missing = 0;
   for (uint64_t site = 1; site <= 300; ++site) {
-    const auto sample = Sample(self, site, 4096);
+    const auto sample = Sample(image, site, 4096);
     sites.Add(sample.data(), sample.size());
     EXPECT_TRUE(sites.WaitProcessed(std::chrono::steady_clock::now() + std::chrono::seconds(10)));
     const auto found = sites.Find(image, site);
@@ -195,11 +210,90 @@ TEST(MrStackSites, AWaitingCallerFindsItsSamplesUnwoundByTheStackThread) {
 TEST(MrStackSites, AProcessThatIsGoneDropsItsSamples) {
   MrStackSites sites({}, "/proc", -1, -1);
   // Pid 0 never names a user process: gone.
-  const auto sample = Sample(0, 7, 256);
+  const auto sample = Sample({.tgid = 0, .exec_id = 1, .start_ns = 42}, 7, 256);
   sites.Add(sample.data(), sample.size());
   sites.Process();
   EXPECT_EQ(sites.stats().sites, 0U);
   EXPECT_EQ(sites.stats().dropped_gone, 1U);
+  // This process under another start time: another process that had the pid, gone too.
+  const sys::ImageKey self = SelfImage();
+  const auto reused = Sample(
+      {.tgid = self.tgid, .exec_id = 1, .start_ns = self.start_ns + 1000000000000ULL}, 7, 256);
+  sites.Add(reused.data(), reused.size());
+  sites.Process();
+  EXPECT_EQ(sites.stats().sites, 0U);
+  EXPECT_EQ(sites.stats().dropped_gone, 2U);
+}
+
+// An image that exec'd (the probes marked it ended) is gone for the stack thread: its waiting
+// samples are dropped and counted, never unwound with the modules of the image that runs now;
+// the image that runs now is unwound, and its sites are its own (the same site key of the two
+// images is two sites).
+TEST(MrStackSites, AnImageEndedByAnExecIsGoneAndTheNextIsItsOwn) {
+  const sys::ImageKey old_image = SelfImage(1);
+  const sys::ImageKey new_image = SelfImage(2);
+  MrStackSites sites(
+      {.image_current = [&](const sys::ImageKey& image) { return image == new_image; }}, "/proc",
+      -1, -1);
+  for (const sys::ImageKey& image : {old_image, new_image}) {
+    const auto sample = Sample(image, 7, 256);
+    sites.Add(sample.data(), sample.size());
+  }
+  sites.Process();
+  EXPECT_FALSE(sites.Find(old_image, 7).has_value());
+  ASSERT_TRUE(sites.Find(new_image, 7).has_value());
+  EXPECT_EQ(sites.stats().dropped_gone, 1U);
+  EXPECT_EQ(sites.stats().sites, 1U);
+}
+
+// The probes' image key and sys::ImageKey: one conversion, both ways, from every struct of the
+// probes that names an image.
+TEST(ImageKey, ConvertsFromTheProbesKeys) {
+  const mr_proc_key key{.tgid = 4242, .exec_id = 3, .start_ns = 123456789012ULL};
+  const sys::ImageKey image = ImageKeyOf(key);
+  EXPECT_EQ(image, (sys::ImageKey{.tgid = 4242, .exec_id = 3, .start_ns = 123456789012ULL}));
+  const mr_proc_key back = ProcKeyOf(image);
+  EXPECT_EQ(std::memcmp(&back, &key, sizeof key), 0);
+
+  const mr_region_key region_key{.tgid = 4242, .exec_id = 3, .mr = 0xdead};
+  mr_region region{};
+  region.proc_start_ns = 123456789012ULL;
+  EXPECT_EQ(ImageKeyOf(region_key, region), image);
+  mr_stack_sample sample{};
+  sample.tgid = 4242;
+  sample.exec_id = 3;
+  sample.proc_start_ns = 123456789012ULL;
+  EXPECT_EQ(ImageKeyOf(sample), image);
+  const mr_exit_event event{.tgid = 4242, .exec_id = 3, .start_ns = 123456789012ULL, .comm = {}};
+  EXPECT_EQ(ImageKeyOf(event), image);
+  const mr_site_key site = SiteKeyOf(image, 77);
+  EXPECT_EQ(site.tgid, 4242U);
+  EXPECT_EQ(site.exec_id, 3U);
+  EXPECT_EQ(site.start_ns, 123456789012ULL);
+  EXPECT_EQ(site.site, 77U);
+
+  // An exec is another image, a reused pid another image: ordered and hashed apart.
+  const sys::ImageKey exec{.tgid = 4242, .exec_id = 4, .start_ns = 123456789012ULL};
+  const sys::ImageKey reused{.tgid = 4242, .exec_id = 3, .start_ns = 223456789012ULL};
+  EXPECT_NE(image, exec);
+  EXPECT_LT(image, exec);
+  EXPECT_LT(image, reused);
+  EXPECT_LT((sys::ImageKey{.tgid = 4241, .exec_id = 9, .start_ns = 999999999999ULL}), image);
+  const std::unordered_set<sys::ImageKey, sys::ImageKeyHash> set{image, exec, reused, image};
+  EXPECT_EQ(set.size(), 3U);
+  // The start time /proc/PID/stat prints: nsec_to_clock_t's truncating division.
+  EXPECT_EQ(sys::StartTicksOf(image), 123456789012ULL / sys::NsPerClockTick());
+  EXPECT_EQ(sys::ImageOfStartTicks(4242, 12345, 3).start_ns, 12345 * sys::NsPerClockTick());
+  EXPECT_EQ(sys::StartTicksOf(sys::ImageOfStartTicks(4242, 12345)), 12345U);
+}
+
+// How a stack was found is typed; /debug/mr/stacks shows the names it always has.
+TEST(MrStackOrigin, NamesAreStable) {
+  EXPECT_STREQ(StackOriginName(MrStackOrigin::kNone), "");
+  EXPECT_STREQ(StackOriginName(OriginOf(sys::UnwindMethod::kNone)), "none");
+  EXPECT_STREQ(StackOriginName(OriginOf(sys::UnwindMethod::kDwarf)), "dwarf");
+  EXPECT_STREQ(StackOriginName(OriginOf(sys::UnwindMethod::kFramePointer)), "frame-pointer");
+  EXPECT_STREQ(StackOriginName(MrStackOrigin::kProbeFramePointers), "frame_pointer");
 }
 
 }  // namespace

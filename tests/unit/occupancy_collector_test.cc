@@ -255,6 +255,42 @@ TEST(OccupancyCollector, StaleFileServedOnceAndHandedOver) {
   EXPECT_EQ(handed.size(), 1U) << "handed over once";
 }
 
+// A process of a pid namespace the exporter cannot see (no process of its procfs is in it):
+// its pid is that namespace's, and the same number in the exporter's procfs is another
+// process. Its series say so (pid_ns), so that no collector after it looks the pid up as the
+// exporter's (collectors/workload.cc), nor does `rdmascope profile`.
+TEST(OccupancyCollector, APidOfAnUnseenNamespaceKeepsItsNamespace) {
+  testing::TempDir dir;
+  testing::TempDir procfs;
+  std::filesystem::create_directories(procfs.path() / "self" / "ns");
+  std::filesystem::create_symlink("pid:[4026531836]", procfs.path() / "self" / "ns" / "pid");
+  auto file = File();
+  file->header.pid_ns = 4026532999;
+  WriteFile(dir.path(), "4026532999-4242-777-0.occ", *file);
+  OccupancyCollector collector({.dir = dir.path()}, procfs.path());
+  std::vector<OccupancyProcess> handed;
+  collector.SetFinishedObserver([&handed](const OccupancyProcess& p) { handed.push_back(p); });
+  MetricSet out;
+  EXPECT_FALSE(collector.Collect(out).no_data);
+  const std::string text = testing::Serialise(out.Take());
+  EXPECT_NE(text.find("rdma_cq_outstanding_entries{device=\"mlx5_0\",pid=\"4242\",comm=\"trainer\","
+                      "pid_ns=\"4026532999\",cq=\"9\"} 40"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("pid=\"4242\",comm=\"trainer\",direction"), std::string::npos)
+      << "every series of the process carries its namespace: " << text;
+  ASSERT_EQ(handed.size(), 1U);
+  EXPECT_EQ(handed[0].pid_ns, 4026532999U);
+
+  // The exporter's own namespace (or one it translated): the pid is the exporter's, no label.
+  auto own = File();
+  own->header.pid_ns = 4026531836;
+  WriteFile(dir.path(), "4026531836-4242-777-0.occ", *own);
+  MetricSet again;
+  EXPECT_FALSE(collector.Collect(again).no_data);
+  EXPECT_EQ(testing::Serialise(again.Take()).find("pid_ns"), std::string::npos);
+}
+
 // What the library's exit asks (preload/tables.c): does anyone hold a read lock on .readers?
 bool ReaderLockHeld(const std::filesystem::path& readers) {
   const int fd = ::open(readers.c_str(), O_RDONLY | O_CLOEXEC);

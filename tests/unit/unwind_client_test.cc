@@ -48,7 +48,7 @@ TEST_F(UnwindClientTest, TheWorkerUnwindsAndNamesAsTheProcessWould) {
   EXPECT_EQ(remote.stop_reason, local.stop_reason);
   std::string missing = "unset";
   const std::vector<Frame> frames =
-      client.Symbolize(kPid, remote.pcs, {.first = FirstAddress::kInstructionPointer}, &missing);
+      client.Symbolize(Image(), remote.pcs, {.first = FirstAddress::kInstructionPointer}, &missing);
   ASSERT_EQ(frames.size(), 3U);
   EXPECT_EQ(frames[0].Describe(), "rdmascope_unwind_alpha+0x0");
   EXPECT_EQ(frames[1].Describe(), "rdmascope_unwind_beta+0x1");
@@ -153,7 +153,7 @@ TEST(UnwindWorkerWatchdog, ARequestThatNeverCompletesEndsTheWorker) {
   auto ready = wire::Receive(mine.get());
   ASSERT_TRUE(ready.has_value()) << ready.error();
   wire::Writer request(wire::Type::kUnwind);
-  request.U32(static_cast<uint32_t>(getpid())).U64(1);
+  request.Image({.tgid = static_cast<uint32_t>(getpid())}).U64(1);
   for (int i = 0; i < 17; ++i) request.U64(0x1000);
   request.U32(16).U64(100'000'000).Bytes(std::vector<uint8_t>(64, 0));  // 100 ms budget
   const auto sent = std::chrono::steady_clock::now();
@@ -179,13 +179,13 @@ TEST_F(UnwindClientTest, AWorkerThatDiesIsCountedWithHowItDied) {
   UnwindClient client(access_, options);
   std::string missing;
   const uint64_t pcs[] = {At(rdmascope_unwind_alpha)};
-  const std::vector<Frame> frames = client.Symbolize(kPid, pcs, {}, &missing);
+  const std::vector<Frame> frames = client.Symbolize(Image(), pcs, {}, &missing);
   ASSERT_EQ(frames.size(), 1U);
   EXPECT_EQ(frames[0].Describe(), "??");
   EXPECT_NE(missing.find("killed by SIGSEGV"), std::string::npos) << missing;
   EXPECT_EQ(client.stats().restarts.at("died"), 1U);
   // Started again at the next request (no back-off here), and counted again.
-  client.Symbolize(kPid, pcs, {}, &missing);
+  client.Symbolize(Image(), pcs, {}, &missing);
   EXPECT_EQ(client.stats().starts, 2U);
   EXPECT_EQ(client.stats().restarts.at("died"), 2U);
 }
@@ -244,7 +244,7 @@ class UnwindBrokerTest : public DwarfUnwinderTest {
 };
 
 TEST_F(UnwindBrokerTest, AnswersOnlyAboutTheProcessInScope) {
-  broker_.SetScope(kPid);
+  broker_.SetScope(Image());
   const auto ticks = Ask(wire::Writer(wire::Type::kAccess)
                              .U32(static_cast<uint32_t>(wire::AccessOp::kStartTicks))
                              .U32(kPid));
@@ -260,15 +260,55 @@ TEST_F(UnwindBrokerTest, AnswersOnlyAboutTheProcessInScope) {
                        .U32(static_cast<uint32_t>(wire::AccessOp::kStartTicks))
                        .U32(kPid)
                        .U8(7)));
-  broker_.SetScope(0);
+  broker_.SetScope({});
   EXPECT_FALSE(Ask(wire::Writer(wire::Type::kAccess)
                        .U32(static_cast<uint32_t>(wire::AccessOp::kStartTicks))
                        .U32(kPid)));
 }
 
+// The maps are the scope image's only: a question naming another image of the pid (another
+// exec generation) is refused, and an image that ended (an exec since: the probes' answer)
+// gets ESRCH, not the maps of what runs now.
+TEST_F(UnwindBrokerTest, MapsOnlyOfTheImageInScopeWhileItRuns) {
+  bool current = true;
+  UnwindBroker broker(std::make_shared<LocalProcessAccess>(
+      procfs_.path(), nullptr, [&](const ImageKey&) { return current; }));
+  const auto ask = [&](const ImageKey& image) -> std::optional<wire::Message> {
+    EXPECT_TRUE(wire::Send(sockets_[1], wire::Writer(wire::Type::kAccess)
+                                            .U32(static_cast<uint32_t>(wire::AccessOp::kMaps))
+                                            .Image(image)));
+    auto received = wire::Receive(sockets_[0]);
+    if (!received || !broker.Answer(sockets_[0], *received)) return std::nullopt;
+    auto reply = wire::Receive(sockets_[1]);
+    return reply ? std::optional<wire::Message>(std::move(*reply)) : std::nullopt;
+  };
+  const auto error_of = [](const wire::Message& reply) {
+    wire::Reader reader(reply.body);
+    return reader.U32();
+  };
+  const ImageKey scoped = Image(kPid, 3);
+  broker.SetScope(scoped);
+  const auto maps = ask(scoped);
+  ASSERT_TRUE(maps);
+  EXPECT_EQ(error_of(*maps), 0U);
+  EXPECT_TRUE(maps->fd.valid());
+  EXPECT_FALSE(ask(Image(kPid, 4)));  // another image of the pid: the worker is stopped
+  current = false;
+  const auto ended = ask(scoped);
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(error_of(*ended), static_cast<uint32_t>(ESRCH));
+  EXPECT_FALSE(ended->fd.valid());
+  // Another process under the pid (a new start time): ESRCH too, whatever the probes say.
+  current = true;
+  MapAt(kPid, kBase, 54321);
+  const auto reused = ask(scoped);
+  ASSERT_TRUE(reused);
+  EXPECT_EQ(error_of(*reused), static_cast<uint32_t>(ESRCH));
+}
+
 // A subverted worker asks for files the process never mapped: none is opened.
 TEST_F(UnwindBrokerTest, OpensOnlyMappedFilesAndTheirDebugFiles) {
-  broker_.SetScope(kPid);
+  broker_.SetScope(Image());
   const auto error_of = [](const std::optional<wire::Message>& reply) {
     wire::Reader reader(reply->body);
     return reader.String();
@@ -355,7 +395,7 @@ TEST_F(UnwindBrokerTest, OpensADebugFileByBuildId) {
     break;
   }
   if (id.empty()) GTEST_SKIP() << "no file under /usr/lib/debug/.build-id";
-  broker_.SetScope(kPid);
+  broker_.SetScope(Image());
   const auto reply = Ask(OpenDebugFile(kPid, self_, id, ""));
   ASSERT_TRUE(reply);
   EXPECT_EQ(Found(reply), (std::pair<std::string, uint32_t>{"", 0}));
@@ -365,7 +405,7 @@ TEST_F(UnwindBrokerTest, OpensADebugFileByBuildId) {
 // A subverted worker's malformed debug-file questions: each stops it (no answer), before any
 // file is looked up.
 TEST_F(UnwindBrokerTest, RefusesDebugFileQuestionsOutOfBounds) {
-  broker_.SetScope(kPid);
+  broker_.SetScope(Image());
   const std::vector<uint8_t> id = {0xab, 0xcd, 0xef, 0x01};
   const auto raw = [&](std::span<const uint8_t> mapped, std::span<const uint8_t> build_id,
                        std::span<const uint8_t> link) {

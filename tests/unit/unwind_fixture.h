@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ class DwarfUnwinderTest : public ::testing::Test {
   void SetUp() override { MapAt(kPid, kBase, 12345); }
 
   void MapAt(uint32_t pid, uint64_t base, uint64_t start_ticks, bool root = true) {
+    ticks_[pid] = start_ticks;
     const std::filesystem::path dir = procfs_.path() / std::to_string(pid);
     std::filesystem::create_directories(dir);
     if (root && !std::filesystem::is_symlink(dir / "root")) {
@@ -71,6 +73,13 @@ class DwarfUnwinderTest : public ::testing::Test {
                                 std::to_string(start_ticks) + " 1000000 200 0\n");
   }
 
+  // The image the fake procfs runs as `pid` now (exec generation `exec_id`); a pid never
+  // mapped gets start time 0, which no stat file holds.
+  ImageKey Image(uint32_t pid = kPid, uint32_t exec_id = 0) const {
+    const auto it = ticks_.find(pid);
+    return ImageOfStartTicks(pid, it != ticks_.end() ? it->second : 0, exec_id);
+  }
+
   // A capture of kPid: rip, rbp, and the stack words from rsp = kStack.
   CapturedStack Capture(uint64_t rip, uint64_t rbp, const std::vector<uint64_t>& words) {
     return CaptureOf(kPid, rip, rbp, words);
@@ -79,7 +88,7 @@ class DwarfUnwinderTest : public ::testing::Test {
                           const std::vector<uint64_t>& words) {
     bytes_.resize(words.size() * 8);
     if (!words.empty()) std::memcpy(bytes_.data(), words.data(), bytes_.size());  // no null
-    CapturedStack captured{.pid = pid};
+    CapturedStack captured{.image = Image(pid)};
     captured.regs[kDwarfRip] = rip;
     captured.regs[kDwarfRsp] = kStack;
     captured.regs[kDwarfRbp] = rbp;
@@ -89,7 +98,9 @@ class DwarfUnwinderTest : public ::testing::Test {
 
   std::vector<std::string> Names(const UnwoundStack& unwound, uint32_t pid = kPid) {
     std::vector<std::string> names;
-    for (const Frame& frame : unwinder_.Symbolize(pid, unwound)) names.push_back(frame.Describe());
+    for (const Frame& frame : unwinder_.Symbolize(Image(pid), unwound)) {
+      names.push_back(frame.Describe());
+    }
     return names;
   }
 
@@ -97,6 +108,7 @@ class DwarfUnwinderTest : public ::testing::Test {
   const std::string self_ = std::filesystem::read_symlink("/proc/self/exe").string();
   DwarfUnwinder unwinder_{procfs_.path()};
   std::vector<uint8_t> bytes_;
+  std::map<uint32_t, uint64_t> ticks_;  // by pid: the start time its stat file holds
 };
 
 }  // namespace rdmascope::sys

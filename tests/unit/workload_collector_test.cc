@@ -106,6 +106,43 @@ TEST_F(WorkloadCollectorTest, DescribesEachExportedProcessOnce) {
             (std::map<std::string, std::string>{{"pid", "300"}, {"comm", "storage"}}));
 }
 
+// A series naming a process by its pid in another namespace (pid_ns: collectors/occupancy.h)
+// is never looked up here: in the exporter's /proc that number is another process (here 300,
+// "storage", whose workload would be given to the namespace's rank). Counted in the detail.
+TEST_F(WorkloadCollectorTest, APidOfAnotherNamespaceIsNotLookedUp) {
+  constexpr MetricDesc kOutstanding{"rdma_cq_outstanding_entries", "completions",
+                                    prometheus::MetricType::Gauge};
+  MetricSet earlier;
+  earlier.Add(kOutstanding,
+              {{"device", "mlx5_0"}, {"pid", "300"}, {"comm", "rank"}, {"pid_ns", "4026532999"}},
+              4);
+  earlier.Add(kOutstanding,
+              {{"device", "mlx5_0"}, {"pid", "7"}, {"comm", "rank"}, {"pid_ns", "4026532999"}}, 4);
+  earlier.Add(kOutstanding, {{"device", "mlx5_0"}, {"pid", "100"}, {"comm", "trainer"}}, 1);
+  const std::vector<prometheus::MetricFamily> families = earlier.Take();
+  WorkloadCollector collector(procfs_.path());
+  MetricSet out;
+  const CollectResult result = collector.CollectAfter(families, out);
+  const auto series = InfoSeries(out.Take());
+  ASSERT_EQ(series.size(), 1U);
+  EXPECT_EQ(series.begin()->first, "100");
+  EXPECT_NE(result.detail.find("1 of 1 processes described"), std::string::npos) << result.detail;
+  EXPECT_NE(result.detail.find("2 processes of other pid namespaces not described"),
+            std::string::npos)
+      << result.detail;
+
+  // Only such series: nothing to describe, and the count still said.
+  MetricSet only;
+  only.Add(kOutstanding,
+           {{"device", "mlx5_0"}, {"pid", "300"}, {"comm", "rank"}, {"pid_ns", "4026532999"}}, 4);
+  const std::vector<prometheus::MetricFamily> foreign = only.Take();
+  MetricSet none;
+  const CollectResult alone = collector.CollectAfter(foreign, none);
+  EXPECT_TRUE(InfoSeries(none.Take()).empty());
+  EXPECT_NE(alone.detail.find("1 processes of other pid namespaces"), std::string::npos)
+      << alone.detail;
+}
+
 TEST_F(WorkloadCollectorTest, FollowsAProcessMovedToAnotherCgroup) {
   EXPECT_EQ(InfoSeries(Scrape()).at("300").count("systemd_unit"), 0U);
   WriteCgroup(procfs_.path(), "300", "0::/system.slice/storage-target.service\n");

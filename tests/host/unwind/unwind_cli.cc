@@ -50,11 +50,18 @@ struct Capture {
   CapturedStack captured;
 };
 
+// The image `pid` runs now: its start time from /proc (no probes here to know its exec
+// generation, and none is needed: the process is stopped while it is unwound).
+rdmascope::sys::ImageKey ImageOf(uint32_t pid) {
+  rdmascope::sys::LocalProcessAccess access;
+  return rdmascope::sys::ImageOfStartTicks(pid, access.StartTicks(pid).value_or(0));
+}
+
 std::optional<Capture> ReadCapture(const char* pid, const char* path) {
   std::ifstream in(path, std::ios::binary);
   Capture capture{.file = std::vector<uint8_t>((std::istreambuf_iterator<char>(in)),
                                                std::istreambuf_iterator<char>()),
-                  .captured = {.pid = static_cast<uint32_t>(std::stoul(pid))}};
+                  .captured = {.image = ImageOf(static_cast<uint32_t>(std::stoul(pid)))}};
   const size_t header = sizeof capture.captured.regs;
   if (capture.file.size() < header) {
     std::fprintf(stderr, "%s: %zu bytes, shorter than the registers\n", path, capture.file.size());
@@ -148,7 +155,7 @@ void Print(DwarfUnwinder& unwinder, const CapturedStack& captured, const UnwindL
               rdmascope::sys::MethodName(unwound.method), prefix, unwound.truncated ? 1 : 0, prefix,
               unwound.stop_reason.c_str());
   for (const rdmascope::sys::Frame& frame :
-       unwinder.Symbolize(captured.pid, unwound, inline_frames)) {
+       unwinder.Symbolize(captured.image, unwound, inline_frames)) {
     std::printf("%sframe %s\t0x%llx\t%s\t%s\n", prefix,
                 frame.function.empty() ? "??" : frame.function.c_str(),
                 static_cast<unsigned long long>(frame.offset), frame.module.c_str(),
