@@ -438,8 +438,10 @@ std::vector<Setting> MakeSettings() {
                  adaptive ? CoalesceAdaptiveSetting(direction) : CoalesceUsecsSetting(direction);
              const std::string want = Get(majority, name);
              if (want.empty() || Get(own, name) == want) continue;
+             // The figure is the fleet's, read from Prometheus (a recorded row's label): quoted
+             // like every host value, never pasted into the line as it came.
              knobs += adaptive ? " adaptive-" + std::string(direction) + " " + OnOff(want)
-                               : " " + std::string(direction) + "-usecs " + want;
+                               : FixLine({" ", direction, "-usecs ", HostValue(want)});
            }
          }
          return knobs.empty() ? "" : FixLine({"ethtool -C ", HostValue(object.netdev), knobs});
