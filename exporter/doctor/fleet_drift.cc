@@ -114,17 +114,15 @@ void JudgeGroups(
   for (const auto& [kind, rows] : groups) {
     std::set<std::string> hosts;
     for (const Row* row : rows) hosts.insert(row->instance);
-    if (hosts.size() < kFleetMinHosts) {
-      Finding finding = Make(check.id, kArea, Severity::kInfo, GroupScope(kind), check.runbook);
-      finding.observed = Hosts(hosts.size()) + " with " + ModelText(kind) + ": fewer than " +
-                         Num(static_cast<double>(kFleetMinHosts)) + ", no " + check.compared +
-                         " to compare with";
-      finding.expected =
-          "at least " + Num(static_cast<double>(kFleetMinHosts)) + " hosts of one kind";
-      findings.push_back(std::move(finding));
-      continue;
-    }
     Verdict verdict = judge(kind, rows, hosts.size());
+    // One host and its cluster's figures not recorded: nothing to compare its objects with but
+    // each other, which the judgement did (the alert would fire on an odd one among them).
+    if (hosts.size() == 1 && !verdict.cluster_wide && verdict.outliers.empty()) {
+      verdict.group = Verdict::Group{Severity::kInfo,
+                                     "1 host with " + ModelText(kind) + ": no peers, no " +
+                                         check.compared + " to compare it with",
+                                     "other hosts of this kind", ""};
+    }
     if (verdict.group) {
       Finding finding =
           Make(check.id, kArea, verdict.group->severity, GroupScope(kind), check.runbook);
@@ -261,7 +259,7 @@ void MissingHosts(const std::map<std::string, Snapshot>& now, const std::string&
 
 std::vector<Finding> FleetDrift(const std::map<std::string, Snapshot>& now,
                                 const std::map<std::string, Snapshot>& before,
-                                const DoctorOptions& options) {
+                                const DoctorOptions& options, const FleetReference& reference) {
   using namespace fleet_drift;
   const std::string& cluster_label = options.prometheus_cluster_label;
   std::vector<Finding> findings;
@@ -273,12 +271,12 @@ std::vector<Finding> FleetDrift(const std::map<std::string, Snapshot>& now,
     hosts.push_back(MakeHost(instance, snapshot,
                              earlier == before.end() ? nullptr : &earlier->second, cluster_label));
   }
-  JudgeSettings(hosts, cluster_label, findings);
+  JudgeSettings(hosts, cluster_label, reference.setting_hosts, findings);
   // The window: between the two evaluations (every snapshot of one is taken at one time).
   const double window = before.empty() || now.empty()
                             ? 0
                             : now.begin()->second.seconds() - before.begin()->second.seconds();
-  JudgeErrorRates(hosts, window, cluster_label, findings);
+  JudgeErrorRates(hosts, window, cluster_label, reference.error_medians, findings);
   return findings;
 }
 

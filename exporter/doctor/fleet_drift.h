@@ -13,9 +13,13 @@
 // have than any other (a host counts once per value it has), and only the NIC objects with
 // another value are reported, with the rules' severities and runbook anchors; an error rate is
 // an outlier above 10 times its peers' ports' median and above the error's floor, per second.
-// A tie for the most hosts, or fewer than kFleetMinHosts hosts of a kind, gives no majority: one
-// info finding for the group, no drift. A group without outliers gives one ok finding, not one
-// per host, so that the report of 1,000 hosts stays short. Group findings have instance "*" and
+// Where the rules' group figures are recorded too (FleetReference), each row is judged against
+// them, the whole cluster's, as the alert judges it; else against the group of the hosts the
+// report covers. A tie for the most hosts gives no majority: one info finding for the group, no
+// drift. A kind seen on one host only has no peers: one info finding, unless that host's own
+// objects differ among themselves (two firmwares on one host), which the alert reports too. A
+// group without outliers gives one ok finding, not one per host, so that the report of 1,000
+// hosts stays short. Group findings have instance "*" and
 // the group's labels (cluster, board_id, hca_type) in their scope. docs/doctor.md lists every
 // check ("Fleet drift").
 #pragma once
@@ -30,14 +34,20 @@
 
 namespace rdmascope::doctor {
 
-// Fewer hosts than this in a group: no majority to compare with (with two, neither is odd).
-inline constexpr size_t kFleetMinHosts = 3;
+// The fleet rules' group figures (fleet_rules::kSettingHostsSeries, kErrorMedianSeries) as
+// that Prometheus records them: series without instance or job, as the rules aggregate them
+// (a scraped series of the same name would carry both, and is not read).
+struct FleetReference {
+  std::vector<Sample> setting_hosts;
+  std::vector<Sample> error_medians;
+};
 
 // `now` and `before` (the evaluation one --window earlier; empty with --window 0s, and it may
 // lack instances): instance -> its snapshot (doctor/prometheus_snapshots.h). Targets whose
-// `up` is 0 are reported down and left out of every comparison.
+// `up` is 0 are reported down and left out of every comparison. `reference`: the rules' group
+// figures, used with the rules' recorded rows (empty: doctor computes them from the rows).
 std::vector<Finding> FleetDrift(const std::map<std::string, Snapshot>& now,
                                 const std::map<std::string, Snapshot>& before,
-                                const DoctorOptions& options);
+                                const DoctorOptions& options, const FleetReference& reference = {});
 
 }  // namespace rdmascope::doctor

@@ -104,6 +104,9 @@ struct Verdict {
   };
   std::optional<Group> group;
   std::vector<Outlier> outliers;
+  // Judged against the rules' figures for the whole cluster (FleetReference), not only the
+  // group's hosts in this report.
+  bool cluster_wide = false;
 };
 
 // A check judged group by group: its id, runbook anchor (the fleet rule's) and the severity of
@@ -112,12 +115,13 @@ struct GroupCheck {
   const char* id;
   const char* runbook;
   Severity severity;
-  std::string compared;  // "a majority firmware", "a median": what fewer than 3 hosts lack
+  std::string compared;  // "majority firmware", "median": what one host alone lacks
 };
 
-// The one verdict helper of both judgements: for each group, fewer than kFleetMinHosts hosts is
-// one info finding; otherwise `judge` (the group's kind, its rows, its host count) decides, and
-// each outlier is a finding on its host (advice naming how many more of its kind are reported).
+// The one verdict helper of both judgements: for each group `judge` (the group's kind, its rows,
+// its host count) decides; each outlier is a finding on its host (advice naming how many more of
+// its kind are reported); a group of one host without outliers, judged without the cluster's
+// figures, is one info finding (no peers).
 void JudgeGroups(
     const GroupCheck& check, const Groups& groups,
     const std::function<Verdict(const Kind&, const std::vector<const Row*>&, size_t hosts)>& judge,
@@ -154,12 +158,13 @@ const std::vector<Setting>& Settings();
 
 // The settings, each from the rule's rows (fleet_drift_settings.cc).
 void JudgeSettings(const std::vector<Host>& hosts, const std::string& cluster_label,
-                   std::vector<Finding>& findings);
+                   const std::vector<Sample>& setting_hosts, std::vector<Finding>& findings);
 
 // The error and congestion rates over the window (`window_seconds`, 0: none) against the
 // peers' median (fleet_drift_rates.cc).
 void JudgeErrorRates(const std::vector<Host>& hosts, double window_seconds,
-                     const std::string& cluster_label, std::vector<Finding>& findings);
+                     const std::string& cluster_label, const std::vector<Sample>& error_medians,
+                     std::vector<Finding>& findings);
 
 // The kind a recorded row names (its cluster label, board_id, hca_type).
 Kind KindOfRow(const Sample& row, const std::string& cluster_label);

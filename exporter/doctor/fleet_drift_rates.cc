@@ -93,19 +93,26 @@ double Median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// `cluster_median`: the rules' median of the cluster's ports (kErrorMedianSeries), which the
+// alert compares with; else the median of the group's ports in this report.
 Verdict JudgeRates(const fleet_rules::ErrorRate& error, const Kind& kind,
-                   const std::vector<const Row*>& ports, size_t hosts) {
+                   const std::vector<const Row*>& ports, size_t hosts,
+                   std::optional<double> cluster_median) {
   std::vector<double> rates;
   for (const Row* port : ports) rates.push_back(port->number);
-  const double median = Median(rates);
+  const double median = cluster_median.value_or(Median(rates));
   const double highest = *std::ranges::max_element(rates);
   const std::string what = error.what;
-  const std::string median_text = "the median of the " + Num(static_cast<double>(ports.size())) +
-                                  " ports on " + Hosts(hosts) + " with " + ModelText(kind) + ", " +
-                                  Figure(median) + "/s";
+  const std::string median_text =
+      cluster_median
+          ? "the median of the ports with " + ModelText(kind) +
+                " in the cluster (the fleet rules' record), " + Figure(median) + "/s"
+          : "the median of the " + Num(static_cast<double>(ports.size())) + " ports on " +
+                Hosts(hosts) + " with " + ModelText(kind) + ", " + Figure(median) + "/s";
   const std::string expected = "at most " + Num(fleet_rules::kErrorFactor) + "x " + median_text +
                                ", or at most " + Num(error.floor) + " " + what + "/s";
   Verdict verdict;
+  verdict.cluster_wide = cluster_median.has_value();
   for (const Row* port : ports) {
     // As the alert: rate > factor x median and rate > floor.
     if (!(port->number > fleet_rules::kErrorFactor * median && port->number > error.floor))
@@ -118,12 +125,12 @@ Verdict JudgeRates(const fleet_rules::ErrorRate& error, const Kind& kind,
                                 what + " far above its peers': " + error.remedy, ""});
   }
   if (verdict.outliers.empty()) {
-    verdict.group =
-        Verdict::Group{Severity::kOk,
-                       Num(static_cast<double>(ports.size())) + " ports on " + Hosts(hosts) +
-                           " with " + ModelText(kind) + ": median " + Figure(median) +
-                           "/s, highest " + Figure(highest) + "/s " + what,
-                       expected, ""};
+    verdict.group = Verdict::Group{
+        Severity::kOk,
+        Num(static_cast<double>(ports.size())) + " ports on " + Hosts(hosts) + " with " +
+            ModelText(kind) + ": " + (cluster_median ? "the cluster's median " : "median ") +
+            Figure(median) + "/s, highest " + Figure(highest) + "/s " + what,
+        expected, ""};
   }
   return verdict;
 }
@@ -131,12 +138,20 @@ Verdict JudgeRates(const fleet_rules::ErrorRate& error, const Kind& kind,
 }  // namespace
 
 void JudgeErrorRates(const std::vector<Host>& hosts, double window_seconds,
-                     const std::string& cluster_label, std::vector<Finding>& findings) {
+                     const std::string& cluster_label, const std::vector<Sample>& error_medians,
+                     std::vector<Finding>& findings) {
   std::vector<Row> rows;
+  // (kind, error) -> the rules' median over the cluster, read with the rules' rows only.
+  std::map<std::pair<Kind, std::string>, double> medians;
   // The recorded rates are over the rules' 5 minutes: doctor reads them when it judges those.
   if (window_seconds == fleet_rules::kRateWindowSeconds &&
       Recorded(hosts, fleet_rules::kErrorRateSeries)) {
     for (const Host& host : hosts) RecordedRows(host, cluster_label, rows);
+    for (const Sample& median : error_medians) {
+      if (!std::isfinite(median.value)) continue;
+      medians.emplace(std::make_pair(KindOfRow(median, cluster_label), median.Label("error")),
+                      median.value);
+    }
   } else if (window_seconds > 0) {
     for (const Host& host : hosts) {
       if (host.before != nullptr) ComputedRows(host, rows);
@@ -157,8 +172,11 @@ void JudgeErrorRates(const std::vector<Host>& hosts, double window_seconds,
     }
     JudgeGroups(
         {error.id, kErrorRunbook, Severity::kWarn, "median"}, groups,
-        [&error](const Kind& kind, const std::vector<const Row*>& ports, size_t count) {
-          return JudgeRates(error, kind, ports, count);
+        [&](const Kind& kind, const std::vector<const Row*>& ports, size_t count) {
+          const auto median = medians.find({kind, error.error});
+          return JudgeRates(
+              error, kind, ports, count,
+              median == medians.end() ? std::nullopt : std::optional<double>(median->second));
         },
         findings);
   }

@@ -3,8 +3,10 @@
 // setting in its group as the rule does, and shown together per NIC object with the command
 // that gives an outlier the majority's values.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
+#include "core/sysfs.h"
 #include "doctor/check_util.h"
 #include "doctor/fleet_drift_parts.h"
 #include "doctor/fleet_rules.h"
@@ -492,29 +494,50 @@ void RecordedRows(const Host& host, const std::map<std::string, size_t>& by_name
   }
 }
 
+// setting -> value -> the hosts of a group with that value, as the fleet rules record them for
+// the whole cluster (kSettingHostsSeries).
+using Tally = std::map<std::string, std::map<std::string, double>>;
+
 // The rule's majority per setting of one group, and the objects whose rows differ from it.
+// `cluster`: the rules' count of hosts per value over the whole cluster, which the alert
+// compares with; nullptr: the group's hosts in this report are counted.
 Verdict JudgeSetting(const Setting& setting, const Kind& kind, const std::vector<const Row*>& rows,
-                     size_t hosts) {
+                     size_t hosts, const Tally* cluster) {
   struct Majority {
     std::string value;
     double number = 0;
     size_t hosts = 0;
   };
   // setting -> value -> hosts with it (a host counts once per value it has)
-  std::map<std::string, std::map<std::string, std::set<std::string>>> tally;
+  std::map<std::string, std::map<std::string, std::set<std::string>>> seen_on;
   std::map<std::string, std::map<std::string, double>> numbers;
   for (const Row* row : rows) {
-    tally[row->name][row->value].insert(row->instance);
+    seen_on[row->name][row->value].insert(row->instance);
     numbers[row->name].try_emplace(row->value, row->number);
+  }
+  std::map<std::string, std::map<std::string, size_t>> tally;
+  for (const auto& [name, by_value] : seen_on) {
+    const auto recorded = cluster != nullptr ? cluster->find(name) : Tally::const_iterator{};
+    if (cluster != nullptr && recorded != cluster->end()) {
+      for (const auto& [value, count] : recorded->second) {
+        tally[name][value] = static_cast<size_t>(count);
+        // A value only other hosts have: its figure is the one its label writes.
+        if (!numbers[name].contains(value)) {
+          numbers[name][value] = sysfs::ParseDouble(value).value_or(0);
+        }
+      }
+    } else {
+      for (const auto& [value, with] : by_value) tally[name][value] = with.size();
+    }
   }
   std::map<std::string, Majority> majority;
   std::vector<std::string> tied;
   for (const auto& [name, by_value] : tally) {
     size_t most = 0;
-    for (const auto& [value, with] : by_value) most = std::max(most, with.size());
+    for (const auto& [value, count] : by_value) most = std::max(most, count);
     std::vector<std::string> top;
-    for (const auto& [value, with] : by_value) {
-      if (with.size() == most) top.push_back(value);
+    for (const auto& [value, count] : by_value) {
+      if (count == most) top.push_back(value);
     }
     if (top.size() > 1) {
       tied.push_back(name);
@@ -554,6 +577,13 @@ Verdict JudgeSetting(const Setting& setting, const Kind& kind, const std::vector
   }
 
   Verdict verdict;
+  verdict.cluster_wide = cluster != nullptr;
+  // Who holds the majority: the group's hosts in this report, or the rules' whole cluster.
+  const auto holders = [&](size_t most) {
+    return cluster != nullptr
+               ? Hosts(most) + " with " + model + " in the cluster (the fleet rules' count)"
+               : Num(static_cast<double>(most)) + " of the " + Hosts(hosts) + " with " + model;
+  };
   for (const auto& key : order) {
     const Seen& seen = objects.at(key);
     if (seen.odd.empty()) continue;
@@ -562,37 +592,41 @@ Verdict JudgeSetting(const Setting& setting, const Kind& kind, const std::vector
     Verdict::Outlier outlier{seen.row->instance,
                              seen.row->object.scope,
                              what + " " + own,
-                             what + " " + majority_text + ", as " + Num(static_cast<double>(most)) +
-                                 " of the " + Hosts(hosts) + " with " + model + " have",
-                             what + " " + own + (setting.below_only ? " below " : " unlike ") +
-                                 Num(static_cast<double>(most)) + " of its " +
-                                 Num(static_cast<double>(hosts - 1)) + " peers (" + majority_text +
-                                 "): " + setting.why,
+                             what + " " + majority_text + ", as " + holders(most) + " have",
+                             what + " " + own + (setting.below_only ? " below" : " unlike") +
+                                 " its peers' majority (" + majority_text + "): " + setting.why,
                              ""};
     if (setting.fix) outlier.fix = setting.fix(seen.row->object, kind, seen.own, majority_values);
     verdict.outliers.push_back(std::move(outlier));
   }
+  const std::string among = cluster != nullptr ? "the hosts with " + model + " in the cluster"
+                                               : "the " + Hosts(hosts) + " with " + model;
   if (!tied.empty()) {
     std::string split;
-    for (const auto& [value, with] : tally.at(tied.front())) {
+    for (const auto& [value, count] : tally.at(tied.front())) {
       split += (split.empty() ? "" : ", ") + ShowOne(setting, tied.front(), value) + " on " +
-               Hosts(with.size());
+               Hosts(count);
     }
-    verdict.group = Verdict::Group{
-        Severity::kInfo,
-        "no majority " + what + " among the " + Hosts(hosts) + " with " + model + ": " + split,
-        "one value on more hosts than any other",
-        "a tie is not drift of one host: decide which value the fleet should have"};
+    verdict.group =
+        Verdict::Group{Severity::kInfo, "no majority " + what + " among " + among + ": " + split,
+                       "one value on more hosts than any other",
+                       "a tie is not drift of one host: decide which value the fleet should have"};
   } else if (verdict.outliers.empty()) {
-    verdict.group = Verdict::Group{
-        Severity::kOk,
-        fewest == hosts
-            ? "all " + Hosts(hosts) + " with " + model + ": " + what + " " + majority_text
-            : Num(static_cast<double>(fewest)) + " of the " + Hosts(hosts) + " with " + model +
-                  ": " + what + " " + majority_text +
-                  (setting.below_only ? ", the others above it"
-                                      : ", the others without some of these settings"),
-        setting.below_only ? "none below the majority's" : "one value", ""};
+    std::string observed;
+    if (cluster != nullptr) {
+      observed = "none of the " + Hosts(hosts) + " with " + model + " apart from " + what + " " +
+                 majority_text + ", the majority of " + among;
+    } else if (fewest == hosts) {
+      observed = "all " + Hosts(hosts) + " with " + model + ": " + what + " " + majority_text;
+    } else {
+      observed = Num(static_cast<double>(fewest)) + " of the " + Hosts(hosts) + " with " + model +
+                 ": " + what + " " + majority_text +
+                 (setting.below_only ? ", the others above it"
+                                     : ", the others without some of these settings");
+    }
+    verdict.group =
+        Verdict::Group{Severity::kOk, std::move(observed),
+                       setting.below_only ? "none below the majority's" : "one value", ""};
   }
   return verdict;
 }
@@ -605,11 +639,18 @@ const std::vector<Setting>& Settings() {
 }
 
 void JudgeSettings(const std::vector<Host>& hosts, const std::string& cluster_label,
-                   std::vector<Finding>& findings) {
+                   const std::vector<Sample>& setting_hosts, std::vector<Finding>& findings) {
   const std::vector<Setting>& settings = Settings();
-  // Where the fleet rules run, their rows are what the alerts judged: doctor judges the same.
+  // Where the fleet rules run, their rows are what the alerts judged: doctor judges the same,
+  // against the same counts of hosts per value where those are recorded too.
   std::vector<std::vector<Row>> rows(settings.size());
+  std::map<Kind, Tally> cluster_tally;
   if (Recorded(hosts, fleet_rules::kSettingSeries)) {
+    for (const Sample& count : setting_hosts) {
+      if (!std::isfinite(count.value) || count.value < 0) continue;
+      cluster_tally[KindOfRow(count, cluster_label)][count.Label("setting")]
+                   [count.Label("setting_value")] = count.value;
+    }
     std::map<std::string, size_t> by_name;
     for (size_t i = 0; i < settings.size(); ++i) {
       for (const std::string& name : settings[i].names) by_name.emplace(name, i);
@@ -632,8 +673,10 @@ void JudgeSettings(const std::vector<Host>& hosts, const std::string& cluster_la
     JudgeGroups(
         {setting.id, setting.runbook, setting.severity, "majority " + std::string(setting.what)},
         groups,
-        [&setting](const Kind& kind, const std::vector<const Row*>& group, size_t count) {
-          return JudgeSetting(setting, kind, group, count);
+        [&](const Kind& kind, const std::vector<const Row*>& group, size_t count) {
+          const auto tally = cluster_tally.find(kind);
+          return JudgeSetting(setting, kind, group, count,
+                              tally == cluster_tally.end() ? nullptr : &tally->second);
         },
         findings);
   }

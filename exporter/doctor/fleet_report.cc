@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "doctor/checks.h"
 #include "doctor/fleet_drift.h"
+#include "doctor/fleet_rules.h"
 #include "doctor/prometheus_snapshots.h"
 #include "doctor/promql_client.h"
 #include "doctor/report.h"
@@ -38,7 +39,8 @@ constexpr double kTrendStepSeconds = 60;
 
 // What a query is asked for, and what its answer feeds.
 // kIdentity: rdmascope_build_info, which names the (instance, job) pairs that are rdmascope.
-enum class Use { kNow, kBefore, kTrendThen, kTrendAppeared, kIdentity };
+// kReference: the fleet rules' group figures (FleetReference).
+enum class Use { kNow, kBefore, kTrendThen, kTrendAppeared, kIdentity, kReference };
 
 struct PlannedQuery {
   std::string promql;
@@ -55,6 +57,7 @@ struct QueryResult {
   std::string error;                  // empty: answered
   std::vector<std::string> warnings;  // a partial answer's
   InstanceSeries series;
+  SeriesByName groups;  // kReference's
   TrendPoints trend;
   ReportQuery record;
 };
@@ -75,7 +78,10 @@ void Run(PromqlTransport& prometheus, const PlannedQuery& query, QueryResult& re
   result.record.bytes = answer->body.size();
   // Prometheus answers its errors (400 bad query, 422 execution, 503 timeout) as JSON too.
   std::expected<void, std::string> read;
-  if (query.use == Use::kNow || query.use == Use::kBefore || query.use == Use::kIdentity) {
+  if (query.use == Use::kReference) {
+    read = AddGroupAnswer(answer->body, result.groups, &result.warnings);
+    for (const auto& [name, samples] : result.groups) result.record.series += samples.size();
+  } else if (query.use == Use::kNow || query.use == Use::kBefore || query.use == Use::kIdentity) {
     read = AddQueryAnswer(answer->body, result.series, &result.warnings);
     for (const auto& [instance, by_name] : result.series) {
       for (const auto& [name, samples] : by_name) result.record.series += samples.size();
@@ -212,11 +218,13 @@ ParsedReport ReportFromPrometheus(const DoctorOptions& options, PromqlTransport&
                               "[1d]), \"__name__\", \"rdmascope_build_info\", \"\", \"\")",
                     .time = now,
                     .use = Use::kIdentity});
+    plan.push_back({.promql = FleetReferenceQuery(), .time = now, .use = Use::kReference});
     std::vector<QueryResult> results = RunAll(prometheus, plan, options.prometheus_concurrency);
 
     InstanceSeries now_series, before_series;
     TrendPoints trend;
     RdmascopeJobs rdmascope_jobs;
+    SeriesByName groups;
     std::vector<ReportQuery> records;
     // A partial answer (`warnings`) of a query the checks read makes fleet drift "could not
     // judge": a host whose series were not answered would look like a host without RDMA, and
@@ -259,6 +267,11 @@ ParsedReport ReportFromPrometheus(const DoctorOptions& options, PromqlTransport&
           break;
         case Use::kBefore:
           MergeSeries(std::move(result.series), before_series);
+          break;
+        case Use::kReference:
+          for (auto& [name, samples] : result.groups) {
+            std::ranges::move(samples, std::back_inserter(groups[name]));
+          }
           break;
         case Use::kIdentity:
           for (const auto& [instance, by_name] : result.series) {
@@ -330,7 +343,16 @@ ParsedReport ReportFromPrometheus(const DoctorOptions& options, PromqlTransport&
       }
     }
     // Each host against its peers (fleet drift), targets that are down among them.
-    for (Finding& finding : FleetDrift(snapshots, before, options)) {
+    FleetReference reference;
+    if (const auto it = groups.find(std::string(fleet_rules::kSettingHostsSeries));
+        it != groups.end()) {
+      reference.setting_hosts = std::move(it->second);
+    }
+    if (const auto it = groups.find(std::string(fleet_rules::kErrorMedianSeries));
+        it != groups.end()) {
+      reference.error_medians = std::move(it->second);
+    }
+    for (Finding& finding : FleetDrift(snapshots, before, options, reference)) {
       if (partial) finding = CouldNotJudge(std::move(finding));
       findings.push_back(std::move(finding));
     }

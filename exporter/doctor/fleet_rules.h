@@ -20,6 +20,14 @@ namespace rdmascope::doctor::fleet_rules {
 inline constexpr std::string_view kSettingSeries = "rdma:fleet_setting:value";
 // {<target labels>, device, [port], board_id, hca_type, error}: per second, over kRateWindow.
 inline constexpr std::string_view kErrorRateSeries = "rdma:fleet_error_rate:rate5m";
+// The group figures the alerts compare each row with, over the whole cluster (a report may
+// cover only the hosts a selector chose): {cluster, board_id, hca_type, setting, setting_value}
+// the hosts with that value (the majority is the value with the most, alone), and {cluster,
+// board_id, hca_type, error} the median of the ports' rates.
+inline constexpr std::string_view kSettingHostsSeries =
+    "cluster_board_id_setting_value:rdma_fleet_hosts:count";
+inline constexpr std::string_view kErrorMedianSeries =
+    "cluster_board_id_error:rdma_fleet_error_rate:median5m";
 // The rules' rate(...[5m]): doctor reads their recorded rates only when it judges this window.
 inline constexpr double kRateWindowSeconds = 300;
 

@@ -130,6 +130,32 @@ std::string TrendAppearedQuery(const std::string& matchers, double then) {
   return selector + " unless " + selector + " @ " + at;
 }
 
+std::string FleetReferenceQuery() {
+  const std::string_view names[] = {fleet_rules::kSettingHostsSeries,
+                                    fleet_rules::kErrorMedianSeries};
+  return Selector(Alternatives(names), "");
+}
+
+std::expected<void, std::string> AddGroupAnswer(std::string_view body, SeriesByName& groups,
+                                                std::vector<std::string>* warnings) {
+  SeriesByName read;
+  auto added = ReadQueryAnswer(
+      body, ResultType::kVector,
+      [&read](AnswerSeries&& series) {
+        // The rules aggregate instance and job away: a series with either was scraped from a
+        // target (any exporter may name a series so), and is not the rules' figure.
+        if (!series.instance.empty() || series.name.empty() || series.labels.contains("job")) {
+          return;
+        }
+        read[series.name].push_back(
+            Sample{.labels = std::move(series.labels), .value = series.points.front().second});
+      },
+      warnings);
+  if (!added) return std::unexpected(added.error());
+  for (auto& [name, samples] : read) std::ranges::move(samples, std::back_inserter(groups[name]));
+  return {};
+}
+
 void MergeSeries(InstanceSeries&& from, InstanceSeries& into) {
   for (auto& [instance, by_name] : from) {
     SeriesByName& target = into[instance];

@@ -51,6 +51,12 @@ using InstanceSeries = std::map<std::string, SeriesByName, std::less<>>;
 // The answer's warnings (a partial answer) go to `warnings` when given.
 std::expected<void, std::string> AddQueryAnswer(std::string_view body, InstanceSeries& by_instance,
                                                 std::vector<std::string>* warnings = nullptr);
+// The fleet rules' group figures (fleet_drift.h FleetReference), without matchers: they carry
+// no instance or job to match, and each host's rows find their own group by its labels.
+std::string FleetReferenceQuery();
+// Its answer: the samples without instance and job labels, by name, added to `groups`.
+std::expected<void, std::string> AddGroupAnswer(std::string_view body, SeriesByName& groups,
+                                                std::vector<std::string>* warnings = nullptr);
 // Moves the series of `from` into `into` (a name's samples join those already there).
 void MergeSeries(InstanceSeries&& from, InstanceSeries& into);
 

@@ -25,7 +25,10 @@ With --baseline OTHER_RDMASCOPE (issue 37: "the scrape median does not regress b
 every per-exporter phase above and scraped by the same Prometheus, so both face the same
 machine load; the report gains its rows and a candidate/baseline table. --baseline-first
 starts it, and runs its hey and Python phases, before the candidate's: alternate it between
-runs so that neither binary always goes first.
+runs so that neither binary always goes first. Last, the two are compared on CPU alone in
+turns (--ab-rounds rounds of --ab-scrapes keep-alive gzip scrapes each, the order alternating):
+the figure to read for CPU, the Prometheus window's having the resolution of a 10 ms tick over
+~60 scrapes.
 
 A bench fails (non-zero) when a server does not start or Prometheus has no samples of a job;
 the figures themselves are never asserted.
@@ -33,7 +36,8 @@ the figures themselves are never asserted.
 Usage: scrape_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--floor SERVE_FLOOR] [--static SERVE_STATIC]
                        [--ethtool-floor ETHTOOL_FLOOR] [--seconds N]
                        [--scrapes N] [--load-scrapes N] [--interfaces N]
-                       [--baseline OTHER_RDMASCOPE [--baseline-first]]
+                       [--baseline OTHER_RDMASCOPE [--baseline-first] [--ab-rounds N]
+                        [--ab-scrapes N]]
 Writes OUTPUT_DIR/scrape_bench.md and prints it."""
 
 import argparse
@@ -70,6 +74,31 @@ for _ in range(n):
     t = time.perf_counter()
     body = urllib.request.urlopen(url).read()
     print(time.perf_counter() - t, len(body))
+"""
+
+# Runs inside the namespace: the interleaved CPU A/B of --baseline. ROUNDS rounds; in each, SCRAPES
+# keep-alive gzip scrapes of one server then of the other (the order alternates by round: the
+# first of a pair measurably pays more), each server's utime+stime read around its own batch.
+# Prints "JOB CPU_MS_PER_SCRAPE" per batch.
+INTERLEAVED = r"""
+import http.client, os, sys
+rounds, scrapes = int(sys.argv[1]), int(sys.argv[2])
+servers = [(a.split("=")[0], int(a.split("=")[1]), int(a.split("=")[2])) for a in sys.argv[3:]]
+def cpu(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+conns = {job: http.client.HTTPConnection("127.0.0.1", port) for job, port, _ in servers}
+def batch(job, n):
+    for _ in range(n):
+        conns[job].request("GET", "/metrics", headers={"Accept-Encoding": "gzip"})
+        conns[job].getresponse().read()
+for job, _, _ in servers:
+    batch(job, 5)
+for r in range(rounds):
+    for job, _, pid in (servers if r % 2 == 0 else servers[::-1]):
+        before = cpu(pid)
+        batch(job, scrapes)
+        print(job, (cpu(pid) - before) * 1e3 / scrapes)
 """
 
 IDLE_MAIN = "#include <unistd.h>\nint main() { pause(); }\n"
@@ -217,6 +246,8 @@ def run(args, node_exporter, prometheus, tmp, ns):
         per_collector = {job: collector_durations(ns, PORTS[job])
                          for job in rdmascope_jobs(args)}
         kernel = ethtool_floor(ns, args.ethtool_floor) if args.ethtool_floor else None
+        interleaved = (interleaved_cpu(ns, procs, args.ab_rounds, args.ab_scrapes)
+                       if args.baseline else None)
         for job, p in procs.items():
             if p.poll() is not None:
                 raise RuntimeError(f"{job} exited during the run ({p.returncode})")
@@ -224,7 +255,22 @@ def run(args, node_exporter, prometheus, tmp, ns):
         for p in procs.values():
             p.terminate()
             p.wait()
-    return jobs, prom_figures, load, python, per_collector, kernel
+    return jobs, prom_figures, load, python, per_collector, kernel, interleaved
+
+
+def interleaved_cpu(ns, procs, rounds, scrapes):
+    """{job: [CPU ms per scrape of each batch]} of candidate and baseline, measured in turns
+    (INTERLEAVED). The Prometheus window's CPU figure is ~60 scrapes of a few ms at the kernel's
+    10 ms tick: a resolution of several percent, too coarse to compare two binaries."""
+    servers = [f"{job}={PORTS[job]}={procs[job].pid}" for job in ("rdmascope", "baseline")]
+    out = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", INTERLEAVED,
+                          str(rounds), str(scrapes), *servers],
+                         check=True, capture_output=True, text=True).stdout
+    figures = {"rdmascope": [], "baseline": []}
+    for line in out.splitlines():
+        job, value = line.split()
+        figures[job].append(float(value))
+    return figures
 
 
 def ethtool_floor(ns, program, rounds=300):
@@ -240,7 +286,7 @@ def mib(kib):
     return f"{kib / 1024:.2f}"
 
 
-def report(args, version, jobs, prom, load, python, per_collector, kernel, idle):
+def report(args, version, jobs, prom, load, python, per_collector, kernel, idle, interleaved):
     ours = prom["rdmascope"]
     lines = [
         f"# Scrape benchmark: {args.interfaces} veth interfaces, one run",
@@ -381,7 +427,7 @@ def report(args, version, jobs, prom, load, python, per_collector, kernel, idle)
         "",
     ]
     if "baseline" in prom:
-        lines += baseline_report(args, prom, load, python, per_collector)
+        lines += baseline_report(args, prom, load, python, per_collector, interleaved)
     return "\n".join(lines)
 
 
@@ -397,7 +443,7 @@ def ms_or_dash(value):
     return "-" if value is None else f"{value:.3f}"
 
 
-def baseline_report(args, prom, load, python, per_collector):
+def baseline_report(args, prom, load, python, per_collector, interleaved):
     """Issue 37's check: the candidate (job rdmascope) against the baseline binary of the same
     run, figure by figure, then collector by collector (which part of a scrape moved)."""
     first = "baseline" if args.baseline_first else "candidate"
@@ -437,6 +483,22 @@ def baseline_report(args, prom, load, python, per_collector):
         f"{change(prom['rdmascope']['cpu_ms'], prom['baseline']['cpu_ms'])}.",
         "",
     ]
+    turns = interleaved
+    old, new = statistics.median(turns["baseline"]), statistics.median(turns["rdmascope"])
+    tick_share = 100 * 10 / max(prom["baseline"]["scrapes"] * old, 1e-9)
+    lines += [
+        f"Interleaved CPU per scrape: {len(turns['rdmascope'])} rounds of {args.ab_scrapes} "
+        "keep-alive gzip scrapes of each, in turns (the order alternating by round), each "
+        "server's utime+stime around its own batch: median baseline "
+        f"{old:.3f} ms, candidate {new:.3f} ms, {change(new, old)}; quartiles baseline "
+        f"{quantile(turns['baseline'], 0.25):.3f}-{quantile(turns['baseline'], 0.75):.3f}, "
+        f"candidate {quantile(turns['rdmascope'], 0.25):.3f}-"
+        f"{quantile(turns['rdmascope'], 0.75):.3f}. Read CPU from this line: the Prometheus "
+        f"window's CPU figure counts ~{prom['baseline']['scrapes']} scrapes at a 10 ms tick, one "
+        f"tick being ~{tick_share:.1f}% "
+        "of it.",
+        "",
+    ]
     # A collector only one binary has (added or removed between them) shows "-" on the other side.
     collectors = sorted(set(per_collector["rdmascope"]) | set(per_collector["baseline"]))
     lines += ["Per collector (median rdmascope_collector_duration_seconds of 20 scrapes each, "
@@ -465,6 +527,10 @@ def main():
     parser.add_argument("--interfaces", type=int, default=64)
     parser.add_argument("--baseline", help="another rdmascope binary, run beside BINARY with "
                         "the same flags (job baseline) and compared with it")
+    parser.add_argument("--ab-rounds", type=int, default=20,
+                        help="with --baseline: rounds of the interleaved CPU comparison")
+    parser.add_argument("--ab-scrapes", type=int, default=300,
+                        help="with --baseline: scrapes per server per round")
     parser.add_argument("--baseline-first", action="store_true",
                         help="start the baseline, and run its sequential phases, first")
     args = parser.parse_args()
@@ -480,12 +546,13 @@ def main():
     os.makedirs(args.outdir, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rdmascope-scrape-") as tmp:
         with netns.Namespaces("bench") as ns:
-            jobs, prom, load, python, per_collector, kernel = run(args, node_exporter,
-                                                                  prometheus, tmp, ns[0])
+            jobs, prom, load, python, per_collector, kernel, interleaved = run(
+                args, node_exporter, prometheus, tmp, ns[0])
         idle = idle_floor(args.binary, tmp)
     version_out = subprocess.run([node_exporter, "--version"], capture_output=True, text=True)
     version = ((version_out.stdout + version_out.stderr).strip().splitlines() or ["?"])[0]
-    text = report(args, version, jobs, prom, load, python, per_collector, kernel, idle)
+    text = report(args, version, jobs, prom, load, python, per_collector, kernel, idle,
+                  interleaved)
     with open(os.path.join(args.outdir, "scrape_bench.md"), "w") as f:
         f.write(text)
     print(text)

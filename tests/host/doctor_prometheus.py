@@ -18,7 +18,8 @@ fourth that Prometheus scraped once and then lost (its exporter stopped):
 - the report as a page (--format html) renders in headless chromium: the host down a crit row,
   findings linked to their host's /runbook, the queries' table;
 - a second Prometheus evaluating the fleet rules (rules/rdmascope.fleet.rules.yml): doctor reads
-  their recorded rows and reports the same setting findings as from its own computation;
+  their recorded rows and reports the same setting findings as from its own computation, judged
+  against the rules' count of the cluster's hosts per value;
 - a selector that matches no host, a Prometheus that is down, one that never answers (within
   --prometheus.timeout) and one that answers an error (a bad regex) each give a clear message on
   stderr and exit 3.
@@ -76,8 +77,15 @@ def flagged(findings, check_id):
 
 
 def setting_findings(findings):
-    """The fleet setting checks' findings (not the rates, not the hosts down or missing)."""
-    return sorted(json.dumps(f, sort_keys=True) for f in findings
+    """The verdicts of the fleet setting checks (not the rates, not the hosts down or missing):
+    check, severity, scope, and a host's observed value. The words of `expected` and of a
+    group's finding name the reference, which differs by design: the group's hosts when doctor
+    computes, the cluster's count (cluster_board_id_setting_value:rdma_fleet_hosts:count) when
+    the rules record it."""
+    return sorted(json.dumps([f["id"], f["severity"], f["scope"],
+                              f["observed"] if f["scope"].get("instance") != "*" else ""],
+                             sort_keys=True)
+                  for f in findings
                   if f["area"] == "fleet" and f["id"] not in SETTINGS_NOT_COMPARED)
 
 
@@ -227,10 +235,14 @@ def main(binary, fixtures):
                        sum(summary.get("ok_by_check", {}).values()),
                        sum(1 for f in findings if f["severity"] == "ok"))
                 ran = summary.get("queries", [])
+                # All but the fleet rules' group figures, which carry no instance or job to
+                # select by (docs/doctor.md, "The reference is the cluster's").
+                selected = [q for q in ran if "rdma_fleet_hosts:count" not in q["promql"]]
                 expect("the report lists its queries: instant ones and the history's range",
                        (any(q.get("start") for q in ran), any(not q.get("start") for q in ran),
-                        all(selector.split("=", 1)[1][1:-1] in q["promql"] for q in ran)),
-                       (True, True, True))
+                        all(selector.split("=", 1)[1][1:-1] in q["promql"] for q in selected),
+                        len(ran) - len(selected)),
+                       (True, True, True, 1))
                 expect("instances", summary.get("instances"), 4)
                 html_report(binary, url, selector, instances, expect)
 
@@ -274,6 +286,11 @@ def main(binary, fixtures):
                     expect("the same setting findings from the rules' rows as computed",
                            setting_findings(ruled_report.get("findings", [])),
                            setting_findings(findings))
+                    firmware = [f for f in ruled_report.get("findings", [])
+                                if f["id"] == "fleet.firmware" and f["severity"] == "warn"]
+                    expect("judged against the rules' count of the cluster's hosts",
+                           bool(firmware) and "(the fleet rules' count)" in
+                           firmware[0]["expected"], True)
 
                 # Nothing to report on: a selector matching no host.
                 empty, _ = doctor(binary, url, '--prometheus.selector={job="nobody"}')

@@ -434,7 +434,10 @@ TEST(FleetDrift, ATieIsNoDrift) {
       << flagged.front()->observed;
 }
 
-TEST(FleetDrift, TwoHostsAreNoFleet) {
+// As the rules judge two hosts: two values of one setting are a tie (no majority, no drift), and
+// of two ports neither can be 10 times their median (at most twice it): no outlier. One host
+// alone has no peers.
+TEST(FleetDrift, TwoHostsAreJudgedAsTheRulesJudgeThem) {
   const auto findings = Drift(MakeFleet(2, [](size_t i, Spec& spec) {
     if (i == 1) {
       spec.firmware = "22.35.1012";
@@ -446,11 +449,22 @@ TEST(FleetDrift, TwoHostsAreNoFleet) {
     EXPECT_TRUE(finding.severity == Severity::kOk || finding.severity == Severity::kInfo)
         << Dump(findings);
   }
-  for (const char* id : {"fleet.firmware", "fleet.netdev_mtu", "fleet.symbol_errors"}) {
+  for (const char* id : {"fleet.firmware", "fleet.netdev_mtu"}) {
     const auto flagged = Flagged(findings, id);
     ASSERT_EQ(flagged.size(), 1U) << id << Dump(findings);
     EXPECT_EQ(flagged.front()->severity, Severity::kInfo);
-    EXPECT_NE(flagged.front()->observed.find("fewer than 3"), std::string::npos)
+    EXPECT_NE(flagged.front()->observed.find("no majority"), std::string::npos)
+        << flagged.front()->observed;
+  }
+  EXPECT_TRUE(Flagged(findings, "fleet.symbol_errors").empty()) << Dump(findings);
+  ASSERT_NE(GroupOk(findings, "fleet.symbol_errors"), nullptr) << Dump(findings);
+
+  const auto alone = Drift(MakeFleet(1, [](size_t, Spec& spec) { spec.symbol = 3000; }));
+  for (const char* id : {"fleet.firmware", "fleet.netdev_mtu", "fleet.symbol_errors"}) {
+    const auto flagged = Flagged(alone, id);
+    ASSERT_EQ(flagged.size(), 1U) << id << Dump(alone);
+    EXPECT_EQ(flagged.front()->severity, Severity::kInfo);
+    EXPECT_NE(flagged.front()->observed.find("no peers"), std::string::npos)
         << flagged.front()->observed;
   }
 }
@@ -682,6 +696,47 @@ TEST(FleetDrift, RecordedRowsAreWhatIsJudged) {
       600));
   EXPECT_TRUE(Flagged(ten_minutes, "fleet.symbol_errors").empty()) << Dump(ten_minutes);
   ASSERT_NE(GroupOk(ten_minutes, "fleet.symbol_errors"), nullptr) << Dump(ten_minutes);
+}
+
+// The rules' group figures of the whole cluster decide where they are recorded, as they decide
+// the alerts: a report of three hosts (a selector's) whose firmware the cluster's majority does
+// not run, and whose symbol errors are low among themselves but 20 times the cluster's median.
+TEST(FleetDrift, TheClustersRecordedFiguresAreTheReference) {
+  const auto fleet = MakeFleet(3, [](size_t, Spec& spec) {
+    spec.recorded = true;
+    spec.recorded_symbol = 2;
+  });
+  const auto group = [](std::map<std::string, std::string> labels, double value) {
+    labels.insert({{"board_id", "MT_0000000359"}, {"hca_type", "MT4125"}});
+    return Sample{.labels = std::move(labels), .value = value};
+  };
+  FleetReference reference;
+  reference.setting_hosts = {
+      group({{"setting", "firmware_version"}, {"setting_value", "22.36.1010"}}, 3),
+      group({{"setting", "firmware_version"}, {"setting_value", "22.39.1002"}}, 97)};
+  reference.error_medians = {group({{"error", "symbol"}}, 0.1)};
+  // Without them, the three agree with each other.
+  const auto local = Drift(fleet);
+  EXPECT_TRUE(Flagged(local, "fleet.firmware").empty()) << Dump(local);
+  EXPECT_TRUE(Flagged(local, "fleet.symbol_errors").empty()) << Dump(local);
+
+  const auto findings = FleetDrift(fleet.now, fleet.before, {}, reference);
+  for (const char* id : {"fleet.firmware", "fleet.symbol_errors"}) {
+    const auto flagged = Flagged(findings, id);
+    ASSERT_EQ(flagged.size(), 3U) << id << Dump(findings);
+    EXPECT_NE(flagged.front()->expected.find("in the cluster"), std::string::npos)
+        << flagged.front()->expected;
+  }
+  EXPECT_NE(Flagged(findings, "fleet.firmware").front()->expected.find("22.39.1002, as 97 hosts"),
+            std::string::npos)
+      << Dump(findings);
+  EXPECT_NE(Flagged(findings, "fleet.symbol_errors").front()->observed.find("20x"),
+            std::string::npos)
+      << Dump(findings);
+  // The cluster's figures go with the rules' rows only: computed rows (no rules loaded) are
+  // judged among themselves even when figures are passed.
+  const auto computed = FleetDrift(MakeFleet(3).now, MakeFleet(3).before, {}, reference);
+  EXPECT_TRUE(Flagged(computed, "fleet.firmware").empty()) << Dump(computed);
 }
 
 TEST(FleetDrift, EveryRunbookAnchorExists) {

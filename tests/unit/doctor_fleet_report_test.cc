@@ -185,6 +185,40 @@ TEST(DoctorFleetReport, APartialAnswerIsCouldNotJudgeNeverAFinding) {
   EXPECT_EQ(parsed->context.warnings, report.context.warnings);
 }
 
+// Where the fleet rules run, the report judges the hosts it covers against the rules' figures of
+// their whole cluster (as the alerts do), read from the rules' own series: one a target exports
+// under the same name (it has instance and job) is not read.
+TEST(DoctorFleetReport, TheRulesClusterFiguresAreRead) {
+  std::vector<Series> series = ThreeHosts();
+  const std::map<std::string, std::string> group{{"cluster", "c1"},
+                                                 {"board_id", "MT_0000000359"},
+                                                 {"hca_type", "MT4125"},
+                                                 {"setting", "firmware_version"}};
+  for (const char* host : {"h1:9879", "h2:9879"}) {
+    auto row = group;
+    row.insert({{"instance", host},
+                {"job", "rdmascope"},
+                {"device", "mlx5_0"},
+                {"setting_value", "22.39.1002"}});
+    series.push_back({"rdma:fleet_setting:value", row, "1"});
+  }
+  auto cluster = group;
+  cluster["setting_value"] = "22.40.1000";
+  series.push_back({"cluster_board_id_setting_value:rdma_fleet_hosts:count", cluster, "50"});
+  auto forged = group;
+  forged.insert({{"instance", "h1:9879"}, {"job", "rdmascope"}, {"setting_value", "22.39.1002"}});
+  series.push_back({"cluster_board_id_setting_value:rdma_fleet_hosts:count", forged, "1000"});
+  FakePrometheus prometheus(series);
+  const ParsedReport report = ReportFromPrometheus(Options(), prometheus);
+  for (const char* host : {"h1:9879", "h2:9879"}) {
+    const Finding* firmware = FindingOf(report, "fleet.firmware", host);
+    ASSERT_NE(firmware, nullptr) << host << RenderJson(report.findings, report.context);
+    EXPECT_EQ(firmware->severity, Severity::kWarn);
+    EXPECT_NE(firmware->expected.find("22.40.1000, as 50 hosts"), std::string::npos)
+        << firmware->expected;
+  }
+}
+
 TEST(DoctorFleetReport, WithoutTheAtModifierTheHistoryChecksSkipNotTheRun) {
   FakePrometheus prometheus(ThreeHosts());
   prometheus.history_answer = PromqlReply{400, ReadFixture("at_modifier_disabled.json")};

@@ -68,6 +68,20 @@ std::set<std::string> Set(std::span<const char* const> names) {
   return {names.begin(), names.end()};
 }
 
+// The group figures doctor reads as the reference (FleetReference) are what the rules record, and
+// what the alerts compare with.
+TEST(FleetRules, TheGroupFiguresDoctorReadsAreRecorded) {
+  const auto rules = Rules("rdmascope.fleet.rules.yml");
+  const std::string hosts = std::string(fleet_rules::kSettingHostsSeries);
+  const std::string median = std::string(fleet_rules::kErrorMedianSeries);
+  EXPECT_NE(Expr(rules, hosts).find(std::string(fleet_rules::kSettingSeries)), std::string::npos);
+  EXPECT_NE(Expr(rules, median).find(std::string(fleet_rules::kErrorRateSeries)),
+            std::string::npos);
+  EXPECT_NE(Expr(rules, "cluster_board_id_setting:rdma_fleet_majority:count").find(hosts),
+            std::string::npos);
+  EXPECT_NE(Expr(rules, "RdmaFleetErrorRateOutlier").find(median), std::string::npos);
+}
+
 TEST(FleetRules, ErrorsFloorsFactorAndWindowAreDoctors) {
   const auto rules = Rules("rdmascope.fleet.rules.yml");
   const std::string alert = Expr(rules, "RdmaFleetErrorRateOutlier");
