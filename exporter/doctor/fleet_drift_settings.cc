@@ -440,10 +440,14 @@ std::vector<Setting> MakeSettings() {
                  adaptive ? CoalesceAdaptiveSetting(direction) : CoalesceUsecsSetting(direction);
              const std::string want = Get(majority, name);
              if (want.empty() || Get(own, name) == want) continue;
-             // The figure is the fleet's, read from Prometheus (a recorded row's label): quoted
-             // like every host value, never pasted into the line as it came.
-             knobs += adaptive ? " adaptive-" + std::string(direction) + " " + OnOff(want)
-                               : FixLine({" ", direction, "-usecs ", HostValue(want)});
+             // The value is the fleet's, read from Prometheus (a recorded row's label): quoted
+             // like every host value, never pasted into the line as it came; one that cannot be
+             // quoted leaves no fix, not a fix without that knob.
+             const std::string knob =
+                 adaptive ? FixLine({" adaptive-", direction, " ", HostValue(OnOff(want))})
+                          : FixLine({" ", direction, "-usecs ", HostValue(want)});
+             if (knob.empty()) return std::string();
+             knobs += knob;
            }
          }
          return knobs.empty() ? "" : FixLine({"ethtool -C ", HostValue(object.netdev), knobs});

@@ -76,6 +76,8 @@ class CapabilityBroker final : public PrivilegedProcfs {
   std::vector<std::optional<std::string>> Namespaces(NamespaceKind kind,
                                                      std::span<const uint32_t> pids) override;
   std::expected<UverbsHolderMap, std::string> UverbsHolders() override;
+  // Another process answers, with capabilities this one dropped.
+  bool InThisProcess() const override { return false; }
 
   pid_t pid() const { return pid_; }
   // The broker's own account of its confinement: "layer=1" / "layer=0 (why)" lines, and

@@ -50,6 +50,10 @@ class PrivilegedProcfs {
                                                              std::span<const uint32_t> pids) = 0;
   // Every process's uverbs descriptors (a walk of PID/fd for all of /proc).
   virtual std::expected<UverbsHolderMap, std::string> UverbsHolders() = 0;
+  // True when these reads are made by this process with its own privileges, so that a library
+  // reading PID/maps itself (libdwfl) is allowed what these calls are; false behind a broker
+  // that holds a capability this process dropped.
+  virtual bool InThisProcess() const = 0;
 };
 
 // This process reads `procfs` itself (the real /proc or a fixture tree of PID/...).
@@ -63,6 +67,7 @@ class DirectProcfs final : public PrivilegedProcfs {
   std::vector<std::optional<std::string>> Namespaces(NamespaceKind kind,
                                                      std::span<const uint32_t> pids) override;
   std::expected<UverbsHolderMap, std::string> UverbsHolders() override;
+  bool InThisProcess() const override { return true; }
 
   // PID/maps opened (not read): the broker passes this descriptor. The kernel took its
   // permission check and its reference to the process's memory at open (proc_maps_open), so

@@ -16,7 +16,6 @@ LocalProcessAccess::LocalProcessAccess(std::filesystem::path procfs,
     : procfs_(std::move(procfs)),
       real_procfs_(procfs_ == "/proc"),
       privileged_(privileged ? std::move(privileged) : std::make_shared<DirectProcfs>(procfs_)),
-      reads_itself_(dynamic_cast<const DirectProcfs*>(privileged_.get()) != nullptr),
       current_(std::move(current)) {}
 
 std::optional<uint64_t> LocalProcessAccess::StartTicks(uint32_t pid) {

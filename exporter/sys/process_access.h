@@ -73,7 +73,9 @@ class LocalProcessAccess final : public ProcessAccess {
   // Only where this process reads /proc itself: behind the capability broker (serve) it holds
   // no CAP_SYS_PTRACE, and libdwfl's own read of PID/maps would be refused (EACCES) where the
   // broker's succeeded.
-  bool libdwfl_may_read_proc() const override { return real_procfs_ && reads_itself_; }
+  bool libdwfl_may_read_proc() const override {
+    return real_procfs_ && privileged_->InThisProcess();
+  }
 
   const std::filesystem::path& procfs() const { return procfs_; }
 
@@ -82,7 +84,6 @@ class LocalProcessAccess final : public ProcessAccess {
   const std::filesystem::path procfs_;
   const bool real_procfs_;
   const std::shared_ptr<PrivilegedProcfs> privileged_;
-  const bool reads_itself_;  // privileged_ is a DirectProcfs
   const ImageCurrent current_;
   std::mutex mutex_;  // guards handles_
   std::map<uint32_t, std::pair<uint64_t, ProcessHandle>> handles_;

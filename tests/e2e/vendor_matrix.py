@@ -96,13 +96,8 @@ def main(binary, source):
     if len(rows) < 8:
         print(f"FAIL: only {len(rows)} rows read from docs/vendor-matrix.md")
         return 1
-    failures = []
-
-    def expect(what, got, want):
-        ok = got == want
-        print(("ok" if ok else "FAIL") + f": {what}: {got}" + ("" if ok else f" (want {want})"))
-        if not ok:
-            failures.append(what)
+    checks = harness.Checker()
+    expect, failures = checks.expect, checks.failures
 
     with tempfile.TemporaryDirectory(prefix="rdmascope-matrix-") as work:
         tree = os.path.join(work, "sys")

@@ -22,18 +22,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
+import harness  # noqa: E402
+
 STACK_BYTES = 16384  # the BPF capture's default copy
-
-
-class Checks:
-    def __init__(self):
-        self.failures = []
-
-    def expect(self, what, got, want):
-        ok = got == want
-        print(f"{'ok' if ok else 'FAIL'}: {what}: {got!r}" + ("" if ok else f" (want {want!r})"))
-        if not ok:
-            self.failures.append(what)
 
 
 def capture(target, path, size, mode):
@@ -100,7 +92,7 @@ def unwound_live(cli, target, work, name, size=STACK_BYTES, *extra):
 
 
 def main(cli, target_omit, target_fp, target_cpp, target_lib):
-    checks = Checks()
+    checks = harness.Checker()
     with tempfile.TemporaryDirectory(prefix="dwarf_unwind.") as work:
         print("(a) -O2 -fomit-frame-pointer, no -g")
         dwarf, fp = unwound_live(cli, target_omit, work, "omit")

@@ -41,13 +41,8 @@ def main(binary, library):
     if os.geteuid() != 0:
         print("SKIP: BPF needs root")
         return harness.SKIP
-    failures = []
-
-    def expect(what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got!r}" +
-              ("" if got == want else f" (want {want!r})"))
-        if got != want:
-            failures.append(what)
+    checks = harness.Checker()
+    expect, failures = checks.expect, checks.failures
 
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
                                    f"--probe.library={library}", "--collector.mr.leak-age=0s"]) as exporter:

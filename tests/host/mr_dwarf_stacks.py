@@ -74,13 +74,8 @@ def main(binary, program, library):
     if os.geteuid() != 0:
         print("SKIP: BPF needs root")
         return 77
-    failures = []
-
-    def expect(what, got, want):
-        ok = got == want
-        print(("ok" if ok else "FAIL") + f": {what}: {got!r}" + ("" if ok else f" (want {want!r})"))
-        if not ok:
-            failures.append(what)
+    checks = harness.Checker()
+    expect, failures = checks.expect, checks.failures
 
     stacks, samples = run(binary, program, library, 16384)
     expect("one call site", len(stacks), 1)

@@ -115,13 +115,8 @@ def main(binary, first, second, library):
     if os.geteuid() != 0:
         print("SKIP: BPF needs root")
         return 77
-    failures = []
-
-    def expect(what, got, want):
-        ok = got == want
-        print(("ok" if ok else "FAIL") + f": {what}: {got!r}" + ("" if ok else f" (want {want!r})"))
-        if not ok:
-            failures.append(what)
+    checks = harness.Checker()
+    expect, failures = checks.expect, checks.failures
 
     for sandbox in (True, False):
         run(binary, first, second, library, sandbox, expect)

@@ -22,12 +22,8 @@ def main(binary, workload, library):
     if os.path.exists("/sys/kernel/btf/ib_core"):
         print("SKIP: this kernel has ib_core with BTF: the kernel path is the lab's to test")
         return harness.SKIP
-    failures = []
-
-    def expect(what, got, want):
-        print(("ok" if got == want else "FAIL") + f": {what}: {got!r}")
-        if got != want:
-            failures.append(f"{what}: got {got!r}, want {want!r}")
+    checks = harness.Checker()
+    expect, failures = checks.expect, checks.failures
 
     base = ["--collector.disable-defaults", "--collector.mr", f"--probe.library={library}"]
     with harness.Exporter(binary, base) as exporter:

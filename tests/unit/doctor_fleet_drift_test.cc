@@ -53,6 +53,7 @@ struct Spec {
   // from the series above, except where told otherwise below (to show which ones doctor read).
   bool recorded = false;
   std::string recorded_firmware;  // empty: `firmware`
+  std::string recorded_coalesce;  // not empty: every coalescing row's setting_value
   double recorded_symbol = -1;    // per second; below 0: from the counters
 };
 
@@ -95,8 +96,12 @@ void AddRecorded(Families& f, const Spec& spec,
     setting(eth2, std::string("ecn_") + point + "_priority_3", spec.ecn ? "1" : "0");
   }
   for (const char* direction : {"rx", "tx"}) {
-    setting(eth2, std::string("coalesce_usecs_") + direction, number(spec.rx_usecs));
-    setting(eth2, std::string("coalesce_adaptive_") + direction, spec.adaptive ? "1" : "0");
+    const std::string usecs = number(spec.rx_usecs);
+    const std::string adaptive = spec.adaptive ? "1" : "0";
+    const std::string& hostile = spec.recorded_coalesce;
+    setting(eth2, std::string("coalesce_usecs_") + direction, hostile.empty() ? usecs : hostile);
+    setting(eth2, std::string("coalesce_adaptive_") + direction,
+            hostile.empty() ? adaptive : hostile);
   }
   setting(eth2, "rx_cqe_compress", spec.cqe_compress ? "1" : "0");
   const auto rate = [&](std::vector<Label> object, const char* error, double per_second) {
@@ -737,6 +742,28 @@ TEST(FleetDrift, TheClustersRecordedFiguresAreTheReference) {
   // judged among themselves even when figures are passed.
   const auto computed = FleetDrift(MakeFleet(3).now, MakeFleet(3).before, {}, reference);
   EXPECT_TRUE(Flagged(computed, "fleet.firmware").empty()) << Dump(computed);
+}
+
+// A recorded row's setting_value is a label anyone who can write to that Prometheus (or name a
+// series so) chooses: in a fix line it is quoted like every host value, and one that cannot be
+// quoted leaves no fix at all, not a fix without that knob.
+TEST(FleetDrift, TheFleetsValuesInAFixAreQuoted) {
+  for (const std::string hostile : {"8$(reboot)", "8\x1b[2J"}) {
+    const auto findings = Drift(MakeFleet(5, [&](size_t i, Spec& spec) {
+      spec.recorded = true;
+      if (i != 2) spec.recorded_coalesce = hostile;
+    }));
+    const auto flagged = Flagged(findings, "fleet.coalescing");
+    ASSERT_EQ(flagged.size(), 1U) << Dump(findings);
+    const std::string& fix = flagged.front()->fix;
+    if (hostile.find('\x1b') != std::string::npos) {
+      EXPECT_EQ(fix, "") << "a control character cannot be pasted";
+      continue;
+    }
+    EXPECT_EQ(fix,
+              "ethtool -C eth2 adaptive-rx '8$(reboot)' adaptive-tx '8$(reboot)' "
+              "rx-usecs '8$(reboot)' tx-usecs '8$(reboot)'");
+  }
 }
 
 TEST(FleetDrift, EveryRunbookAnchorExists) {
