@@ -1,10 +1,12 @@
 // RDMA netlink (NLDEV) dump replies as recv() returns them: the resource summary, per-kind
 // resource lists, devices, ports, and a raw CQ reply (sys/rdma_netlink). The first byte picks
 // the parser; the rest is the receive buffer. The corpus's messages carry sequence number 1.
+// Each input is also redacted (sys/rdma_netlink_redact.h).
 #include <iterator>
 
 #include "fuzz_input.h"
 #include "sys/rdma_netlink.h"
+#include "sys/rdma_netlink_redact.h"
 
 using namespace rdmascope::sys;
 
@@ -51,5 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
   }
+  // Every input also through capture --redact's walker, which rewrites replies in place.
+  static const auto redactor = rdmascope::redact::Redactor::WithKey("fuzz-key-of-16-bytes");
+  RedactRdmaNetlink(*redactor,
+                    std::string_view(reinterpret_cast<const char*>(rest.data()), rest.size()));
   return 0;
 }

@@ -333,6 +333,16 @@ std::string Redactor::Gid(std::string_view text) const {
   return inet_ntop(AF_INET6, &addr, buffer, sizeof buffer);
 }
 
+void Redactor::Ipv4Bytes(std::span<uint8_t, 4> ip) const {
+  const Bytes out = ByteRules{*this}.Ipv4(Bytes(ip.begin(), ip.end()));
+  std::ranges::copy(out, ip.begin());
+}
+
+void Redactor::GidBytes(std::span<uint8_t, 16> gid) const {
+  const Bytes out = ByteRules{*this}.Gid(Bytes(gid.begin(), gid.end()));
+  std::ranges::copy(out, gid.begin());
+}
+
 std::string Redactor::Serial(std::string_view text) const {
   std::string out(text);
   std::string digest;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -55,6 +56,9 @@ class Redactor {
   std::string Gid(std::string_view text) const;
   // A serial number: the same length, letters and digits where it had them.
   std::string Serial(std::string_view text) const;
+  // Ipv4 and Gid on the raw bytes (network order) of a binary reply, in place.
+  void Ipv4Bytes(std::span<uint8_t, 4> ip) const;
+  void GidBytes(std::span<uint8_t, 16> gid) const;
 
  private:
   explicit Redactor(std::string key) : key_(std::move(key)) {}
