@@ -92,6 +92,8 @@ int RemoveTree(int dir_fd, const char* name) {
   return error;
 }
 
+std::expected<std::vector<std::string>, int> ListFd(int fd);
+
 int WriteWhole(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
@@ -213,21 +215,21 @@ Reader::~Reader() {
   if (root_fd_ >= 0) ::close(root_fd_);
 }
 
-int Reader::OpenBeneath(const std::string& rel, uint64_t flags) const {
+int Reader::OpenBeneathAt(int dir_fd, const std::string& rel, uint64_t flags) {
   open_how how{};
   // openat2 refuses O_PATH with any flag but O_CLOEXEC, O_DIRECTORY and O_NOFOLLOW.
   how.flags = flags | O_CLOEXEC | ((flags & O_PATH) != 0 ? 0 : O_NOCTTY);
   // Beneath the root: an absolute link or ".." leaving it is EXDEV; /proc magic links ELOOP.
   how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  const long fd = ::syscall(SYS_openat2, root_fd_, rel.c_str(), &how, sizeof how);
+  const long fd = ::syscall(SYS_openat2, dir_fd, rel.c_str(), &how, sizeof how);
   if (fd < 0) return -errno;
   return static_cast<int>(fd);
 }
 
-std::expected<std::string, int> Reader::ReadRegular(const std::string& rel,
-                                                    size_t max_bytes) const {
+std::expected<std::string, int> Reader::ReadRegularAt(int dir_fd, const std::string& rel,
+                                                      size_t max_bytes) {
   // O_NONBLOCK: a FIFO planted in the capture must not hang the open.
-  const int fd = OpenBeneath(rel, O_RDONLY | O_NONBLOCK);
+  const int fd = OpenBeneathAt(dir_fd, rel, O_RDONLY | O_NONBLOCK);
   if (fd < 0) return std::unexpected(-fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -269,6 +271,12 @@ std::expected<std::vector<std::string>, int> Reader::List(size_t sample,
     if (!stored) return std::unexpected(ENOENT);
     return std::unexpected(ErrnoFromName(*stored).value_or(EINVAL));
   }
+  return ListFd(fd);
+}
+
+namespace {
+
+std::expected<std::vector<std::string>, int> ListFd(int fd) {
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     const int error = errno;
@@ -293,6 +301,36 @@ std::expected<std::vector<std::string>, int> Reader::List(size_t sample,
   std::sort(host.begin(), host.end());
   host.erase(std::unique(host.begin(), host.end()), host.end());
   return host;
+}
+
+}  // namespace
+
+std::expected<std::vector<std::string>, int> Reader::ListAt(int dir_fd) const {
+  // fdopendir takes the descriptor: a duplicate, so the caller's stays open for reads.
+  const int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return std::unexpected(errno);
+  ::lseek(dup, 0, SEEK_SET);
+  return ListFd(dup);
+}
+
+int Reader::OpenDirectory(size_t sample, std::string_view rel) const {
+  if (const int error = CheckDirectory(sample, rel); error != 0) return -error;
+  return OpenBeneath("samples/" + SampleName(sample) + "/" + std::string(rel),
+                     O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+}
+
+std::expected<std::string, int> Reader::ReadFileAt(int dir_fd, std::string_view name,
+                                                   size_t max_bytes) const {
+  // One name of the directory: beneath it, so nothing but its own entries is reached.
+  if (!ValidRelative(name) || name.find('/') != std::string_view::npos) {
+    return std::unexpected(ENOENT);
+  }
+  const std::string file(name);
+  auto bytes = ReadRegularAt(dir_fd, file, max_bytes);
+  if (bytes || bytes.error() != ENOENT) return bytes;
+  const auto stored = ReadRegularAt(dir_fd, file + ".errno", kMaxSmallFile);
+  if (!stored) return std::unexpected(ENOENT);
+  return std::unexpected(ErrnoFromName(*stored).value_or(EINVAL));
 }
 
 std::expected<std::string, int> Reader::ReadLink(size_t sample, std::string_view rel) const {
@@ -602,6 +640,12 @@ std::expected<std::string, int> Session::ReplayLink(const std::filesystem::path&
   const auto rel = layout_.Relative(host);
   if (!rel) return std::unexpected(ENOENT);
   return reader_->ReadLink(sample(), *rel);
+}
+
+int Session::ReplayOpenDirectory(const std::filesystem::path& host) const {
+  const auto rel = layout_.Relative(host);
+  if (!rel) return -ENOENT;
+  return reader_->OpenDirectory(sample(), *rel);
 }
 
 int Session::ReplayDirectory(const std::filesystem::path& host) const {

@@ -78,12 +78,26 @@ class Reader {
   bool Exists(size_t sample, std::string_view rel) const;
   // 0 if samples/NNNN/<rel> is a directory, else its errno (ENOTDIR for a file).
   int CheckDirectory(size_t sample, std::string_view rel) const;
+  // A directory of many files read one by one (SysfsDir): its descriptor, opened beneath the
+  // root once (the caller closes it), or -errno; then each file beneath that descriptor, as
+  // ReadFile would answer for <rel>/<name>, and its listing as List would.
+  int OpenDirectory(size_t sample, std::string_view rel) const;
+  std::expected<std::string, int> ReadFileAt(int dir_fd, std::string_view name,
+                                             size_t max_bytes) const;
+  std::expected<std::vector<std::string>, int> ListAt(int dir_fd) const;
 
  private:
   explicit Reader(int root_fd) : root_fd_(root_fd) {}
   // openat2 beneath the root; -errno on failure.
-  int OpenBeneath(const std::string& rel, uint64_t flags) const;
-  std::expected<std::string, int> ReadRegular(const std::string& rel, size_t max_bytes) const;
+  int OpenBeneath(const std::string& rel, uint64_t flags) const {
+    return OpenBeneathAt(root_fd_, rel, flags);
+  }
+  static int OpenBeneathAt(int dir_fd, const std::string& rel, uint64_t flags);
+  std::expected<std::string, int> ReadRegular(const std::string& rel, size_t max_bytes) const {
+    return ReadRegularAt(root_fd_, rel, max_bytes);
+  }
+  static std::expected<std::string, int> ReadRegularAt(int dir_fd, const std::string& rel,
+                                                       size_t max_bytes);
 
   int root_fd_ = -1;
   size_t samples_ = 0;
@@ -177,6 +191,8 @@ class Session {
   std::expected<std::vector<std::string>, int> ReplayList(const std::filesystem::path& host) const;
   std::expected<std::string, int> ReplayLink(const std::filesystem::path& host) const;
   int ReplayDirectory(const std::filesystem::path& host) const;
+  // The capture's directory for `host`, opened once (SysfsDir); -errno.
+  int ReplayOpenDirectory(const std::filesystem::path& host) const;
   void RecordFile(const std::filesystem::path& host, const std::expected<std::string, int>& read);
   void RecordList(const std::filesystem::path& host,
                   const std::expected<std::vector<std::string>, int>& names);

@@ -33,10 +33,11 @@ std::string FileError::Reason() const {
 std::expected<SysfsDir, int> SysfsDir::Open(const std::filesystem::path& path) {
   capture::Session* session = capture::Active();
   if (session != nullptr && session->replaying()) [[unlikely]] {
-    if (const int error = session->ReplayDirectory(path); error != 0) {
-      return std::unexpected(error);
-    }
-    SysfsDir dir(-1);
+    // The capture's directory, resolved beneath its root once: each file is then opened
+    // beneath this descriptor (the sample is the one current now).
+    const int fd = session->ReplayOpenDirectory(path);
+    if (fd < 0) return std::unexpected(-fd);
+    SysfsDir dir(fd);
     dir.path_ = path.string();
     return dir;
   }
@@ -68,7 +69,7 @@ SysfsDir::~SysfsDir() {
 std::expected<std::vector<std::string>, int> SysfsDir::List() const {
   if (!path_.empty()) [[unlikely]] {
     capture::Session* session = capture::Active();
-    if (session != nullptr && session->replaying()) return session->ReplayList(path_);
+    if (session != nullptr && session->replaying()) return session->reader()->ListAt(fd_);
   }
   // fdopendir takes the descriptor it is given: a duplicate, so fd_ stays ours for openat
   // (rewound: a duplicate shares the file offset).
@@ -93,7 +94,7 @@ std::expected<std::vector<std::string>, int> SysfsDir::List() const {
 std::expected<size_t, FileError> SysfsDir::ReadRaw(const std::string& name) {
   capture::Session* session = path_.empty() ? nullptr : capture::Active();
   if (session != nullptr && session->replaying()) [[unlikely]] {
-    auto bytes = session->ReplayFile(std::filesystem::path(path_) / name, buf_.size());
+    auto bytes = session->reader()->ReadFileAt(fd_, name, buf_.size());
     if (!bytes && bytes.error() == EFBIG) {
       return std::unexpected(FileError{.kind = FileError::Kind::kTooLarge});
     }
