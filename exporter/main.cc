@@ -9,6 +9,7 @@
 #include <exception>
 #include <string_view>
 
+#include "cli/capture.h"
 #include "cli/doctor.h"
 #include "cli/help_format.h"
 #include "cli/profile.h"
@@ -56,6 +57,14 @@ int main(int argc, char** argv) {
       "RDMA pitfall found with advice; exit 0 ok, 1 warn, 2 crit, 3 could not run");
   rdmascope::AddCollectorFlags(*doctor, config);  // no --web.*: doctor serves nothing
   rdmascope::AddDoctorFlags(*doctor, doctor_options);
+  rdmascope::CaptureOptions capture_options;
+  CLI::App* capture = app.add_subcommand(
+      "capture",
+      "Record what the collectors read from this host (sysfs and procfs files, ethtool and "
+      "netlink replies) into a capture directory for a bug report or `--replay` "
+      "(docs/capture.md); says what it could not record and why");
+  rdmascope::AddCollectorFlags(*capture, config);
+  rdmascope::AddCaptureFlags(*capture, capture_options);
   rdmascope::ProfileOptions profile_options;
   CLI::App* profile = app.add_subcommand(
       "profile",
@@ -81,6 +90,7 @@ int main(int argc, char** argv) {
   try {
     if (serve->parsed()) return rdmascope::RunServe(config);
     if (check->parsed()) return rdmascope::RunCheck(config);
+    if (capture->parsed()) return rdmascope::RunCapture(config, capture_options);
     if (doctor->parsed()) return rdmascope::RunDoctor(config, doctor_options);
     if (profile->parsed()) return rdmascope::RunProfile(config, profile_options);
   } catch (const std::exception& e) {

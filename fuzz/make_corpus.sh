@@ -11,13 +11,26 @@ corpus=$here/corpus
 fixtures=$root/tests/fixtures
 targets=(sysfs_value rdma_netlink dcb_netlink mlx5_cq_dump elf_symbols x86_tail_jump pmu cpu_list
          perf_event_groups proc occupancy listen_address web_config serve_flags dwarf_unwinder
-         elf_dwarf)
+         elf_dwarf capture)
 for t in "${targets[@]}"; do
   mkdir -p "$corpus/$t"
   find "$corpus/$t" -name 'seed-*' -delete
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# Captures (core/capture.h): a selector byte (the file of sample 0001: 0 ethtool -S, 1 -i, 2 -c,
+# 3 --show-priv-flags, 4 an RDMA netlink reply, 5 a sysfs file; +0x80 stored as .errno), the
+# index, a NUL, the file.
+index='{"format_version":1,"samples":[{"name":"0001","time":"2026-12-06T11:36:27.482Z"}]}'
+capture_seed() { printf "$1"; printf '%s' "$index"; printf '\0'; printf "$2"; }
+capture_seed '\x00' 'NIC statistics:\n     rx_packets: 12\n     tx_packets: 7\n' >"$corpus/capture/seed-stats"
+capture_seed '\x01' 'driver: mlx5_core\nversion: 24.10\nfirmware-version: 28.39.1002 (MT_0000000838)\nbus-info: 0000:03:00.0\n' >"$corpus/capture/seed-driver"
+capture_seed '\x02' 'Coalesce parameters for eth0:\nAdaptive RX: on  TX: off\nrx-usecs: 8\ntx-usecs: 16\n' >"$corpus/capture/seed-coalesce"
+capture_seed '\x03' 'Private flags for eth0:\nrx_cqe_compress: on\ntx_cqe_moder   : off\n' >"$corpus/capture/seed-priv-flags"
+capture_seed '\x82' 'EOPNOTSUPP\n' >"$corpus/capture/seed-errno"
+capture_seed '\x05' '1500\n' >"$corpus/capture/seed-mtu"
+printf '\x00{"format_version":2,"samples":[{}]}' >"$corpus/capture/seed-newer"
 
 # Binary seeds, written as the kernel / the preload library write them.
 gcc -O1 -Wall -Werror -I"$root/preload" -o "$tmp/make_seeds" "$here/make_seeds.c" -lmnl
@@ -28,6 +41,9 @@ for f in "$tmp"/bin/*/*; do
   t=$(basename "$(dirname "$f")")
   cp "$f" "$corpus/$t/seed-$(basename "$f")"
 done
+# The capture's netlink seed: rdma_netlink's device dump without its selector byte.
+{ printf '\x04%s\0' "$index"; tail -c +2 "$corpus/rdma_netlink/seed-devices"; } \
+  >"$corpus/capture/seed-netlink"
 
 # A small shared object with a forwarder (ibv_reg_mr-like: moves, then jmp through the PLT)
 # and versioned symbols, as libibverbs has.

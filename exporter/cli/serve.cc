@@ -12,12 +12,14 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "cli/capture.h"
 #include "collectors/build.h"
 #include "collectors/capability_broker_metrics.h"
 #include "collectors/mr.h"
 #include "collectors/registry.h"
 #include "collectors/workload.h"
 #include "core/capabilities.h"
+#include "core/capture.h"
 #include "core/collector_runner.h"
 #include "core/sd_notify.h"
 #include "core/sysfs.h"
@@ -237,6 +239,8 @@ int RunServe(const ServeConfig& config) {
   // at once (HttpServer's constructor explains why that matters), and owned by the server.
   const int listen_fd = ListenOn(config.web.listen_address);
   ServeConfig serving = config;
+  // Before any thread (the broker, the collectors'): the capture is the host from now on.
+  if (!serving.replay.empty()) StartReplay(serving);
   bool broker_failed = false;
   const std::shared_ptr<sys::CapabilityBroker> broker =
       StartCapabilityBroker(serving, broker_failed);
@@ -273,9 +277,10 @@ int RunServe(const ServeConfig& config) {
   return 0;
 }
 
-int RunCheck(const ServeConfig& config) {
+int RunCheck(ServeConfig config) {
   log::SetLevel(config.log_level);
   RaiseOpenFileLimit();
+  if (!config.replay.empty()) StartReplay(config);
   std::vector<std::string> probe_errors;
   std::vector<NamedCollector> collectors;
   for (NamedCollector& entry : BuildCollectors(config)) {
@@ -285,6 +290,7 @@ int RunCheck(const ServeConfig& config) {
     collectors.push_back(std::move(entry));
   }
   CollectorRunner runner(std::move(collectors), BuildInfo{kVersion, kRevision}, config.procfs);
+  if (capture::Session* session = capture::Active()) session->NextSample();
   runner.Collect();
   bool failed = false;
   std::printf("%-10s %-8s %7s  %s\n", "COLLECTOR", "STATE", "SERIES", "DETAIL");

@@ -10,6 +10,6 @@ int RunServe(const ServeConfig& config);
 // `rdmascope check`: builds the enabled collectors as `serve` would (attaching probes, opening
 // counters), collects once, prints each collector's state and exits: 0 if none failed (and,
 // with --probe.strict, every probe set attached), 1 otherwise.
-int RunCheck(const ServeConfig& config);
+int RunCheck(ServeConfig config);
 
 }  // namespace rdmascope

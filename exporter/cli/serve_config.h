@@ -24,6 +24,8 @@ struct ServeConfig : CollectorsConfig {
   // --[no-]capabilities.broker: CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH of the kept set go to
   // the capability broker (sys/capability_broker.h) rather than stay in the serving process.
   bool capability_broker = true;
+  // --replay: a capture (docs/capture.md) every collector reads instead of the host.
+  std::filesystem::path replay;
 };
 
 }  // namespace rdmascope

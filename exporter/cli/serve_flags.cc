@@ -137,6 +137,12 @@ void AddDoctorHistoryFlags(CLI::App& serve, ServeConfig& config) {
 }  // namespace
 
 void AddServeFlags(CLI::App& serve, ServeConfig& config) {
+  serve
+      .add_option("--replay", config.replay,
+                  "Read a capture (rdmascope capture; docs/capture.md) instead of this host: one "
+                  "sample per scrape, the last repeating. eBPF, perf and libibverbs sources are "
+                  "off")
+      ->check(CLI::ExistingDirectory);
   AddWebFlags(serve, config);
   AddCollectorFlags(serve, config);
   AddPrivilegeFlags(serve, config);

@@ -112,23 +112,22 @@ bool IsCpuDirectory(std::string_view name) {
 // own (pci-sysfs.c shows the link attributes on PCIe functions only); a virtual function's `physfn`
 // link means its link registers are the physical function's (the VF's read as reserved).
 std::optional<fs::path> PciDirectory(const fs::path& class_device) {
-  std::error_code error;
   if (!HasDeviceLink(class_device)) return std::nullopt;
-  fs::path dir = fs::canonical(class_device / "device", error);
-  if (error) return std::nullopt;
+  const auto canonical = sysfs::Canonical(class_device / "device");
+  if (!canonical) return std::nullopt;
+  fs::path dir = *canonical;
   // irdma and bnxt_re hang their RDMA device off an auxiliary device (ice.roce.0,
   // bnxt_en.rdma.0) whose parent is the PCI function.
   if (sysfs::ReadLinkBasename(dir / "subsystem") == "auxiliary") dir = dir.parent_path();
-  if (!fs::exists(dir / "max_link_speed", error)) return std::nullopt;
-  if (fs::is_symlink(dir / "physfn", error)) return std::nullopt;
+  if (!sysfs::PathExists(dir / "max_link_speed")) return std::nullopt;
+  if (sysfs::IsSymlink(dir / "physfn")) return std::nullopt;
   return dir;
 }
 
 }  // namespace
 
 bool HasDeviceLink(const fs::path& class_device) {
-  std::error_code error;
-  return fs::is_symlink(class_device / "device", error);
+  return sysfs::IsSymlink(class_device / "device");
 }
 
 std::optional<double> ParsePcieSpeed(std::string_view text) {

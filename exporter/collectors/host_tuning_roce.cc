@@ -50,10 +50,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kProvider
     {"mana", "mana_ib"},
 }};
 
-bool Exists(const fs::path& path) {
-  std::error_code error;
-  return fs::exists(path, error);
-}
+bool Exists(const fs::path& path) { return sysfs::PathExists(path); }
 
 }  // namespace
 

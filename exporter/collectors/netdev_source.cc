@@ -61,9 +61,7 @@ std::vector<NetdevSnapshot> SystemNetdevSource::Read(const NameFilter& devices) 
           Settings{.ifindex = ifindex.value_or(0), .stat_names = std::move(settings.stat_names)};
       // Virtual interfaces (veth, bridge, bond, VLAN) have no parent device: one lstat says so,
       // and spares them the NUMA node, DCB and link error reads that can only fail.
-      std::error_code ec;
-      settings.physical =
-          std::filesystem::exists(std::filesystem::symlink_status(dir / "device", ec));
+      settings.physical = sysfs::EntryExists(dir / "device");
       if (settings.physical) settings.numa_node = sysfs::ReadSigned(dir / "device" / "numa_node");
       // A reading with a failure other than "not supported" (the device going away, EBUSY
       // while the driver resets) is used once and read again at the next scrape.

@@ -302,7 +302,7 @@ std::vector<RdmaDevice> ReadRdmaDevices(const fs::path& sysfs, const NameFilter&
     // left the rest of its reads missing and its identity labels empty: that snapshot would
     // name a device that is gone, with an info series of empty labels. Dropped; its series are
     // missing from this scrape, as they are from the next.
-    if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) {
+    if (!sysfs::PathExists(dir)) {
       log::Debug("RDMA device vanished while read", {{"device", name}});
       continue;
     }

@@ -23,8 +23,9 @@ std::unique_ptr<Collector> MakeEthtool(const CollectorsConfig& config) {
 }
 
 std::unique_ptr<Collector> MakeRdma(const CollectorsConfig& config) {
-  return std::make_unique<RdmaCollector>(config.rdma, config.sysfs,
-                                         std::make_unique<VerbsPortMtuQuerier>());
+  return std::make_unique<RdmaCollector>(
+      config.rdma, config.sysfs,
+      config.replayable_only ? nullptr : std::make_unique<VerbsPortMtuQuerier>());
 }
 
 std::unique_ptr<Collector> MakeResources(const CollectorsConfig& config) {
@@ -58,6 +59,10 @@ std::unique_ptr<Collector> MakeHostTuning(const CollectorsConfig& config) {
 
 std::unique_ptr<Collector> MakeWorkload(const CollectorsConfig& config) {
   std::unique_ptr<sys::ContainerNames> names;
+  if (config.replayable_only) {
+    return std::make_unique<WorkloadCollector>(config.procfs, nullptr, nullptr,
+                                               config.workload.recheck_interval);
+  }
   const std::string endpoint = ResolveCriEndpoint(config.workload.cri_endpoint, "/");
   if (!endpoint.empty()) {
     std::error_code ec;

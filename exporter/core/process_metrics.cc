@@ -31,7 +31,8 @@ constexpr MetricDesc kMaxFds{"process_max_fds", "Maximum number of open file des
                              MetricType::Gauge};
 
 std::optional<double> BootTime(const std::filesystem::path& procfs) {
-  const auto stat = sysfs::ReadFile(procfs / "stat", 4 << 20);
+  // The exporter's own series: read live even while a capture is replayed (sysfs::ReadOwnFile).
+  const auto stat = sysfs::ReadOwnFile(procfs / "stat", 4 << 20);
   if (!stat) return std::nullopt;
   std::istringstream lines(*stat);
   std::string line;
@@ -46,7 +47,7 @@ std::optional<double> BootTime(const std::filesystem::path& procfs) {
 }
 
 std::optional<double> MaxFds(const std::filesystem::path& procfs) {
-  const auto limits = sysfs::ReadFile(procfs / "self" / "limits", 64 << 10);
+  const auto limits = sysfs::ReadOwnFile(procfs / "self" / "limits", 64 << 10);
   if (!limits) return std::nullopt;
   std::istringstream lines(*limits);
   std::string line;
@@ -128,7 +129,8 @@ std::optional<size_t> OpenFdCount(const std::filesystem::path& fd_dir) {
 void AddProcessMetrics(const std::filesystem::path& procfs, MetricSet& out) {
   // The boot time never changes; /proc/stat is large on big hosts, so read it once.
   static const std::optional<double> boot = BootTime(procfs);
-  const auto stat_text = sysfs::ReadAttribute(procfs / "self" / "stat");
+  auto stat_text = sysfs::ReadOwnFile(procfs / "self" / "stat", 4096);
+  if (stat_text) *stat_text = std::string(sysfs::Trim(*stat_text));
   if (boot && stat_text) {
     if (const auto stat =
             ParseProcessStat(*stat_text, *boot, ::sysconf(_SC_CLK_TCK), ::sysconf(_SC_PAGESIZE))) {

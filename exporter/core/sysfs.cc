@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+
+#include "core/capture.h"
 
 namespace rdmascope::sysfs {
 namespace {
@@ -109,8 +112,9 @@ std::expected<std::string, int> ReadFdChecked(int fd, size_t max_bytes) {
   return buf;
 }
 
-std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& path,
-                                                size_t max_bytes) {
+namespace {
+
+std::expected<std::string, int> ReadFileLive(const std::filesystem::path& path, size_t max_bytes) {
   const auto fault = Injected(path);
   if (fault && fault->error != 0) return std::unexpected(fault->error);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -121,6 +125,51 @@ std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& pat
     contents->resize(std::min(contents->size(), *fault->short_read));
   }
   return contents;
+}
+
+std::expected<std::vector<std::string>, int> ListDirectoryLive(const std::filesystem::path& path) {
+  std::vector<std::string> names;
+  if (const auto fault = Injected(path); fault && fault->error != 0) {
+    if (fault->error == ENOENT || fault->error == ENOTDIR) return names;
+    return std::unexpected(fault->error);
+  }
+  DIR* dir = ::opendir(path.c_str());
+  if (dir == nullptr) {
+    if (errno == ENOENT || errno == ENOTDIR) return names;
+    return std::unexpected(errno);
+  }
+  return TakeSortedNames(dir);
+}
+
+// The link's whole target text (readlink(2)), or the errno.
+std::expected<std::string, int> ReadLinkLive(const std::filesystem::path& path) {
+  if (const auto fault = Injected(path); fault && fault->error != 0) {
+    return std::unexpected(fault->error);
+  }
+  char buf[4096];
+  const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+  if (n < 0) return std::unexpected(errno);
+  if (n == 0) return std::unexpected(ENOENT);
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace
+
+std::expected<std::string, int> ReadOwnFile(const std::filesystem::path& path, size_t max_bytes) {
+  return ReadFileLive(path, max_bytes);
+}
+
+// Each read below asks the host boundary (core/capture.h) once: live unless a capture is
+// being recorded or replayed.
+std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& path,
+                                                size_t max_bytes) {
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    if (session->replaying()) return session->ReplayFile(path, max_bytes);
+    auto contents = ReadFileLive(path, max_bytes);
+    session->RecordFile(path, contents);
+    return contents;
+  }
+  return ReadFileLive(path, max_bytes);
 }
 
 std::optional<std::string> ReadAttribute(const std::filesystem::path& path) {
@@ -155,17 +204,19 @@ std::vector<std::string> ListDirectory(const std::filesystem::path& path) {
 
 std::expected<std::vector<std::string>, int> ListDirectoryChecked(
     const std::filesystem::path& path) {
-  std::vector<std::string> names;
-  if (const auto fault = Injected(path); fault && fault->error != 0) {
-    if (fault->error == ENOENT || fault->error == ENOTDIR) return names;
-    return std::unexpected(fault->error);
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    if (session->replaying()) {
+      auto names = session->ReplayList(path);
+      if (!names && (names.error() == ENOENT || names.error() == ENOTDIR)) {
+        return std::vector<std::string>{};
+      }
+      return names;
+    }
+    auto names = ListDirectoryLive(path);
+    session->RecordList(path, names);
+    return names;
   }
-  DIR* dir = ::opendir(path.c_str());
-  if (dir == nullptr) {
-    if (errno == ENOENT || errno == ENOTDIR) return names;
-    return std::unexpected(errno);
-  }
-  return TakeSortedNames(dir);
+  return ListDirectoryLive(path);
 }
 
 std::expected<std::vector<std::string>, int> TakeSortedNames(DIR* dir) {
@@ -186,13 +237,81 @@ std::expected<std::vector<std::string>, int> TakeSortedNames(DIR* dir) {
 }
 
 std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path) {
+  const auto basename = [](std::string_view target) {
+    const auto slash = target.rfind('/');
+    return std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));
+  };
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    std::expected<std::string, int> link;
+    if (session->replaying()) {
+      link = session->ReplayLink(path);
+    } else {
+      link = ReadLinkLive(path);
+      session->RecordLink(path, link ? std::optional(*link) : std::nullopt, link ? 0 : link.error(),
+                          /*replace=*/false);
+    }
+    if (!link || link->empty()) return std::nullopt;
+    return basename(*link);
+  }
   if (const auto fault = Injected(path); fault && fault->error != 0) return std::nullopt;
   char buf[4096];
   const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
   if (n <= 0) return std::nullopt;
-  const std::string_view target(buf, static_cast<size_t>(n));
-  const auto slash = target.rfind('/');
-  return std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));
+  return basename(std::string_view(buf, static_cast<size_t>(n)));
+}
+
+bool PathExists(const std::filesystem::path& path) {
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    if (session->replaying()) return session->ReplayExists(path);
+    struct stat st {};
+    const bool exists = ::stat(path.c_str(), &st) == 0;
+    if (exists) session->RecordExists(path);
+    return exists;
+  }
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool EntryExists(const std::filesystem::path& path) {
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    if (session->replaying()) return session->ReplayExists(path);
+    struct stat st {};
+    const bool exists = ::lstat(path.c_str(), &st) == 0;
+    if (exists) session->RecordExists(path);
+    return exists;
+  }
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool IsSymlink(const std::filesystem::path& path) {
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    if (session->replaying()) return session->ReplayLink(path).has_value();
+    struct stat st {};
+    const bool link = ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+    if (link) session->RecordLink(path, std::string(), 0, /*replace=*/false);
+    return link;
+  }
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+std::optional<std::filesystem::path> Canonical(const std::filesystem::path& path) {
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    if (session->replaying()) {
+      // Stored as the link's target when resolved: an absolute host path.
+      const auto target = session->ReplayLink(path);
+      if (!target || target->empty() || target->front() != '/') return std::nullopt;
+      return std::filesystem::path(*target);
+    }
+  }
+  std::error_code error;
+  auto resolved = std::filesystem::canonical(path, error);
+  if (error) return std::nullopt;
+  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
+    session->RecordLink(path, resolved.string(), 0, /*replace=*/true);
+  }
+  return resolved;
 }
 
 std::string FixedString(const char* chars, size_t size) {

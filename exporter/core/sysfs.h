@@ -27,6 +27,10 @@ std::optional<std::string> ReadFile(const std::filesystem::path& path, size_t ma
 // or device went away), EFBIG when the file is larger than max_bytes.
 std::expected<std::string, int> ReadFileChecked(const std::filesystem::path& path,
                                                 size_t max_bytes);
+// A file of the exporter's own process (its /proc/self, the boot time of process_* metrics):
+// always read from the live host, never recorded into or replayed from a capture
+// (core/capture.h), since it describes this process rather than the host being read.
+std::expected<std::string, int> ReadOwnFile(const std::filesystem::path& path, size_t max_bytes);
 // The same for a descriptor open for reading, from where it stands to its end.
 std::expected<std::string, int> ReadFdChecked(int fd, size_t max_bytes);
 
@@ -55,6 +59,17 @@ std::expected<std::vector<std::string>, int> TakeSortedNames(DIR* dir);
 
 // Target name of a symlink's last component (e.g. the driver of a device), if any.
 std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path);
+
+// What a collector asks of a path without reading it, through the host boundary like every
+// read here (core/capture.h records and replays them):
+// - PathExists: stat(2) succeeds (links followed);
+// - EntryExists: lstat(2) succeeds (the name is there, whatever it is or points to);
+// - IsSymlink: lstat(2) says a symbolic link (a class device's `device`, a VF's `physfn`);
+// - Canonical: realpath(3) (the PCI device behind a class device).
+bool PathExists(const std::filesystem::path& path);
+bool EntryExists(const std::filesystem::path& path);
+bool IsSymlink(const std::filesystem::path& path);
+std::optional<std::filesystem::path> Canonical(const std::filesystem::path& path);
 
 std::string_view Trim(std::string_view text);
 

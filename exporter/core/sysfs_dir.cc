@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/capture.h"
 #include "core/sysfs.h"
 
 namespace rdmascope::sysfs {
@@ -30,17 +31,33 @@ std::string FileError::Reason() const {
 }
 
 std::expected<SysfsDir, int> SysfsDir::Open(const std::filesystem::path& path) {
+  capture::Session* session = capture::Active();
+  if (session != nullptr && session->replaying()) [[unlikely]] {
+    // The capture's directory, resolved beneath its root once: each file is then opened
+    // beneath this descriptor (the sample is the one current now).
+    const int fd = session->ReplayOpenDirectory(path);
+    if (fd < 0) return std::unexpected(-fd);
+    SysfsDir dir(fd);
+    dir.path_ = path.string();
+    return dir;
+  }
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return std::unexpected(errno);
-  return SysfsDir(fd);
+  SysfsDir dir(fd);
+  if (session != nullptr) [[unlikely]] {
+    dir.path_ = path.string();
+  }
+  return dir;
 }
 
-SysfsDir::SysfsDir(SysfsDir&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+SysfsDir::SysfsDir(SysfsDir&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
 
 SysfsDir& SysfsDir::operator=(SysfsDir&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
   }
   return *this;
 }
@@ -50,6 +67,10 @@ SysfsDir::~SysfsDir() {
 }
 
 std::expected<std::vector<std::string>, int> SysfsDir::List() const {
+  if (!path_.empty()) [[unlikely]] {
+    capture::Session* session = capture::Active();
+    if (session != nullptr && session->replaying()) return session->reader()->ListAt(fd_);
+  }
   // fdopendir takes the descriptor it is given: a duplicate, so fd_ stays ours for openat
   // (rewound: a duplicate shares the file offset).
   const int dup = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
@@ -61,24 +82,57 @@ std::expected<std::vector<std::string>, int> SysfsDir::List() const {
     return std::unexpected(error);
   }
   ::rewinddir(dir);
-  return TakeSortedNames(dir);
+  auto names = TakeSortedNames(dir);
+  if (!path_.empty()) [[unlikely]] {
+    if (capture::Session* session = capture::Active(); session != nullptr) {
+      session->RecordList(path_, names);
+    }
+  }
+  return names;
 }
 
-std::expected<std::string_view, FileError> SysfsDir::Read(const std::string& name) {
+std::expected<size_t, FileError> SysfsDir::ReadRaw(const std::string& name) {
+  capture::Session* session = path_.empty() ? nullptr : capture::Active();
+  if (session != nullptr && session->replaying()) [[unlikely]] {
+    auto bytes = session->reader()->ReadFileAt(fd_, name, buf_.size());
+    if (!bytes && bytes.error() == EFBIG) {
+      return std::unexpected(FileError{.kind = FileError::Kind::kTooLarge});
+    }
+    if (!bytes) return std::unexpected(FileError{.error = bytes.error()});
+    std::memcpy(buf_.data(), bytes->data(), bytes->size());
+    return bytes->size();
+  }
   // O_NONBLOCK: a FIFO or device node planted in the tree answers at once instead of hanging.
   const int fd = ::openat(fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::unexpected(FileError{.error = errno});
+  if (fd < 0) {
+    const int error = errno;
+    if (session != nullptr) [[unlikely]] {
+      session->RecordFile(std::filesystem::path(path_) / name, std::unexpected(error));
+    }
+    return std::unexpected(FileError{.error = error});
+  }
   ssize_t n = 0;
   do {
     n = ::read(fd, buf_.data(), buf_.size());
   } while (n < 0 && errno == EINTR);
   const int error = errno;
   ::close(fd);
+  if (session != nullptr) [[unlikely]] {
+    session->RecordFile(std::filesystem::path(path_) / name,
+                        n < 0 ? std::expected<std::string, int>(std::unexpected(error))
+                              : std::string(buf_.data(), static_cast<size_t>(n)));
+  }
   if (n < 0) return std::unexpected(FileError{.error = error});
-  if (static_cast<size_t>(n) == buf_.size()) {
+  return static_cast<size_t>(n);
+}
+
+std::expected<std::string_view, FileError> SysfsDir::Read(const std::string& name) {
+  const auto n = ReadRaw(name);
+  if (!n) return std::unexpected(n.error());
+  if (*n == buf_.size()) {
     return std::unexpected(FileError{.kind = FileError::Kind::kTooLarge});
   }
-  std::string_view text(buf_.data(), static_cast<size_t>(n));
+  std::string_view text(buf_.data(), *n);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\0')) text.remove_suffix(1);
   if (text.empty()) return std::unexpected(FileError{.kind = FileError::Kind::kEmpty});
   if (text.starts_with("N/A")) {

@@ -52,7 +52,12 @@ class SysfsDir {
 
  private:
   explicit SysfsDir(int fd) : fd_(fd) {}
+  // The bytes of `name` into buf_ (their count), as read(2) or the capture gave them.
+  std::expected<size_t, FileError> ReadRaw(const std::string& name);
   int fd_ = -1;
+  // Only while a capture is recorded or replayed (core/capture.h): where this directory is on
+  // the host, so each file is named in the capture. Empty on the live path: no allocation.
+  std::string path_;
   // One page plus one byte: a read that fills it is of a file larger than an attribute.
   std::array<char, 4097> buf_{};
 };

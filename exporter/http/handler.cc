@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "core/capture.h"
 #include "core/html.h"
 #include "core/log.h"
 #include "core/terminal_text.h"
@@ -260,6 +261,10 @@ HttpReply HttpHandler::Metrics(const HttpRequest& request) const {
   const auto start = std::chrono::steady_clock::now();
   // Serving metrics first, then the collectors: the order prometheus-cpp's Exposer used.
   std::vector<prometheus::MetricFamily> families = serving_metrics_->Collect();
+  // Replaying a capture (--replay): each scrape is the next sample, the last one repeating.
+  if (capture::Session* session = capture::Active()) [[unlikely]] {
+    session->NextSample();
+  }
   std::vector<prometheus::MetricFamily> collected = runner_->Collect();
   families.insert(families.end(), std::make_move_iterator(collected.begin()),
                   std::make_move_iterator(collected.end()));

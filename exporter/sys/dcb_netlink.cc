@@ -12,6 +12,8 @@
 #include <string>
 #include <utility>
 
+#include "core/capture.h"
+#include "sys/netlink_capture.h"
 #include "sys/netlink_socket.h"
 
 namespace rdmascope::sys {
@@ -143,8 +145,18 @@ std::expected<PfcConfig, int> ParseIeeeGetReply(const void* data, size_t len) {
 }
 
 std::expected<DcbNetlink, int> DcbNetlink::Open() {
+  // Replaying a capture: no socket, the replies come from it (sys/netlink_capture.h).
+  if (const capture::Session* session = capture::Active(); session && session->replaying()) {
+    if (const int error = ReplayNetlinkOpen(*session, NetlinkFamily::kDcb); error != 0) {
+      return std::unexpected(error);
+    }
+    return DcbNetlink(nullptr);
+  }
   const auto socket = OpenNetlinkSocket(NETLINK_ROUTE);
-  if (!socket) return std::unexpected(socket.error());
+  if (!socket) {
+    RecordNetlinkOpen(NetlinkFamily::kDcb, socket.error());
+    return std::unexpected(socket.error());
+  }
   return DcbNetlink(*socket);
 }
 
@@ -160,14 +172,30 @@ std::expected<PfcConfig, int> DcbNetlink::QueryPfc(std::string_view ifname) {
   const uint32_t seq = seq_++;
   const size_t len = BuildIeeeGetRequest(ifname, seq, request);
   if (len == 0) return std::unexpected(EINVAL);
-  if (mnl_socket_sendto(socket_, request.data(), len) < 0) return std::unexpected(errno);
+  if (socket_ == nullptr) [[unlikely]] {
+    const auto bytes =
+        ReplayNetlink(*capture::Active(), NetlinkFamily::kDcb, request.data(), len, seq);
+    if (!bytes) return std::unexpected(bytes.error());
+    return ParseIeeeGetReply(bytes->data(), bytes->size());
+  }
+  NetlinkRecording recording(NetlinkFamily::kDcb, request.data(), len);
+  if (mnl_socket_sendto(socket_, request.data(), len) < 0) {
+    recording.Finish(errno);
+    return std::unexpected(errno);
+  }
   std::vector<char> reply(kReplyBufferBytes);
   for (;;) {
     const ssize_t n = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
-    if (n < 0) return std::unexpected(errno);
+    if (n < 0) {
+      const int error = errno;
+      recording.Finish(error);
+      return std::unexpected(error);
+    }
     const auto* header = reinterpret_cast<const nlmsghdr*>(reply.data());
     // Skip stale replies to an earlier request that timed out.
     if (static_cast<size_t>(n) >= sizeof(nlmsghdr) && header->nlmsg_seq != seq) continue;
+    recording.Received(reply.data(), static_cast<size_t>(n));
+    recording.Finish(0);
     return ParseIeeeGetReply(reply.data(), static_cast<size_t>(n));
   }
 }

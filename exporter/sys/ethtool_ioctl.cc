@@ -14,7 +14,9 @@
 #include <memory>
 #include <string>
 
+#include "core/capture.h"
 #include "core/log.h"
+#include "sys/ethtool_capture.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -98,20 +100,44 @@ void SetMprotect(int (*mprotect)(void* addr, size_t len, int prot)) {
 
 Ethtool Ethtool::WithIoctl(EthtoolIoctl ioctl, InterfaceIoctl interface_ioctl) {
   Ethtool ethtool(-1);
+  const capture::Session* session = capture::Active();
+  ethtool.recording_ = session != nullptr && !session->replaying();
   ethtool.fake_ = std::move(ioctl);
   ethtool.fake_interface_ = std::move(interface_ioctl);
   return ethtool;
 }
 
 std::expected<Ethtool, int> Ethtool::Open() {
+  const capture::Session* session = capture::Active();
+  if (session != nullptr && session->replaying()) [[unlikely]] {
+    return WithIoctl(ReplayEthtoolIoctl(*session), ReplayInterfaceIoctl(*session));
+  }
   int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::unexpected(errno);
-  return Ethtool(fd);
+  Ethtool ethtool(fd);
+  ethtool.recording_ = session != nullptr;
+  return ethtool;
+}
+
+void Ethtool::Record(std::string_view ifname, std::string_view file, std::string_view tool,
+                     const std::expected<std::string, int>& text) const {
+  capture::Session* session = capture::Active();
+  const auto path = EthtoolCapturePath(ifname, file);
+  if (session == nullptr || session->writer() == nullptr || !path) return;
+  if (text) {
+    session->writer()->File(*path, *text);
+    return;
+  }
+  session->writer()->Errno(*path, text.error());
+  // The tool's own words for the source, so a user sees which command the host refused.
+  session->writer()->Missed(std::string(tool) + " " + std::string(ifname),
+                            capture::ErrnoName(text.error()));
 }
 
 Ethtool::Ethtool(Ethtool&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
+      recording_(other.recording_),
       fake_(std::move(other.fake_)),
       fake_interface_(std::move(other.fake_interface_)) {}
 
@@ -136,11 +162,23 @@ std::expected<int, int> Ethtool::InterfaceValue(std::string_view ifname,
 }
 
 std::expected<int, int> Ethtool::GetMtu(std::string_view ifname) const {
-  return InterfaceValue(ifname, SIOCGIFMTU);
+  auto mtu = InterfaceValue(ifname, SIOCGIFMTU);
+  if (recording_) [[unlikely]] {
+    Record(ifname, kEthtoolMtuFile, "SIOCGIFMTU",
+           mtu ? std::expected<std::string, int>(std::to_string(*mtu) + "\n")
+               : std::unexpected(mtu.error()));
+  }
+  return mtu;
 }
 
 std::expected<int, int> Ethtool::GetIfindex(std::string_view ifname) const {
-  return InterfaceValue(ifname, SIOCGIFINDEX);
+  auto index = InterfaceValue(ifname, SIOCGIFINDEX);
+  if (recording_) [[unlikely]] {
+    Record(ifname, kEthtoolIfindexFile, "SIOCGIFINDEX",
+           index ? std::expected<std::string, int>(std::to_string(*index) + "\n")
+                 : std::unexpected(index.error()));
+  }
+  return index;
 }
 
 int Ethtool::Ioctl(std::string_view ifname, void* command) const {
@@ -156,13 +194,26 @@ int Ethtool::Ioctl(std::string_view ifname, void* command) const {
 std::expected<DriverInfo, int> Ethtool::GetDriverInfo(std::string_view ifname) const {
   ethtool_drvinfo info{};
   info.cmd = ETHTOOL_GDRVINFO;
-  if (const int err = Ioctl(ifname, &info); err != 0) return std::unexpected(err);
-  return DriverInfo{
-      .driver = FixedString(info.driver, sizeof info.driver),
-      .version = FixedString(info.version, sizeof info.version),
-      .firmware_version = FixedString(info.fw_version, sizeof info.fw_version),
-      .bus_info = FixedString(info.bus_info, sizeof info.bus_info),
-  };
+  const int err = Ioctl(ifname, &info);
+  std::expected<DriverInfo, int> result = std::unexpected(err);
+  if (err == 0) {
+    result = DriverInfo{
+        .driver = FixedString(info.driver, sizeof info.driver),
+        .version = FixedString(info.version, sizeof info.version),
+        .firmware_version = FixedString(info.fw_version, sizeof info.fw_version),
+        .bus_info = FixedString(info.bus_info, sizeof info.bus_info),
+    };
+  }
+  if (recording_) [[unlikely]] {
+    Record(
+        ifname, kEthtoolDriverFile, "ethtool -i",
+        result ? std::expected<std::string, int>(FormatDriverInfo(*result)) : std::unexpected(err));
+    if (result) {
+      capture::Active()->writer()->Driver(ifname, result->driver, result->version,
+                                          result->firmware_version);
+    }
+  }
+  return result;
 }
 
 std::expected<uint32_t, int> Ethtool::StatsCount(std::string_view ifname) const {
@@ -181,6 +232,17 @@ std::expected<uint32_t, int> Ethtool::StatsCount(std::string_view ifname) const 
 
 std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname,
                                                    std::string* last_names) const {
+  auto stats = ReadStats(ifname, last_names);
+  if (recording_) [[unlikely]] {
+    Record(ifname, kEthtoolStatsFile, "ethtool -S",
+           stats ? std::expected<std::string, int>(FormatEthtoolStats(*stats))
+                 : std::unexpected(stats.error()));
+  }
+  return stats;
+}
+
+std::expected<EthtoolStats, int> Ethtool::ReadStats(std::string_view ifname,
+                                                    std::string* last_names) const {
   int last_error = EAGAIN;
   // The count is asked for before every read, never taken from the last scrape: with a stale
   // count a driver whose count fell to 0 would reach ethtool_get_strings(), which WARNs on a
@@ -281,6 +343,16 @@ std::expected<EthtoolStats, int> Ethtool::GetStats(std::string_view ifname,
 }
 
 std::expected<PrivateFlags, int> Ethtool::GetPrivateFlags(std::string_view ifname) const {
+  auto flags = ReadPrivateFlags(ifname);
+  if (recording_) [[unlikely]] {
+    Record(ifname, kEthtoolPrivFlagsFile, "ethtool --show-priv-flags",
+           flags ? std::expected<std::string, int>(FormatPrivateFlags(ifname, *flags))
+                 : std::unexpected(flags.error()));
+  }
+  return flags;
+}
+
+std::expected<PrivateFlags, int> Ethtool::ReadPrivateFlags(std::string_view ifname) const {
   // The flags are one u32 bitmap (ETHTOOL_GPFLAGS), so a driver has at most 32 of them; the
   // set is fixed per driver (mlx5: mlx5e_priv_flags[]), unlike the stats.
   constexpr uint32_t kMaxFlags = 32;
@@ -317,13 +389,22 @@ std::expected<PrivateFlags, int> Ethtool::GetPrivateFlags(std::string_view ifnam
 std::expected<CoalesceSettings, int> Ethtool::GetCoalesce(std::string_view ifname) const {
   ethtool_coalesce coalesce{};
   coalesce.cmd = ETHTOOL_GCOALESCE;
-  if (const int err = Ioctl(ifname, &coalesce); err != 0) return std::unexpected(err);
-  return CoalesceSettings{
-      .rx_usecs = coalesce.rx_coalesce_usecs,
-      .tx_usecs = coalesce.tx_coalesce_usecs,
-      .adaptive_rx = coalesce.use_adaptive_rx_coalesce != 0,
-      .adaptive_tx = coalesce.use_adaptive_tx_coalesce != 0,
-  };
+  const int err = Ioctl(ifname, &coalesce);
+  std::expected<CoalesceSettings, int> result = std::unexpected(err);
+  if (err == 0) {
+    result = CoalesceSettings{
+        .rx_usecs = coalesce.rx_coalesce_usecs,
+        .tx_usecs = coalesce.tx_coalesce_usecs,
+        .adaptive_rx = coalesce.use_adaptive_rx_coalesce != 0,
+        .adaptive_tx = coalesce.use_adaptive_tx_coalesce != 0,
+    };
+  }
+  if (recording_) [[unlikely]] {
+    Record(ifname, kEthtoolCoalesceFile, "ethtool -c",
+           result ? std::expected<std::string, int>(FormatCoalesce(ifname, *result))
+                  : std::unexpected(err));
+  }
+  return result;
 }
 
 }  // namespace rdmascope::sys

@@ -44,6 +44,8 @@ using InterfaceIoctl =
 // Errors are errno values (ENODEV: the device vanished; EOPNOTSUPP: driver lacks the op).
 class Ethtool {
  public:
+  // Under a capture (core/capture.h): replaying, no socket, the ioctls answered from the
+  // capture (sys/ethtool_capture.h); recording, each Get* also writes what it read.
   static std::expected<Ethtool, int> Open();
   static Ethtool WithIoctl(EthtoolIoctl ioctl, InterfaceIoctl interface_ioctl = nullptr);
   Ethtool(Ethtool&& other) noexcept;
@@ -72,8 +74,15 @@ class Ethtool {
   int Ioctl(std::string_view ifname, void* command) const;
   std::expected<int, int> InterfaceValue(std::string_view ifname, unsigned long request) const;
   std::expected<uint32_t, int> StatsCount(std::string_view ifname) const;
+  std::expected<PrivateFlags, int> ReadPrivateFlags(std::string_view ifname) const;
+  std::expected<EthtoolStats, int> ReadStats(std::string_view ifname,
+                                             std::string* last_names) const;
+  // What one Get* returned, into the capture being recorded.
+  void Record(std::string_view ifname, std::string_view file, std::string_view tool,
+              const std::expected<std::string, int>& text) const;
 
   int fd_;
+  bool recording_ = false;
   EthtoolIoctl fake_;
   InterfaceIoctl fake_interface_;
 };

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/capture.h"
+#include "sys/netlink_capture.h"
 #include "sys/netlink_socket.h"
 
 namespace rdmascope::sys {
@@ -403,8 +405,18 @@ int ParsePortReply(const void* data, size_t len, uint32_t seq, std::vector<RdmaP
 }
 
 std::expected<RdmaNetlink, int> RdmaNetlink::Open() {
+  // Replaying a capture: no socket, the replies come from it (sys/netlink_capture.h).
+  if (const capture::Session* session = capture::Active(); session && session->replaying()) {
+    if (const int error = ReplayNetlinkOpen(*session, NetlinkFamily::kRdma); error != 0) {
+      return std::unexpected(error);
+    }
+    return RdmaNetlink(nullptr);
+  }
   const auto socket = OpenNetlinkSocket(NETLINK_RDMA);
-  if (!socket) return std::unexpected(socket.error());
+  if (!socket) {
+    RecordNetlinkOpen(NetlinkFamily::kRdma, socket.error());
+    return std::unexpected(socket.error());
+  }
   return RdmaNetlink(*socket);
 }
 
@@ -417,13 +429,36 @@ RdmaNetlink::~RdmaNetlink() {
 
 template <typename Parse>
 int RdmaNetlink::RunDump(const std::vector<char>& request, size_t len, Parse&& parse) {
-  if (mnl_socket_sendto(socket_, request.data(), len) < 0) return -errno;
+  if (socket_ == nullptr) [[unlikely]] {
+    nlmsghdr header;
+    std::memcpy(&header, request.data(), sizeof header);
+    const auto bytes = ReplayNetlink(*capture::Active(), NetlinkFamily::kRdma, request.data(), len,
+                                     header.nlmsg_seq);
+    if (!bytes) return -bytes.error();
+    const int ret = parse(bytes->data(), bytes->size());
+    // The recording ended before the dump's NLMSG_DONE: what a receive timeout gives.
+    return ret > 0 ? -EAGAIN : ret;
+  }
+  NetlinkRecording recording(NetlinkFamily::kRdma, request.data(), len);
+  if (mnl_socket_sendto(socket_, request.data(), len) < 0) {
+    const int error = errno;
+    recording.Finish(error);
+    return -error;
+  }
   std::vector<char> reply(kReceiveBufferBytes);
   for (;;) {
     const ssize_t n = mnl_socket_recvfrom(socket_, reply.data(), reply.size());
-    if (n < 0) return -errno;
+    if (n < 0) {
+      const int error = errno;
+      recording.Finish(error);
+      return -error;
+    }
+    recording.Received(reply.data(), static_cast<size_t>(n));
     const int ret = parse(reply.data(), static_cast<size_t>(n));
-    if (ret <= 0) return ret;
+    if (ret <= 0) {
+      recording.Finish(0);
+      return ret;
+    }
   }
 }
 

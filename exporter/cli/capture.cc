@@ -1,0 +1,135 @@
+#include "cli/capture.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <stdexcept>
+#include <thread>
+
+#include "collectors/build.h"
+#include "collectors/capture_config.h"
+#include "collectors/registry.h"
+#include "core/capture.h"
+#include "core/collector_runner.h"
+#include "core/duration.h"
+#include "core/log.h"
+#include "core/version.h"
+
+namespace rdmascope {
+namespace {
+
+std::filesystem::path DefaultOutput() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string name = host;
+  for (char& c : name) {
+    if (c == '/' || c == '\0') c = '_';
+  }
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%S", &tm);
+  return "rdmascope-capture-" + name + "-" + stamp;
+}
+
+// Lives for the rest of the process: the boundary points at it.
+std::unique_ptr<capture::Session>& InstalledSession() {
+  static std::unique_ptr<capture::Session> session;
+  return session;
+}
+
+}  // namespace
+
+void AddCaptureFlags(CLI::App& app, CaptureOptions& options) {
+  app.add_option("--output", options.output,
+                 "Directory to write the capture into: absent or empty (default "
+                 "./rdmascope-capture-HOST-YYYYmmddTHHMMSS)")
+      ->group("Capture");
+  app.add_flag("--force", options.force,
+               "Replace the capture in a non-empty --output (its samples/ and index.json only)")
+      ->group("Capture");
+  app.add_option("--samples", options.samples,
+                 "Samples to take, one pass of every enabled collector each (2 give rates)")
+      ->check(CLI::Range(1, 9999))
+      ->default_str("2")
+      ->group("Capture");
+  app.add_option_function<std::string>(
+         "--interval",
+         [&options](const std::string& text) {
+           options.interval = std::chrono::nanoseconds(*ParseDurationNs(text));
+         },
+         "Time between the samples")
+      ->check([](const std::string& text) {
+        return ParseDurationNs(text) ? std::string() : "not a duration like 10s or 1m: " + text;
+      })
+      ->default_str("10s")
+      ->group("Capture");
+}
+
+int RunCapture(ServeConfig config, const CaptureOptions& options) {
+  log::SetLevel(config.log_level);
+  const std::vector<UnreplayableSource> off = ConfigureForCapture(config, "capture");
+  const std::filesystem::path output = options.output.empty() ? DefaultOutput() : options.output;
+  auto writer = capture::Writer::Create(output, options.force);
+  if (!writer) throw std::runtime_error(writer.error());
+  for (const UnreplayableSource& source : off) {
+    (*writer)->Missed(std::string(source.source), std::string(source.why));
+  }
+  InstalledSession() =
+      capture::Session::Recording(capture::Layout(config.sysfs, config.procfs), writer->get());
+  capture::Install(InstalledSession().get());
+
+  // What the collectors read while they are built (device lists, PMUs) goes into sample 1,
+  // which replay also answers them from.
+  if (auto begun = (*writer)->BeginSample(1); !begun) throw std::runtime_error(begun.error());
+  std::vector<std::string> replayed;
+  std::vector<NamedCollector> collectors = BuildCollectors(config);
+  for (const NamedCollector& entry : collectors) replayed.push_back(entry.name);
+  CollectorRunner runner(std::move(collectors), BuildInfo{kVersion, kRevision}, config.procfs);
+  for (int sample = 1; sample <= options.samples; ++sample) {
+    if (sample > 1) {
+      std::this_thread::sleep_for(options.interval);
+      if (auto begun = (*writer)->BeginSample(sample); !begun) {
+        throw std::runtime_error(begun.error());
+      }
+    }
+    runner.Collect();
+    if (auto committed = (*writer)->CommitSample(); !committed) {
+      throw std::runtime_error(committed.error());
+    }
+    log::Info("sample recorded",
+              {{"sample", std::to_string(sample)}, {"of", std::to_string(options.samples)}});
+  }
+  if (auto index = (*writer)->WriteIndex(kVersion, replayed); !index) {
+    throw std::runtime_error(index.error());
+  }
+  capture::Install(nullptr);
+
+  std::printf("capture written to %s (%d sample%s)\n", output.c_str(), options.samples,
+              options.samples == 1 ? "" : "s");
+  for (const CollectorState& state : runner.States()) {
+    std::printf("  %-10s %-8s %7zu series  %s\n", state.name.c_str(), HealthName(state.health),
+                state.series, state.detail.c_str());
+  }
+  const auto missed = (*writer)->missed();
+  if (!missed.empty()) std::printf("not recorded (see index.json \"not_recorded\"):\n");
+  for (const capture::NotRecorded& entry : missed) {
+    std::printf("  %s: %s\n", entry.source.c_str(), entry.reason.c_str());
+  }
+  return 0;
+}
+
+void StartReplay(ServeConfig& config) {
+  auto reader = capture::Reader::Open(config.replay);
+  if (!reader) throw std::runtime_error("--replay: " + reader.error());
+  log::Info("replaying a capture", {{"path", config.replay.string()},
+                                    {"samples", std::to_string(reader->sample_count())}});
+  ConfigureForCapture(config, "replay");
+  InstalledSession() =
+      capture::Session::Replaying(capture::Layout(config.sysfs, config.procfs), std::move(*reader));
+  capture::Install(InstalledSession().get());
+}
+
+}  // namespace rdmascope

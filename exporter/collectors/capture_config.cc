@@ -1,0 +1,48 @@
+#include "collectors/capture_config.h"
+
+#include <array>
+
+#include "core/log.h"
+
+namespace rdmascope {
+namespace {
+
+constexpr std::array<UnreplayableSource, 7> kUnreplayable{{
+    {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
+    {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
+    {"perf", "perf counters (perf_event_open) are not recorded in capture format 1", true},
+    {"occupancy", "the preload library's shared stats files are not recorded in format 1", true},
+    {"rdma: libibverbs port queries",
+     "ibv_query_port (rdma_port_active_mtu_bytes, rdma_port_max_mtu_bytes) goes through "
+     "libibverbs, not through the host boundary",
+     false},
+    {"workload: container runtime",
+     "the CRI socket's gRPC answers are not recorded in format 1 (container names)", false},
+    {"workload: kubelet PodResources",
+     "the kubelet's gRPC answers are not recorded in format 1 (devices of pods)", false},
+}};
+
+}  // namespace
+
+std::span<const UnreplayableSource> UnreplayableSources() { return kUnreplayable; }
+
+std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
+                                                    std::string_view mode) {
+  std::vector<UnreplayableSource> off;
+  config.replayable_only = true;
+  for (const UnreplayableSource& source : kUnreplayable) {
+    const std::string collector(source.source.substr(0, source.source.find(':')));
+    const auto enabled = config.collector_enabled.find(collector);
+    if (enabled == config.collector_enabled.end() || !enabled->second) continue;
+    if (source.whole_collector) enabled->second = false;
+    log::Info(source.whole_collector ? "collector off under " + std::string(mode)
+                                     : "source off under " + std::string(mode),
+              {{"source", std::string(source.source)}, {"why", std::string(source.why)}});
+    off.push_back(source);
+  }
+  // Each sample holds the settings it replays: none is served from an earlier reading.
+  config.ethtool.refresh_interval = std::chrono::nanoseconds(0);
+  return off;
+}
+
+}  // namespace rdmascope

@@ -1,0 +1,224 @@
+// The host boundary (docs/capture.md): every byte the collectors read from the kernel goes
+// through core/sysfs (files), sys/ethtool_ioctl (SIOCETHTOOL) and sys/rdma_netlink,
+// sys/dcb_netlink (netlink replies). Each of them asks Active() once per read: null (live, the
+// default) costs that one branch; a recording session is told what the live read returned;
+// a replaying session answers instead of the kernel, from a capture directory.
+//
+// A capture is hostile input (a file a user sends us): the Reader opens every file beneath the
+// capture's root with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), never follows a link
+// out, refuses what is not a regular file and reads at most what the caller accepts.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+namespace rdmascope::capture {
+
+// index.json's "format_version"; a reader refuses a capture of a newer one.
+constexpr int kFormatVersion = 1;
+// index.json itself: a few KiB per netdev; anything near this is not an index.
+constexpr size_t kMaxIndexBytes = 4 << 20;
+
+// "EOPNOTSUPP" for EOPNOTSUPP, "E123" for an errno without a name here; and back (also "123").
+std::string ErrnoName(int error);
+std::optional<int> ErrnoFromName(std::string_view name);
+
+// Where a host path lies in a sample: under the sysfs root -> "sys/...", under the procfs root
+// -> "proc/...", another absolute path -> itself without its leading '/'. nullopt for a
+// relative path or one with "..": nothing the collectors read looks like that.
+class Layout {
+ public:
+  Layout(std::filesystem::path sysfs, std::filesystem::path procfs);
+  std::optional<std::string> Relative(const std::filesystem::path& host) const;
+
+ private:
+  std::string sysfs_;
+  std::string procfs_;
+};
+
+// A capture on disk, read-only. Every method is safe on any input.
+class Reader {
+ public:
+  // Opens `root` and reads its index: a message for a capture this reader cannot use (no
+  // index, not JSON, a newer format_version, no samples, openat2 missing from the kernel).
+  static std::expected<Reader, std::string> Open(const std::filesystem::path& root);
+  // The same over an open directory (taken: closed with the Reader); tests and the fuzzer.
+  static std::expected<Reader, std::string> FromFd(int root_fd);
+  Reader(Reader&& other) noexcept;
+  Reader& operator=(Reader&&) = delete;
+  Reader(const Reader&) = delete;
+  ~Reader();
+
+  size_t sample_count() const { return samples_; }
+  const std::string& index_text() const { return index_text_; }
+
+  // samples/NNNN/<rel> (sample counts from 1): its bytes; the errno stored in <rel>.errno;
+  // ENOENT when neither is there; EFBIG past max_bytes; EINVAL for a FIFO, a device, a
+  // directory or any other non-regular file; EXDEV/ELOOP for a link leaving the capture.
+  std::expected<std::string, int> ReadFile(size_t sample, std::string_view rel,
+                                           size_t max_bytes) const;
+  // A directory's entries as the host listed them: the names recorded, ".errno" and ".link"
+  // suffixes taken off. Absent: ENOENT (the caller decides whether that means empty).
+  std::expected<std::vector<std::string>, int> List(size_t sample, std::string_view rel) const;
+  // A symbolic link's target as the host read it (<rel>.link, a regular file).
+  std::expected<std::string, int> ReadLink(size_t sample, std::string_view rel) const;
+  // Whether the host had <rel>: anything stored under that name, or a <rel>.link.
+  bool Exists(size_t sample, std::string_view rel) const;
+  // 0 if samples/NNNN/<rel> is a directory, else its errno (ENOTDIR for a file).
+  int CheckDirectory(size_t sample, std::string_view rel) const;
+  // A directory of many files read one by one (SysfsDir): its descriptor, opened beneath the
+  // root once (the caller closes it), or -errno; then each file beneath that descriptor, as
+  // ReadFile would answer for <rel>/<name>, and its listing as List would.
+  int OpenDirectory(size_t sample, std::string_view rel) const;
+  std::expected<std::string, int> ReadFileAt(int dir_fd, std::string_view name,
+                                             size_t max_bytes) const;
+  std::expected<std::vector<std::string>, int> ListAt(int dir_fd) const;
+
+ private:
+  explicit Reader(int root_fd) : root_fd_(root_fd) {}
+  // openat2 beneath the root; -errno on failure.
+  int OpenBeneath(const std::string& rel, uint64_t flags) const {
+    return OpenBeneathAt(root_fd_, rel, flags);
+  }
+  static int OpenBeneathAt(int dir_fd, const std::string& rel, uint64_t flags);
+  std::expected<std::string, int> ReadRegular(const std::string& rel, size_t max_bytes) const {
+    return ReadRegularAt(root_fd_, rel, max_bytes);
+  }
+  static std::expected<std::string, int> ReadRegularAt(int dir_fd, const std::string& rel,
+                                                       size_t max_bytes);
+
+  int root_fd_ = -1;
+  size_t samples_ = 0;
+  std::string index_text_;
+};
+
+// Why one source gave nothing to record (index.json "not_recorded"): "ethtool -c eth0",
+// "EOPNOTSUPP"; or a whole collector, "perf", "not replayable in format 1".
+struct NotRecorded {
+  std::string source;
+  std::string reason;
+  bool operator<(const NotRecorded& other) const {
+    return std::tie(source, reason) < std::tie(other.source, other.reason);
+  }
+};
+
+// Writes a capture: one sample at a time into samples/.NNNN.tmp, renamed to samples/NNNN when
+// whole. Files 0600, directories 0700, created with O_NOFOLLOW|O_EXCL under descriptors of
+// directories this writer made, so nothing is written through a link.
+class Writer {
+ public:
+  // `dir` must be absent or empty (or `force`: then only its samples/ and index.json are
+  // replaced, never followed if they are links).
+  static std::expected<std::unique_ptr<Writer>, std::string> Create(
+      const std::filesystem::path& dir, bool force);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  const std::filesystem::path& dir() const { return dir_; }
+  // Starts sample n (from 1); what the collectors read now goes into it.
+  std::expected<void, std::string> BeginSample(size_t n);
+  std::expected<void, std::string> CommitSample();
+
+  // Each of these is what one live read returned (thread-safe).
+  void File(std::string_view rel, std::string_view bytes);
+  void Errno(std::string_view rel, int error);
+  // A symbolic link's target as <rel>.link; unless `replace`, only where none is stored yet.
+  void Link(std::string_view rel, std::string_view target, bool replace = true);
+  // A listing: every name gets an entry in the sample (an empty directory if nothing under
+  // that name was read by the end of the sample), so the replay lists what the host did.
+  void Listing(std::string_view rel, const std::vector<std::string>& names);
+  // Drivers and firmware per netdev for the index, as ethtool -i read them.
+  void Driver(std::string_view netdev, std::string_view driver, std::string_view version,
+              std::string_view firmware);
+  void Missed(std::string source, std::string reason);
+  std::vector<NotRecorded> missed();
+
+  // index.json: `fields` (kernel, hostname, version... as JSON object text members) plus the
+  // samples, drivers and not-recorded sources gathered.
+  std::expected<void, std::string> WriteIndex(const std::string& rdmascope_version,
+                                              const std::vector<std::string>& collectors_replayed);
+
+ private:
+  Writer() = default;
+  // The descriptor of rel's parent directory in the open sample, made as needed; -errno.
+  int ParentFd(std::string_view rel, std::string& leaf);
+  void Put(std::string_view rel, std::string_view bytes);
+
+  std::filesystem::path dir_;
+  int dir_fd_ = -1;
+  int samples_fd_ = -1;
+  int sample_fd_ = -1;
+  size_t sample_ = 0;
+  std::mutex mutex_;
+  std::map<std::string, std::vector<std::string>> listings_;  // of the open sample
+  std::vector<std::string> sample_times_;
+  std::map<std::string, std::map<std::string, std::string>> drivers_;
+  std::set<NotRecorded> missed_;
+};
+
+// The process's boundary, installed once at start-up before any thread starts.
+class Session {
+ public:
+  static std::unique_ptr<Session> Recording(Layout layout, Writer* writer);
+  static std::unique_ptr<Session> Replaying(Layout layout, Reader reader);
+
+  bool replaying() const { return reader_.has_value(); }
+  Writer* writer() const { return writer_; }
+  const Reader* reader() const { return reader_ ? &*reader_ : nullptr; }
+  const Layout& layout() const { return layout_; }
+
+  // The sample replayed now: 1 until the first collection, then the one it chose.
+  size_t sample() const { return sample_.load(std::memory_order_acquire); }
+  // One collection (a scrape, `check`'s pass): the next sample, the last one repeating.
+  void NextSample();
+
+  // Files as sysfs.cc asks for them (replaying), and what the live reads returned (recording).
+  std::expected<std::string, int> ReplayFile(const std::filesystem::path& host,
+                                             size_t max_bytes) const;
+  std::expected<std::vector<std::string>, int> ReplayList(const std::filesystem::path& host) const;
+  std::expected<std::string, int> ReplayLink(const std::filesystem::path& host) const;
+  int ReplayDirectory(const std::filesystem::path& host) const;
+  // The capture's directory for `host`, opened once (SysfsDir); -errno.
+  int ReplayOpenDirectory(const std::filesystem::path& host) const;
+  void RecordFile(const std::filesystem::path& host, const std::expected<std::string, int>& read);
+  void RecordList(const std::filesystem::path& host,
+                  const std::expected<std::vector<std::string>, int>& names);
+  // `replace`: a resolved path (Canonical) replaces the readlink text or an IsSymlink mark;
+  // those never replace what is there.
+  void RecordLink(const std::filesystem::path& host, const std::optional<std::string>& target,
+                  int error, bool replace);
+  bool ReplayExists(const std::filesystem::path& host) const;
+  void RecordExists(const std::filesystem::path& host);
+
+ private:
+  explicit Session(Layout layout) : layout_(std::move(layout)) {}
+  Layout layout_;
+  Writer* writer_ = nullptr;
+  std::optional<Reader> reader_;
+  std::atomic<size_t> sample_{1};
+  std::atomic<size_t> collections_{0};
+};
+
+namespace internal {
+extern Session* g_active;
+}
+// Null when reading the live host (the default).
+inline Session* Active() { return internal::g_active; }
+// Installs the session for the rest of the process (tests: nullptr to uninstall). Not
+// thread-safe by design: call it before the first thread starts.
+void Install(Session* session);
+
+}  // namespace rdmascope::capture

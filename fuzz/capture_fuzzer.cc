@@ -1,0 +1,74 @@
+// The capture reader (core/capture.h, docs/capture.md) on a hostile capture: index.json, then
+// one file of sample 0001 read and parsed as replay parses it (the ethtool tool's text, a
+// netlink reply with its headers rewritten, its review JSON). Input: a selector byte (which
+// file, and whether it is stored as an .errno), the index text, a NUL, the file's bytes.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/capture.h"
+#include "fuzz_input.h"
+#include "fuzz_tree.h"
+#include "sys/ethtool_capture.h"
+#include "sys/netlink_capture.h"
+#include "sys/rdma_netlink.h"
+
+namespace {
+
+constexpr const char* kFiles[] = {"ethtool/eth0/statistics", "ethtool/eth0/driver",
+                                  "ethtool/eth0/coalesce",   "ethtool/eth0/priv-flags",
+                                  "netlink/rdma/get.bin",    "sys/class/net/eth0/mtu"};
+
+std::filesystem::path Root() {
+  static const std::filesystem::path root = [] {
+    std::string dir = (std::filesystem::temp_directory_path() / "rdmascope-fuzz-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) std::abort();
+    static std::string to_remove;
+    to_remove = dir;
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(to_remove, ec);
+    });
+    return std::filesystem::path(dir);
+  }();
+  return root;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace rdmascope;
+  fuzz::Input input(data, size);
+  const uint8_t selector = input.Byte();
+  const std::string_view rest = input.RestText();
+  const size_t nul = rest.find('\0');
+  const std::string_view index = rest.substr(0, nul);
+  const std::string_view payload = nul == std::string_view::npos ? "" : rest.substr(nul + 1);
+  const std::string rel = kFiles[(selector & 0x7f) % std::size(kFiles)];
+  const bool as_errno = (selector & 0x80) != 0;
+
+  const std::filesystem::path root = Root();
+  std::error_code ec;
+  std::filesystem::remove_all(root / "samples", ec);
+  fuzz::WriteFile(root / "index.json", index);
+  fuzz::WriteFile(root / "samples/0001" / (rel + (as_errno ? ".errno" : "")), payload);
+
+  auto reader = capture::Reader::Open(root);
+  if (!reader) return 0;
+  for (size_t sample = 1; sample <= std::min<size_t>(reader->sample_count(), 2); ++sample) {
+    (void)reader->List(sample, "ethtool/eth0");
+    (void)reader->Exists(sample, rel);
+    auto bytes = reader->ReadFile(sample, rel, 1 << 20);
+    if (!bytes) continue;
+    (void)sys::ParseEthtoolStats(*bytes);
+    (void)sys::ParseDriverInfo(*bytes);
+    (void)sys::ParseCoalesce(*bytes);
+    (void)sys::ParsePrivateFlags(*bytes);
+    (void)sys::DecodeNetlinkJson(*bytes, selector & 1 ? 4 : 0);
+    sys::RewriteNetlinkHeaders(*bytes, 7, 0);
+    std::vector<sys::RdmaDeviceResources> devices;
+    (void)sys::ParseDeviceReply(bytes->data(), bytes->size(), 7, devices);
+  }
+  return 0;
+}
