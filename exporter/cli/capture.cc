@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <stdexcept>
 #include <thread>
@@ -14,15 +15,19 @@
 #include "core/collector_runner.h"
 #include "core/duration.h"
 #include "core/log.h"
+#include "core/redact.h"
+#include "core/sysfs.h"
+#include "core/terminal_text.h"
 #include "core/version.h"
+#include "http/text_format.h"
 
 namespace rdmascope {
 namespace {
 
-std::filesystem::path DefaultOutput() {
+std::filesystem::path DefaultOutput(const redact::Redactor* redactor) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  std::string name = host;
+  std::string name = redactor != nullptr ? redactor->Name("host", host) : std::string(host);
   for (char& c : name) {
     if (c == '/' || c == '\0') c = '_';
   }
@@ -66,14 +71,56 @@ void AddCaptureFlags(CLI::App& app, CaptureOptions& options) {
       })
       ->default_str("10s")
       ->group("Capture");
+  app.add_flag("--redact", options.redact,
+               "Replace host names, GUIDs, MAC and IP addresses, GIDs and container/pod ids with "
+               "keyed hashes of the same shape (docs/capture.md \"Redaction\")")
+      ->group("Capture");
+  app.add_option("--redact.key-file", options.redact_key_file,
+                 "The key of --redact (16 bytes or more, e.g. head -c 32 /dev/urandom): the same "
+                 "key hashes a value alike in every capture of a fleet; without it each capture "
+                 "draws its own")
+      ->group("Capture");
 }
+
+namespace {
+
+// The redactor of --redact, or null.
+std::shared_ptr<const redact::Redactor> MakeRedactor(const CaptureOptions& options) {
+  if (!options.redact) {
+    if (!options.redact_key_file.empty()) {
+      throw std::runtime_error("--redact.key-file needs --redact");
+    }
+    return nullptr;
+  }
+  if (options.redact_key_file.empty()) {
+    auto random = redact::Redactor::WithRandomKey();
+    if (!random) throw std::runtime_error("--redact: " + random.error());
+    log::Warn("--redact without --redact.key-file: this capture's hashes match no other's",
+              {{"why", "each capture draws its own key"}});
+    return std::make_shared<const redact::Redactor>(std::move(*random));
+  }
+  // A key is a few bytes: anything larger is not one (and a FIFO is refused).
+  const auto key = sysfs::ReadOwnFile(options.redact_key_file, 4096);
+  if (!key) {
+    throw std::runtime_error("--redact.key-file " + options.redact_key_file.string() + ": " +
+                             std::strerror(key.error()));
+  }
+  auto keyed = redact::Redactor::WithKey(*key);
+  if (!keyed) throw std::runtime_error("--redact.key-file: " + keyed.error());
+  return std::make_shared<const redact::Redactor>(std::move(*keyed));
+}
+
+}  // namespace
 
 int RunCapture(ServeConfig config, const CaptureOptions& options) {
   log::SetLevel(config.log_level);
   const std::vector<UnreplayableSource> off = ConfigureForCapture(config, "capture");
-  const std::filesystem::path output = options.output.empty() ? DefaultOutput() : options.output;
+  const auto redactor = MakeRedactor(options);
+  const std::filesystem::path output =
+      options.output.empty() ? DefaultOutput(redactor.get()) : options.output;
   auto writer = capture::Writer::Create(output, options.force);
   if (!writer) throw std::runtime_error(writer.error());
+  (*writer)->SetRedactor(redactor);
   for (const UnreplayableSource& source : off) {
     (*writer)->Missed(std::string(source.source), std::string(source.why));
   }
@@ -95,7 +142,11 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
         throw std::runtime_error(begun.error());
       }
     }
-    runner.Collect();
+    const auto families = runner.Collect();
+    // What the collectors made of this sample live: the replay's n-th scrape gives the same
+    // (docs/capture.md "Fidelity"), and a support engineer reads it first. Not under --redact:
+    // it holds the identifiers as the host gave them.
+    if (!redactor) (*writer)->File("metrics.prom", WriteTextFormat(families));
     if (auto committed = (*writer)->CommitSample(); !committed) {
       throw std::runtime_error(committed.error());
     }
@@ -107,16 +158,19 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
   }
   capture::Install(nullptr);
 
-  std::printf("capture written to %s (%d sample%s)\n", output.c_str(), options.samples,
-              options.samples == 1 ? "" : "s");
+  std::printf("capture written to %s (%d sample%s)\n", EscapeControls(output.string()).c_str(),
+              options.samples, options.samples == 1 ? "" : "s");
   for (const CollectorState& state : runner.States()) {
+    // A detail names the host's devices and files: a terminal's controls in them are shown,
+    // not acted on.
     std::printf("  %-10s %-8s %7zu series  %s\n", state.name.c_str(), HealthName(state.health),
-                state.series, state.detail.c_str());
+                state.series, EscapeControls(state.detail).c_str());
   }
   const auto missed = (*writer)->missed();
   if (!missed.empty()) std::printf("not recorded (see index.json \"not_recorded\"):\n");
   for (const capture::NotRecorded& entry : missed) {
-    std::printf("  %s: %s\n", entry.source.c_str(), entry.reason.c_str());
+    std::printf("  %s: %s\n", EscapeControls(entry.source).c_str(),
+                EscapeControls(entry.reason).c_str());
   }
   return 0;
 }

@@ -20,9 +20,12 @@ struct CaptureOptions {
   // wait for while filing a bug.
   int samples = 2;
   std::chrono::nanoseconds interval = std::chrono::seconds(10);
+  bool redact = false;
+  std::filesystem::path redact_key_file;  // empty: a key of this capture's own
 };
 
-// Registers capture's own flags (--output, --force, --samples, --interval).
+// Registers capture's own flags (--output, --force, --samples, --interval, --redact,
+// --redact.key-file).
 void AddCaptureFlags(CLI::App& capture, CaptureOptions& options);
 int RunCapture(ServeConfig config, const CaptureOptions& options);
 

@@ -502,6 +502,11 @@ void Writer::Put(std::string_view rel, std::string_view bytes) {
 
 void Writer::File(std::string_view rel, std::string_view bytes) {
   std::lock_guard lock(mutex_);
+  // Netlink replies are binary: their recorder redacts them (sys/rdma_netlink_redact.h).
+  if (redactor_ && !rel.starts_with("netlink/")) {
+    Put(rel, redact::RedactFile(*redactor_, rel, bytes));
+    return;
+  }
   Put(rel, bytes);
 }
 
@@ -568,12 +573,12 @@ std::expected<void, std::string> Writer::WriteIndex(
   index["created"] = sample_times_.empty() ? NowUtc() : sample_times_.front();
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  index["hostname"] = host;
+  index["hostname"] = redactor_ ? redactor_->Name("host", host) : std::string(host);
+  // --redact: every rule of docs/capture.md "Redaction" applied to what was written.
+  index["redacted"] = redactor_ != nullptr;
   utsname uts{};
   ::uname(&uts);
   index["kernel"] = {{"release", uts.release}, {"version", uts.version}, {"machine", uts.machine}};
-  // The next format's --redact will list here what it replaced; nothing is redacted in 1.
-  index["redacted"] = false;
   nlohmann::ordered_json samples = nlohmann::ordered_json::array();
   for (size_t i = 0; i < sample_times_.size(); ++i) {
     samples.push_back({{"name", SampleName(i + 1)}, {"time", sample_times_[i]}});

@@ -24,6 +24,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/redact.h"
+
 namespace rdmascope::capture {
 
 // index.json's "format_version"; a reader refuses a capture of a newer one.
@@ -128,6 +130,12 @@ class Writer {
   Writer& operator=(const Writer&) = delete;
 
   const std::filesystem::path& dir() const { return dir_; }
+  // --redact (core/redact.h): every file written from then on through RedactFile's rules, the
+  // host name in the index too; binary replies are the recorders' to redact (redactor()).
+  void SetRedactor(std::shared_ptr<const redact::Redactor> redactor) {
+    redactor_ = std::move(redactor);
+  }
+  const redact::Redactor* redactor() const { return redactor_.get(); }
   // Starts sample n (from 1); what the collectors read now goes into it.
   std::expected<void, std::string> BeginSample(size_t n);
   std::expected<void, std::string> CommitSample();
@@ -167,6 +175,7 @@ class Writer {
   std::vector<std::string> sample_times_;
   std::map<std::string, std::map<std::string, std::string>> drivers_;
   std::set<NotRecorded> missed_;
+  std::shared_ptr<const redact::Redactor> redactor_;
 };
 
 // The process's boundary, installed once at start-up before any thread starts.

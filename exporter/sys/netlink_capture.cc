@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/capture.h"
+#include "sys/rdma_netlink_redact.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -261,6 +262,19 @@ void NetlinkRecording::Finish(int error) {
     writer->Errno(path, error);
     writer->Missed("netlink " + key_, capture::ErrnoName(error));
   } else {
+    if (writer->redactor() != nullptr && family_ == NetlinkFamily::kRdma) {
+      // --redact: the identifying attributes rewritten in place; a reply that cannot be walked
+      // is not kept rather than kept as it came.
+      auto redacted = RedactRdmaNetlink(*writer->redactor(), bytes_);
+      if (!redacted) {
+        writer->Errno(path, EIO);
+        writer->Missed("netlink " + key_, "not whole netlink messages: not kept under --redact");
+        key_.clear();
+        bytes_.clear();
+        return;
+      }
+      bytes_ = std::move(*redacted);
+    }
     writer->File(path, bytes_);
     writer->File("netlink/" + key_ + ".json",
                  DecodeNetlinkJson(bytes_, family_ == NetlinkFamily::kDcb ? sizeof(dcbmsg) : 0));

@@ -264,6 +264,31 @@ TEST(CaptureWriter, SampleAppearsOnlyWhenWholeWithPrivateModes) {
   EXPECT_EQ(reader.List(1, "sys/class/net").value(), (std::vector<std::string>{"eth0", "lo"}));
 }
 
+// --redact: the files as core/redact's rules make them, the index's host name hashed; the
+// replay reads the redacted values where the host's were.
+TEST(CaptureWriter, RedactedFilesAndIndex) {
+  TempDir dir;
+  auto writer = Writer::Create(dir.path() / "cap", false).value();
+  auto redactor = std::make_shared<const redact::Redactor>(
+      redact::Redactor::WithKey("0123456789abcdef-fleet-key").value());
+  writer->SetRedactor(redactor);
+  ASSERT_TRUE(writer->BeginSample(1).has_value());
+  writer->File("sys/class/infiniband/mlx5_0/node_guid", "0002:c903:0042:1234\n");
+  writer->File("sys/class/infiniband/mlx5_0/fw_ver", "22.36.1010\n");
+  ASSERT_TRUE(writer->CommitSample().has_value());
+  ASSERT_TRUE(writer->WriteIndex("test", {}).has_value());
+  const Reader reader = Reader::Open(dir.path() / "cap").value();
+  EXPECT_EQ(reader.ReadFile(1, "sys/class/infiniband/mlx5_0/node_guid", 64).value(),
+            redactor->GuidText("0002:c903:0042:1234") + "\n");
+  EXPECT_EQ(reader.ReadFile(1, "sys/class/infiniband/mlx5_0/fw_ver", 64).value(), "22.36.1010\n");
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_EQ(reader.index_text().find(std::string("\"") + host + "\""), std::string::npos);
+  EXPECT_NE(reader.index_text().find(redactor->Name("host", host)), std::string::npos);
+  EXPECT_NE(reader.index_text().find("\"redacted\": true"), std::string::npos)
+      << reader.index_text();
+}
+
 // ---- round trips: what the real readers return live, then replayed, is the same.
 
 // Records one pass of `read` over the host rooted at sysfs/procfs, then replays it: returns

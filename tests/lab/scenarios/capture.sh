@@ -1,0 +1,59 @@
+# capture: issue 39's fidelity test on a real soft-RoCE host. While RC traffic runs (an
+# ib_write_bw pair for its duration: counters moving; a waiting ibv_rc_pingpong server: a QP,
+# CQ, MR held), `rdmascope capture` takes two samples 3 s apart, each with the exposition the
+# collectors made from it live (samples/NNNN/metrics.prom). Then, with the traffic gone,
+# `serve --replay` scraped twice gives those two expositions, series for series, and `check
+# --replay` passes.
+. /scenarios/lib.sh
+COLLECTORS="--collector.disable-defaults --collector.rdma --collector.ethtool \
+  --collector.resources --collector.host"
+
+ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 -p 18700 >/tmp/pp.out 2>&1 &
+pingpong=$!
+ib_write_bw -d rxe0 -x 1 -D 20 -s 65536 -p 18600 >/tmp/bw.out 2>&1 &
+bw_server=$!
+sleep 1
+ib_write_bw -d rxe0 -x 1 -D 20 -s 65536 -p 18600 127.0.0.1 >/tmp/bw_client.out 2>&1 &
+bw_client=$!
+sleep 3
+# shellcheck disable=SC2086  # word splitting of $COLLECTORS is meant
+block capture sh -c "rdmascope capture --output /tmp/cap --samples 2 --interval 3s $COLLECTORS 2>&1; echo \"@@@EXIT \$?\""
+kill $pingpong $bw_server $bw_client 2>/dev/null
+wait $pingpong $bw_server $bw_client 2>/dev/null
+block index cat /tmp/cap/index.json
+block live_1 cat /tmp/cap/samples/0001/metrics.prom
+block live_2 cat /tmp/cap/samples/0002/metrics.prom
+
+# shellcheck disable=SC2086
+rdmascope serve --replay /tmp/cap --web.listen-address=:9880 $COLLECTORS >/tmp/replay.log 2>&1 &
+replay=$!
+for i in $(seq 300); do
+  wget -q -O /dev/null http://127.0.0.1:9880/-/ready 2>/dev/null && break
+  sleep 0.1
+done
+block replay_1 wget -q -O - http://127.0.0.1:9880/metrics
+block replay_2 wget -q -O - http://127.0.0.1:9880/metrics
+block replay_3 wget -q -O - http://127.0.0.1:9880/metrics
+kill $replay
+wait $replay 2>/dev/null
+block replay_log cat /tmp/replay.log
+# shellcheck disable=SC2086
+block check sh -c "rdmascope check --replay /tmp/cap $COLLECTORS 2>&1; echo \"@@@EXIT \$?\""
+
+# --redact: the device's GUID and its GIDs appear nowhere in the capture, and it still replays.
+# shellcheck disable=SC2086
+block redact sh -c "rdmascope capture --output /tmp/capr --samples 1 --redact $COLLECTORS >/tmp/redact.out 2>&1; echo \"@@@EXIT \$?\""
+block identifiers sh -c "cat /sys/class/infiniband/rxe0/node_guid; for g in /sys/class/infiniband/rxe0/ports/1/gids/*; do cat \$g; done | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$' | sort -u"
+block redacted_hits sh -c "for v in \$(cat /sys/class/infiniband/rxe0/node_guid) \$(cat /sys/class/infiniband/rxe0/ports/1/gids/* | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$'); do grep -rlF \"\$v\" /tmp/capr; done; true"
+# The same search in the capture made without --redact: it finds them (the search can see).
+block unredacted_hits sh -c "for v in \$(cat /sys/class/infiniband/rxe0/node_guid) \$(cat /sys/class/infiniband/rxe0/ports/1/gids/* | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$'); do grep -rlF \"\$v\" /tmp/cap; done; true"
+# shellcheck disable=SC2086
+rdmascope serve --replay /tmp/capr --web.listen-address=:9881 $COLLECTORS >/tmp/replay_r.log 2>&1 &
+replay=$!
+for i in $(seq 300); do
+  wget -q -O /dev/null http://127.0.0.1:9881/-/ready 2>/dev/null && break
+  sleep 0.1
+done
+block replay_redacted wget -q -O - http://127.0.0.1:9881/metrics
+kill $replay
+wait $replay 2>/dev/null
