@@ -8,6 +8,17 @@
 COLLECTORS="--collector.disable-defaults --collector.rdma --collector.ethtool \
   --collector.resources --collector.host"
 
+# replay_server PORT CAPTURE: serve --replay of CAPTURE on PORT, once ready; its pid in $replay.
+replay_server() {
+  # shellcheck disable=SC2086
+  rdmascope serve --replay "$2" --web.listen-address=:"$1" $COLLECTORS >/tmp/replay_"$1".log 2>&1 &
+  replay=$!
+  for _ in $(seq 300); do
+    wget -q -O /dev/null http://127.0.0.1:"$1"/-/ready 2>/dev/null && return 0
+    sleep 0.1
+  done
+}
+
 ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 -p 18700 >/tmp/pp.out 2>&1 &
 pingpong=$!
 ib_write_bw -d rxe0 -x 1 -D 20 -s 65536 -p 18600 >/tmp/bw.out 2>&1 &
@@ -24,19 +35,13 @@ block index cat /tmp/cap/index.json
 block live_1 cat /tmp/cap/samples/0001/metrics.prom
 block live_2 cat /tmp/cap/samples/0002/metrics.prom
 
-# shellcheck disable=SC2086
-rdmascope serve --replay /tmp/cap --web.listen-address=:9880 $COLLECTORS >/tmp/replay.log 2>&1 &
-replay=$!
-for i in $(seq 300); do
-  wget -q -O /dev/null http://127.0.0.1:9880/-/ready 2>/dev/null && break
-  sleep 0.1
-done
+replay_server 9880 /tmp/cap
 block replay_1 wget -q -O - http://127.0.0.1:9880/metrics
 block replay_2 wget -q -O - http://127.0.0.1:9880/metrics
 block replay_3 wget -q -O - http://127.0.0.1:9880/metrics
 kill $replay
 wait $replay 2>/dev/null
-block replay_log cat /tmp/replay.log
+block replay_log cat /tmp/replay_9880.log
 # shellcheck disable=SC2086
 block check sh -c "rdmascope check --replay /tmp/cap $COLLECTORS 2>&1; echo \"@@@EXIT \$?\""
 
@@ -47,13 +52,7 @@ block identifiers sh -c "cat /sys/class/infiniband/rxe0/node_guid; for g in /sys
 block redacted_hits sh -c "for v in \$(cat /sys/class/infiniband/rxe0/node_guid) \$(cat /sys/class/infiniband/rxe0/ports/1/gids/* | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$'); do grep -rlF \"\$v\" /tmp/capr; done; true"
 # The same search in the capture made without --redact: it finds them (the search can see).
 block unredacted_hits sh -c "for v in \$(cat /sys/class/infiniband/rxe0/node_guid) \$(cat /sys/class/infiniband/rxe0/ports/1/gids/* | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$'); do grep -rlF \"\$v\" /tmp/cap; done; true"
-# shellcheck disable=SC2086
-rdmascope serve --replay /tmp/capr --web.listen-address=:9881 $COLLECTORS >/tmp/replay_r.log 2>&1 &
-replay=$!
-for i in $(seq 300); do
-  wget -q -O /dev/null http://127.0.0.1:9881/-/ready 2>/dev/null && break
-  sleep 0.1
-done
+replay_server 9881 /tmp/capr
 block replay_redacted wget -q -O - http://127.0.0.1:9881/metrics
 kill $replay
 wait $replay 2>/dev/null
