@@ -260,29 +260,28 @@ std::optional<std::string> ReadLinkBasename(const std::filesystem::path& path) {
   return basename(std::string_view(buf, static_cast<size_t>(n)));
 }
 
-bool PathExists(const std::filesystem::path& path) {
-  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
-    if (session->replaying()) return session->ReplayExists(path);
-    struct stat st {};
-    const bool exists = ::stat(path.c_str(), &st) == 0;
-    if (exists) session->RecordExists(path);
-    return exists;
+namespace {
+
+// stat(2) (`follow`) or lstat(2) of `path`, through the host boundary: replayed from the
+// capture's record of it, or recorded when it exists.
+bool Exists(const std::filesystem::path& path, bool follow) {
+  capture::Session* session = capture::Active();
+  if (session != nullptr && session->replaying()) [[unlikely]] {
+    return session->ReplayExists(path);
   }
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
+  const bool exists = (follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) == 0;
+  if (session != nullptr && exists) [[unlikely]] {
+    session->RecordExists(path);
+  }
+  return exists;
 }
 
-bool EntryExists(const std::filesystem::path& path) {
-  if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
-    if (session->replaying()) return session->ReplayExists(path);
-    struct stat st {};
-    const bool exists = ::lstat(path.c_str(), &st) == 0;
-    if (exists) session->RecordExists(path);
-    return exists;
-  }
-  struct stat st {};
-  return ::lstat(path.c_str(), &st) == 0;
-}
+}  // namespace
+
+bool PathExists(const std::filesystem::path& path) { return Exists(path, true); }
+
+bool EntryExists(const std::filesystem::path& path) { return Exists(path, false); }
 
 bool IsSymlink(const std::filesystem::path& path) {
   if (capture::Session* session = capture::Active(); session != nullptr) [[unlikely]] {
