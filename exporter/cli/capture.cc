@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include "collectors/capture_config.h"
 #include "collectors/registry.h"
 #include "core/capture.h"
+#include "core/capture_index.h"
 #include "core/collector_runner.h"
 #include "core/duration.h"
 #include "core/log.h"
@@ -19,6 +21,10 @@
 #include "core/sysfs.h"
 #include "core/terminal_text.h"
 #include "core/version.h"
+#include "doctor/checks.h"
+#include "doctor/local_snapshot.h"
+#include "doctor/replay_report.h"
+#include "doctor/report.h"
 #include "http/text_format.h"
 
 namespace rdmascope {
@@ -110,6 +116,22 @@ std::shared_ptr<const redact::Redactor> MakeRedactor(const CaptureOptions& optio
   return std::make_shared<const redact::Redactor>(std::move(*keyed));
 }
 
+// doctor's report over the capture's samples as they were taken (docs/capture.md
+// "doctor.json"): the checks with their default thresholds, the window between the first and
+// the last sample, the history checks skipped as on a replay.
+std::string LiveDoctorReport(doctor::Snapshot& now, const doctor::Snapshot* first,
+                             const std::vector<std::string>& times) {
+  now.set_no_history_reason(doctor::kNoHistoryInCapture);
+  std::vector<doctor::Finding> findings = doctor::RunChecks(now, first, doctor::DoctorOptions{});
+  doctor::SortFindings(findings);
+  doctor::ReportContext context{
+      .host = doctor::HostName(),
+      .generated = times.back(),
+      .window_seconds = first != nullptr ? now.seconds() - first->seconds() : 0,
+      .window_kind = first != nullptr ? doctor::kWindowLive : doctor::kWindowNone};
+  return doctor::RenderJson(findings, context);
+}
+
 }  // namespace
 
 int RunCapture(ServeConfig config, const CaptureOptions& options) {
@@ -134,7 +156,9 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
   std::vector<std::string> replayed;
   std::vector<NamedCollector> collectors = BuildCollectors(config);
   for (const NamedCollector& entry : collectors) replayed.push_back(entry.name);
+  const auto probe_errors = doctor::ProbeErrors(collectors);
   CollectorRunner runner(std::move(collectors), BuildInfo{kVersion, kRevision}, config.procfs);
+  std::optional<doctor::Snapshot> first;
   for (int sample = 1; sample <= options.samples; ++sample) {
     if (sample > 1) {
       std::this_thread::sleep_for(options.interval);
@@ -142,11 +166,25 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
         throw std::runtime_error(begun.error());
       }
     }
+    (*writer)->StampSample();  // the counters' time: rates divide by the samples' distance
     const auto families = runner.Collect();
     // What the collectors made of this sample live: the replay's n-th scrape gives the same
     // (docs/capture.md "Fidelity"), and a support engineer reads it first. Not under --redact:
     // it holds the identifiers as the host gave them.
-    if (!redactor) (*writer)->File("metrics.prom", WriteTextFormat(families));
+    if (!redactor) {
+      (*writer)->File("metrics.prom", WriteTextFormat(families));
+      // And what doctor made of the samples so far, with the last one: `doctor --replay`
+      // finds the same.
+      const std::vector<std::string> times = (*writer)->sample_times();
+      const auto offsets = capture::SecondsSinceFirst(times);
+      doctor::Snapshot now =
+          doctor::SnapshotOf(runner, families, probe_errors, offsets ? offsets->back() : 0);
+      if (sample == options.samples) {
+        (*writer)->File("doctor.json", LiveDoctorReport(now, first ? &*first : nullptr, times));
+      } else if (sample == 1) {
+        first = std::move(now);
+      }
+    }
     if (auto committed = (*writer)->CommitSample(); !committed) {
       throw std::runtime_error(committed.error());
     }
@@ -181,6 +219,9 @@ void StartReplay(ServeConfig& config) {
   log::Info("replaying a capture", {{"path", config.replay.string()},
                                     {"samples", std::to_string(reader->sample_count())}});
   ConfigureForCapture(config, "replay");
+  if (const auto facts = capture::ReadIndexFacts(reader->index_text())) {
+    KeepRecordedCollectors(config, facts->collectors);
+  }
   InstalledSession() =
       capture::Session::Replaying(capture::Layout(config.sysfs, config.procfs), std::move(*reader));
   capture::Install(InstalledSession().get());

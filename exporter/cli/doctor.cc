@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "cli/doctor_replay.h"
 #include "collectors/build.h"
 #include "core/collector_runner.h"
 #include "core/duration.h"
@@ -183,6 +184,13 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       ->group("Doctor fleet");
   AddClientAccessFlags(doctor, "prometheus", "the Prometheus", options.prometheus_access);
   doctor
+      .add_option("--replay", options.replay,
+                  "A capture (rdmascope capture; docs/capture.md) to diagnose instead of this "
+                  "host, its rates between its first and last sample; repeat it for several "
+                  "hosts: each one's findings and fleet drift among them, as --prometheus")
+      ->check(CLI::ExistingPath)
+      ->group("Doctor fleet");
+  doctor
       .add_option_function<std::string>(
           "--format",
           [&options](const std::string& format) {
@@ -291,6 +299,9 @@ void FinishDoctorOptions(const doctor::DoctorOptions& options) {
                                  "give one or the other");
     }
   }
+  if (!options.replay.empty() && !options.prometheus.empty()) {
+    throw CLI::ValidationError("--replay/--prometheus", "give one or the other");
+  }
   // Each threshold's own range is checked by its flag's validator (the table in doctor/query.cc).
   if (!(options.cq_ratio_crit > 0 && options.cq_ratio_crit <= options.cq_ratio_warn)) {
     throw CLI::ValidationError("--doctor.cq-ratio-crit",
@@ -320,6 +331,10 @@ int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
       const doctor::ParsedReport report = doctor::ReportFromPrometheus(options);
       return PrintDoctorReport(report.findings, report.context, options, false);
     }
+    if (!options.replay.empty()) {
+      const doctor::ParsedReport report = ReportFromCaptures(config, options);
+      return PrintDoctorReport(report.findings, report.context, options, show_skipped);
+    }
     if (auto remote = doctor::AskExporter(options)) {
       doctor::SortFindings(remote->findings);
       // The exporter's fixes are its host's, and its bytes: to read, not to paste here as is.
@@ -332,9 +347,10 @@ int RunDoctor(const ServeConfig& config, const doctor::DoctorOptions& options) {
     const doctor::ParsedReport report = doctor::ReportHere(runner, probe_errors, options);
     return PrintDoctorReport(report.findings, report.context, options, show_skipped);
   } catch (const std::exception& e) {
-    log::Error(
-        options.prometheus.empty() ? "doctor could not run" : "doctor could not read the fleet",
-        {{"err", e.what()}});
+    log::Error(!options.replay.empty()      ? "doctor could not replay the capture"
+               : options.prometheus.empty() ? "doctor could not run"
+                                            : "doctor could not read the fleet",
+               {{"err", e.what()}});
     return doctor::kExitCannotRun;
   }
 }

@@ -1,5 +1,6 @@
 #include "collectors/capture_config.h"
 
+#include <algorithm>
 #include <array>
 
 #include "core/log.h"
@@ -43,6 +44,17 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
   // Each sample holds the settings it replays: none is served from an earlier reading.
   config.ethtool.refresh_interval = std::chrono::nanoseconds(0);
   return off;
+}
+
+void KeepRecordedCollectors(CollectorsConfig& config, const std::vector<std::string>& recorded) {
+  if (recorded.empty()) return;
+  for (auto& [name, enabled] : config.collector_enabled) {
+    if (!enabled || std::ranges::find(recorded, name) != recorded.end()) continue;
+    enabled = false;
+    log::Info("collector off under replay", {{"source", name},
+                                             {"why", "the capture did not record it (--collector." +
+                                                         name + " was off when it was taken)"}});
+  }
 }
 
 }  // namespace rdmascope

@@ -26,4 +26,10 @@ std::span<const UnreplayableSource> UnreplayableSources();
 std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
                                                     std::string_view mode);
 
+// A replay runs only the collectors the capture recorded (its index's "collectors_replayed";
+// `recorded` empty: the index lists none, and nothing is turned off): one that was not has
+// no bytes to read, and would report the host's sources missing where they were only not
+// asked. Each one turned off is logged.
+void KeepRecordedCollectors(CollectorsConfig& config, const std::vector<std::string>& recorded);
+
 }  // namespace rdmascope

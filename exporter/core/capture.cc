@@ -564,6 +564,16 @@ std::vector<NotRecorded> Writer::missed() {
   return {missed_.begin(), missed_.end()};
 }
 
+std::vector<std::string> Writer::sample_times() {
+  std::lock_guard lock(mutex_);
+  return sample_times_;
+}
+
+void Writer::StampSample() {
+  std::lock_guard lock(mutex_);
+  if (!sample_times_.empty()) sample_times_.back() = NowUtc();
+}
+
 std::expected<void, std::string> Writer::WriteIndex(
     const std::string& rdmascope_version, const std::vector<std::string>& collectors_replayed) {
   std::lock_guard lock(mutex_);

@@ -153,6 +153,12 @@ class Writer {
               std::string_view firmware);
   void Missed(std::string source, std::string reason);
   std::vector<NotRecorded> missed();
+  // Each sample's time as index.json will give it (capture_index.h ParseUtcMillis reads it):
+  // when it began, or when StampSample said its collection started.
+  std::vector<std::string> sample_times();
+  // The open sample's time is now: its collection starts (sample 1 begins before the
+  // collectors are built, so that what they read then is in it; its counters are read later).
+  void StampSample();
 
   // index.json: `fields` (kernel, hostname, version... as JSON object text members) plus the
   // samples, drivers and not-recorded sources gathered.

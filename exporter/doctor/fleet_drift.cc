@@ -272,10 +272,14 @@ std::vector<Finding> FleetDrift(const std::map<std::string, Snapshot>& now,
                              earlier == before.end() ? nullptr : &earlier->second, cluster_label));
   }
   JudgeSettings(hosts, cluster_label, reference.setting_hosts, findings);
-  // The window: between the two evaluations (every snapshot of one is taken at one time).
-  const double window = before.empty() || now.empty()
-                            ? 0
-                            : now.begin()->second.seconds() - before.begin()->second.seconds();
+  // The window: between the two evaluations (from Prometheus, every snapshot of one is taken
+  // at one time; captures each have their own, and each host's rates use its own).
+  double window = 0;
+  for (const Host& host : hosts) {
+    if (host.before != nullptr) {
+      window = std::max(window, host.now->seconds() - host.before->seconds());
+    }
+  }
   JudgeErrorRates(hosts, window, cluster_label, reference.error_medians, findings);
   return findings;
 }

@@ -41,11 +41,19 @@ std::map<std::string, std::string> ProbeErrors(const std::vector<NamedCollector>
   return errors;
 }
 
-// One run of every collector, with each one's outcome.
 Snapshot CollectSnapshot(const CollectorRunner& runner,
                          const std::map<std::string, std::string>& probe_errors) {
-  const double seconds = MonotonicSeconds();
-  const auto families = runner.Collect();
+  return CollectSnapshot(runner, probe_errors, MonotonicSeconds());
+}
+
+Snapshot CollectSnapshot(const CollectorRunner& runner,
+                         const std::map<std::string, std::string>& probe_errors, double seconds) {
+  return SnapshotOf(runner, runner.Collect(), probe_errors, seconds);
+}
+
+Snapshot SnapshotOf(const CollectorRunner& runner,
+                    const std::vector<prometheus::MetricFamily>& families,
+                    const std::map<std::string, std::string>& probe_errors, double seconds) {
   std::map<std::string, CollectorOutcome> outcomes;
   for (const CollectorState& state : runner.States()) {
     CollectorOutcome& outcome = outcomes[state.name];

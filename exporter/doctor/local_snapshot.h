@@ -25,9 +25,16 @@ std::string NowRfc3339();
 // Why each collector's eBPF probes did not attach (absent: attached, or none), by name.
 std::map<std::string, std::string> ProbeErrors(const std::vector<NamedCollector>& collectors);
 
-// One run of every collector, with each one's outcome.
+// One run of every collector, with each one's outcome, stamped now (MonotonicSeconds).
 Snapshot CollectSnapshot(const CollectorRunner& runner,
                          const std::map<std::string, std::string>& probe_errors);
+// The same stamped `seconds`: a capture's sample, at the time its index gives.
+Snapshot CollectSnapshot(const CollectorRunner& runner,
+                         const std::map<std::string, std::string>& probe_errors, double seconds);
+// What one collection of `runner` gave (`families`), with each collector's outcome then.
+Snapshot SnapshotOf(const CollectorRunner& runner,
+                    const std::vector<prometheus::MetricFamily>& families,
+                    const std::map<std::string, std::string>& probe_errors, double seconds);
 
 // The report of this host: one collection, or two `options.window_ns` apart (counter rates),
 // every check over it, sorted.

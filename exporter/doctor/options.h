@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace rdmascope::doctor {
 
@@ -51,7 +52,9 @@ struct DoctorOptions {
   ClientAccess prometheus_access;
   double prometheus_time = 0;      // --prometheus.time: evaluation time (Unix seconds); 0: now
   int prometheus_concurrency = 4;  // queries in flight at once
-  bool show_ok = false;            // a fleet report lists ok findings instead of counting them
+  // --replay: captures (docs/capture.md) judged instead of this host; several: a fleet report.
+  std::vector<std::string> replay;
+  bool show_ok = false;  // a fleet report lists ok findings instead of counting them
   Format format = Format::kText;
   bool show_skipped = false;       // text: a block per skipped check instead of one summary line
   bool fail_on_crit_only = false;  // --fail-on=crit: warn exits 0

@@ -140,6 +140,7 @@ std::string Window(double seconds) {
 std::string WindowKindText(const std::string& kind) {
   if (kind == kWindowLookback) return " of the exporter's history";
   if (kind == kWindowSinceStart) return ", since the exporter started: younger than its lookback";
+  if (kind == kWindowCapture) return " between the capture's first and last sample";
   return "";
 }
 

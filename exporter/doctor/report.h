@@ -15,10 +15,12 @@ namespace rdmascope::doctor {
 
 // What counter rates were judged over (JSON window_kind): a window observed live (doctor's
 // --window, /doctor?window=D), the exporter's last --doctor.lookback, everything since the
-// exporter started (younger than its lookback), or nothing (a window of 0).
+// exporter started (younger than its lookback), between a capture's first and last sample
+// (`doctor --replay`), or nothing (a window of 0).
 inline constexpr const char* kWindowLive = "live";
 inline constexpr const char* kWindowLookback = "lookback";
 inline constexpr const char* kWindowSinceStart = "since_start";
+inline constexpr const char* kWindowCapture = "capture";
 inline constexpr const char* kWindowNone = "none";
 
 // One query a fleet report was built from (doctor --prometheus), as the report lists it.

@@ -11,6 +11,7 @@ Series the comparison leaves out, each for its reason:
   rdmascope_build_info                   the same binary on both sides: equal anyway, not data
 """
 
+import json
 import os
 import re
 import sys
@@ -38,6 +39,43 @@ def differences(live, replay, limit=10):
     return out[:limit] + ([f"... {len(out) - limit} more"] if len(out) > limit else [])
 
 
+def json_block(lab, block):
+    text = "\n".join(lab.blocks.get(block, []))
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def doctor_failures(lab):
+    """doctor --replay finds what doctor found live over the same samples; two captures make a
+    fleet report naming both hosts."""
+    live, replay = json_block(lab, "doctor_live"), json_block(lab, "doctor_replay")
+    if live is None or replay is None:
+        return [f"doctor: no JSON report (live {live is not None}, replay {replay is not None}): "
+                f"{lab.blocks.get('doctor_replay_log', [])[-5:]}"]
+    failures = []
+    if live["findings"] != replay["findings"]:
+        diff = [(a, b) for a, b in zip(live["findings"], replay["findings"]) if a != b]
+        failures.append(f"doctor --replay differs from doctor live: {len(live['findings'])} vs "
+                        f"{len(replay['findings'])} findings, first differences {diff[:2]}")
+    judged = [f for f in live["findings"] if f["severity"] != "skip"]
+    on_rxe = [f for f in judged if f.get("scope", {}).get("device") == "rxe0"]
+    if not on_rxe:
+        failures.append(f"doctor judged nothing on rxe0: {[f['id'] for f in judged]}")
+    lab.notes.append(f"doctor: {len(live['findings'])} findings live and replayed, "
+                     f"{len(judged)} judged, {len(on_rxe)} on rxe0, window "
+                     f"{replay.get('window_seconds')} s")
+    fleet = json_block(lab, "doctor_fleet")
+    if fleet is None or fleet.get("instances") != 2:
+        failures.append(f"doctor over two captures: {fleet and fleet.get('instances')} hosts")
+    else:
+        hosts = {f.get("scope", {}).get("instance") for f in fleet["findings"]}
+        if not {"peer"} <= hosts or len(hosts - {"*", "peer"}) != 1:
+            failures.append(f"the fleet report's hosts: {hosts}")
+    return failures
+
+
 def check(lab):
     failures = []
     if exit_code(lab, "capture") != "0":
@@ -62,6 +100,8 @@ def check(lab):
     lab.notes.append(f"{len(live[0])} series compared per sample, {len(moved)} counters moved")
     if exit_code(lab, "check") != "0":
         failures.append(f"check --replay: {lab.blocks.get('check')}")
+
+    failures += doctor_failures(lab)
 
     # --redact: none of rxe0's identifiers in any file, and the capture replays.
     if exit_code(lab, "redact") != "0":

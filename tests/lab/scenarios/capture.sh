@@ -44,6 +44,16 @@ wait $replay 2>/dev/null
 block replay_log cat /tmp/replay_9880.log
 # shellcheck disable=SC2086
 block check sh -c "rdmascope check --replay /tmp/cap $COLLECTORS 2>&1; echo \"@@@EXIT \$?\""
+# doctor: what it found live over the two samples (the capture's doctor.json), and from the
+# replay; then the capture and a copy named as another host, as a fleet.
+block doctor_live cat /tmp/cap/samples/0002/doctor.json
+# shellcheck disable=SC2086
+block doctor_replay sh -c "rdmascope doctor --replay /tmp/cap --format json $COLLECTORS 2>/tmp/doctor_replay.log; echo"
+block doctor_replay_log cat /tmp/doctor_replay.log
+cp -a /tmp/cap /tmp/cap2
+sed -i 's/"hostname": "[^"]*"/"hostname": "peer"/' /tmp/cap2/index.json
+# shellcheck disable=SC2086
+block doctor_fleet sh -c "rdmascope doctor --replay /tmp/cap --replay /tmp/cap2 --format json --show-ok $COLLECTORS 2>/dev/null; echo"
 
 # --redact: the device's GUID and its GIDs appear nowhere in the capture, and it still replays.
 # shellcheck disable=SC2086
