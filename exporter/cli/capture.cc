@@ -142,7 +142,7 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
       options.output.empty() ? DefaultOutput(redactor.get()) : options.output;
   auto writer = capture::Writer::Create(output, options.force);
   if (!writer) throw std::runtime_error(writer.error());
-  (*writer)->SetRedactor(redactor);
+  (*writer)->SetRedactor(redactor, !options.redact_key_file.empty());
   for (const UnreplayableSource& source : off) {
     (*writer)->Missed(std::string(source.source), std::string(source.why));
   }

@@ -61,7 +61,11 @@ doctor::ReplayedHost ReplayOne(const ServeConfig& base, const std::string& path,
   doctor::ReplayedHost host{.name = facts->hostname.empty() ? path : facts->hostname,
                             .generated = facts->sample_times.back(),
                             .before = std::nullopt,
-                            .now = doctor::Snapshot(doctor::SeriesByName{}, 0)};
+                            .now = doctor::Snapshot(doctor::SeriesByName{}, 0),
+                            .redaction_key_id = !facts->redacted ? ""
+                                                : facts->redaction_key_id.empty()
+                                                    ? "(a key the index does not name)"
+                                                    : facts->redaction_key_id};
   // Every sample in order, as `serve --replay`'s scrapes: a collector that keeps state across
   // collections (a counter's reset, a process that appeared) sees what it saw live.
   for (size_t sample = 1; sample <= samples; ++sample) {

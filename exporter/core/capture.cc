@@ -586,6 +586,10 @@ std::expected<void, std::string> Writer::WriteIndex(
   index["hostname"] = redactor_ ? redactor_->Name("host", host) : std::string(host);
   // --redact: every rule of docs/capture.md "Redaction" applied to what was written.
   index["redacted"] = redactor_ != nullptr;
+  if (redactor_) {
+    index["redaction"] = {{"key", redact_key_file_ ? "file" : "drawn"},
+                          {"key_id", redactor_->Token(kRedactionKeyIdKind, "", 16)}};
+  }
   utsname uts{};
   ::uname(&uts);
   index["kernel"] = {{"release", uts.release}, {"version", uts.version}, {"machine", uts.machine}};

@@ -28,6 +28,10 @@
 
 namespace rdmascope::capture {
 
+// index.json "redaction"."key_id": the redaction key's token of this kind, which names the key
+// without telling anything of it (two captures with one id hash a value alike).
+inline constexpr std::string_view kRedactionKeyIdKind = "redaction-key-id";
+
 // index.json's "format_version"; a reader refuses a capture of a newer one.
 constexpr int kFormatVersion = 1;
 // index.json itself: a few KiB per netdev; anything near this is not an index.
@@ -132,8 +136,11 @@ class Writer {
   const std::filesystem::path& dir() const { return dir_; }
   // --redact (core/redact.h): every file written from then on through RedactFile's rules, the
   // host name in the index too; binary replies are the recorders' to redact (redactor()).
-  void SetRedactor(std::shared_ptr<const redact::Redactor> redactor) {
+  // `key_file`: the key came from --redact.key-file (a fleet's), else drawn for this capture;
+  // the index says which, and the key's id (a hash of it: captures with one id compare).
+  void SetRedactor(std::shared_ptr<const redact::Redactor> redactor, bool key_file) {
     redactor_ = std::move(redactor);
+    redact_key_file_ = key_file;
   }
   const redact::Redactor* redactor() const { return redactor_.get(); }
   // Starts sample n (from 1); what the collectors read now goes into it.
@@ -182,6 +189,7 @@ class Writer {
   std::map<std::string, std::map<std::string, std::string>> drivers_;
   std::set<NotRecorded> missed_;
   std::shared_ptr<const redact::Redactor> redactor_;
+  bool redact_key_file_ = false;
 };
 
 // The process's boundary, installed once at start-up before any thread starts.

@@ -85,6 +85,11 @@ std::expected<IndexFacts, std::string> ReadIndexFacts(std::string_view index_tex
       redacted != json.end() && redacted->is_boolean()) {
     facts.redacted = redacted->get<bool>();
   }
+  if (const auto redaction = json.find("redaction");
+      redaction != json.end() && redaction->is_object()) {
+    facts.redaction_key = StringField(*redaction, "key");
+    facts.redaction_key_id = StringField(*redaction, "key_id");
+  }
   if (const auto collectors = json.find("collectors_replayed");
       collectors != json.end() && collectors->is_array()) {
     for (const nlohmann::json& name : *collectors) {

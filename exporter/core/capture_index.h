@@ -18,6 +18,10 @@ struct IndexFacts {
   std::string hostname;  // as recorded (a hash under --redact); empty when absent
   std::string kernel_release;
   bool redacted = false;
+  // "redaction": where the key came from ("file": --redact.key-file, "drawn": this capture's
+  // own) and its id; captures redacted with one id hash a value alike.
+  std::string redaction_key;
+  std::string redaction_key_id;
   std::vector<std::string> collectors;  // "collectors_replayed": those that ran when it was taken
   // Each sample's time as written ("2026-12-06T15:00:00.123Z"), and in seconds since the
   // first sample (exact to the millisecond: what counter rates divide by).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "doctor/checks.h"
@@ -37,7 +38,9 @@ ParsedReport ReportFromReplays(std::vector<ReplayedHost> hosts, const DoctorOpti
   std::map<std::string, Snapshot> now, before;
   double window = 0;
   std::string generated;
+  std::set<std::string> keys;
   for (ReplayedHost& host : hosts) {
+    keys.insert(host.redaction_key_id);
     for (Finding& finding : RunChecks(host.now, host.before ? &*host.before : nullptr, options)) {
       finding.scope.insert(finding.scope.begin(), {"instance", host.name});
       report.findings.push_back(std::move(finding));
@@ -58,6 +61,13 @@ ParsedReport ReportFromReplays(std::vector<ReplayedHost> hosts, const DoctorOpti
                     .window_kind = window > 0 ? kWindowCapture : kWindowNone};
   report.context.instances = hosts.size();
   report.context.fixes_display_only = true;
+  if (keys.size() > 1) {
+    // What redaction keeps (firmware, MTU, PFC, rates) still compares; what it hashes does not.
+    report.context.warnings.push_back(
+        "the captures were not redacted with one key (" + std::to_string(keys.size()) +
+        " keys, or some not redacted): their hashed host names, GUIDs and addresses do not "
+        "compare; use one --redact.key-file for a fleet's captures");
+  }
   if (!options.show_ok) CountOk(report.findings, report.context);
   return report;
 }

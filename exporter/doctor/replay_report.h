@@ -22,6 +22,8 @@ struct ReplayedHost {
   std::string generated;  // the last sample's time (RFC 3339)
   std::optional<Snapshot> before;  // the first sample, with --window other than 0s
   Snapshot now;                    // the last sample
+  // Its index's redaction key id (capture_index.h); empty: not redacted.
+  std::string redaction_key_id;
 };
 
 // Why the history checks skip on a capture: it holds samples, not an exporter's history.

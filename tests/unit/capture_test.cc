@@ -18,6 +18,7 @@
 
 #include "collectors/host_tuning.h"
 #include "collectors/rdma.h"
+#include "core/capture_index.h"
 #include "core/metric_set.h"
 #include "core/sysfs.h"
 #include "core/sysfs_dir.h"
@@ -271,7 +272,7 @@ TEST(CaptureWriter, RedactedFilesAndIndex) {
   auto writer = Writer::Create(dir.path() / "cap", false).value();
   auto redactor = std::make_shared<const redact::Redactor>(
       redact::Redactor::WithKey("0123456789abcdef-fleet-key").value());
-  writer->SetRedactor(redactor);
+  writer->SetRedactor(redactor, /*key_file=*/true);
   ASSERT_TRUE(writer->BeginSample(1).has_value());
   writer->File("sys/class/infiniband/mlx5_0/node_guid", "0002:c903:0042:1234\n");
   writer->File("sys/class/infiniband/mlx5_0/fw_ver", "22.36.1010\n");
@@ -287,6 +288,16 @@ TEST(CaptureWriter, RedactedFilesAndIndex) {
   EXPECT_NE(reader.index_text().find(redactor->Name("host", host)), std::string::npos);
   EXPECT_NE(reader.index_text().find("\"redacted\": true"), std::string::npos)
       << reader.index_text();
+  // The key is named, not told: its id is a keyed hash, the same for every capture it made.
+  const auto facts = capture::ReadIndexFacts(reader.index_text());
+  ASSERT_TRUE(facts) << facts.error();
+  EXPECT_EQ(facts->redaction_key, "file");
+  EXPECT_EQ(facts->redaction_key_id, redactor->Token(capture::kRedactionKeyIdKind, "", 16));
+  EXPECT_EQ(facts->redaction_key_id.size(), 16U);
+  EXPECT_NE(facts->redaction_key_id, redact::Redactor::WithKey("0123456789abcdef-other-key")
+                                         .value()
+                                         .Token(capture::kRedactionKeyIdKind, "", 16));
+  EXPECT_EQ(reader.index_text().find("fleet-key"), std::string::npos);
 }
 
 // ---- round trips: what the real readers return live, then replayed, is the same.

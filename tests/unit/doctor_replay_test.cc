@@ -150,5 +150,22 @@ TEST(DoctorReplay, SeveralCapturesAreAFleetWithEachHostsOwnWindow) {
   EXPECT_FALSE(report.context.ok_by_check.empty());  // ok findings counted, not listed
 }
 
+// Redacted values compare only under one key: a report over captures of several keys says so.
+TEST(DoctorReplay, CapturesRedactedWithDifferentKeysAreSaidNotToCompare) {
+  const auto warnings = [](std::vector<std::string> keys) {
+    std::vector<ReplayedHost> hosts;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      hosts.push_back(Captured("host" + std::to_string(i), "22.36.1010", 10, 0));
+      hosts.back().redaction_key_id = keys[i];
+    }
+    return doctor::ReportFromReplays(std::move(hosts), doctor::DoctorOptions{}).context.warnings;
+  };
+  EXPECT_TRUE(warnings({"", ""}).empty());
+  EXPECT_TRUE(warnings({"0123abcd", "0123abcd", "0123abcd"}).empty());
+  ASSERT_EQ(warnings({"0123abcd", "99999999"}).size(), 1U);
+  EXPECT_NE(warnings({"0123abcd", ""}).front().find("not redacted with one key"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace rdmascope
