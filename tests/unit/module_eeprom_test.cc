@@ -4,13 +4,25 @@
 #include "sys/module_eeprom.h"
 
 #include <gtest/gtest.h>
+#include <libmnl/libmnl.h>
+#include <linux/ethtool_netlink.h>
+#include <linux/genetlink.h>
 
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "core/capture.h"
+#include "core/redact.h"
+#include "sys/ethtool_netlink.h"
+#include "sys/module_eeprom_source.h"
+#include "unit/fixture_tree.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -367,6 +379,254 @@ TEST(ModuleEeprom, NothingMadeUpFromNothing) {
   EXPECT_FALSE(r.lanes[0].tx_bias_amperes);
   EXPECT_FALSE(r.tx_bias_thresholds);
   EXPECT_TRUE(r.lanes[0].rx_power_watts);
+}
+
+// ---- ethtool netlink: the requests as the kernel parses them, the replies as it sends them
+
+// The attributes of a built MODULE_EEPROM_GET request, read back.
+struct ParsedRequest {
+  std::string dev;
+  uint32_t offset = 0, length = 0;
+  uint8_t page = 0, bank = 0, i2c = 0;
+};
+int OnRequestHeader(const nlattr* attr, void* data) {
+  if (mnl_attr_get_type(attr) == ETHTOOL_A_HEADER_DEV_NAME) {
+    static_cast<ParsedRequest*>(data)->dev = mnl_attr_get_str(attr);
+  }
+  return MNL_CB_OK;
+}
+
+int OnRequestAttribute(const nlattr* attr, void* data) {
+  auto* out = static_cast<ParsedRequest*>(data);
+  switch (mnl_attr_get_type(attr)) {
+    case ETHTOOL_A_MODULE_EEPROM_HEADER:
+      mnl_attr_parse_nested(attr, OnRequestHeader, out);
+      break;
+    case ETHTOOL_A_MODULE_EEPROM_OFFSET:
+      out->offset = mnl_attr_get_u32(attr);
+      break;
+    case ETHTOOL_A_MODULE_EEPROM_LENGTH:
+      out->length = mnl_attr_get_u32(attr);
+      break;
+    case ETHTOOL_A_MODULE_EEPROM_PAGE:
+      out->page = mnl_attr_get_u8(attr);
+      break;
+    case ETHTOOL_A_MODULE_EEPROM_BANK:
+      out->bank = mnl_attr_get_u8(attr);
+      break;
+    case ETHTOOL_A_MODULE_EEPROM_I2C_ADDRESS:
+      out->i2c = mnl_attr_get_u8(attr);
+      break;
+  }
+  return MNL_CB_OK;
+}
+
+ParsedRequest ParseRequest(const std::vector<char>& buf, size_t len) {
+  ParsedRequest out;
+  const auto* message = reinterpret_cast<const nlmsghdr*>(buf.data());
+  EXPECT_EQ(message->nlmsg_len, len);
+  mnl_attr_parse(message, sizeof(genlmsghdr), OnRequestAttribute, &out);
+  return out;
+}
+
+TEST(EthtoolNetlink, ModuleEepromRequestsTheKernelAccepts) {
+  std::vector<char> buf;
+  const size_t len = BuildModuleEepromRequest(0x1f, "eth2", {0x50, 0x11, 1}, 154, 48, 7, buf);
+  ASSERT_GT(len, 0U);
+  const auto* message = reinterpret_cast<const nlmsghdr*>(buf.data());
+  EXPECT_EQ(message->nlmsg_type, 0x1f);
+  EXPECT_EQ(message->nlmsg_seq, 7U);
+  const auto* genl = reinterpret_cast<const genlmsghdr*>(buf.data() + sizeof(nlmsghdr));
+  EXPECT_EQ(genl->cmd, ETHTOOL_MSG_MODULE_EEPROM_GET);
+  const ParsedRequest request = ParseRequest(buf, len);
+  EXPECT_EQ(request.dev, "eth2");
+  EXPECT_EQ(request.offset, 154U);
+  EXPECT_EQ(request.length, 48U);
+  EXPECT_EQ(request.page, 0x11);
+  EXPECT_EQ(request.bank, 1);
+  EXPECT_EQ(request.i2c, 0x50);
+  // What the kernel refuses (net/ethtool/eeprom.c) is not sent: a read across the halves, the
+  // lower half of a page other than 0, a name longer than IFNAMSIZ, a 7-bit address beyond.
+  EXPECT_EQ(BuildModuleEepromRequest(0x1f, "eth2", {0x50, 0, 0}, 120, 16, 1, buf), 0U);
+  EXPECT_EQ(BuildModuleEepromRequest(0x1f, "eth2", {0x50, 3, 0}, 0, 16, 1, buf), 0U);
+  EXPECT_EQ(BuildModuleEepromRequest(0x1f, "a-name-too-long-for-a-netdev", {}, 0, 1, 1, buf), 0U);
+  EXPECT_EQ(BuildModuleEepromRequest(0x1f, "eth2", {0x80, 0, 0}, 0, 1, 1, buf), 0U);
+  EXPECT_EQ(BuildModuleEepromRequest(0x1f, "eth2", {0x50, 0, 0}, 0, 0, 1, buf), 0U);
+}
+
+// A reply as the kernel builds it: nlmsghdr, genlmsghdr, then `data` as
+// ETHTOOL_A_MODULE_EEPROM_DATA (absent when nullopt).
+std::vector<char> EepromReply(std::optional<std::string> data) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* message = mnl_nlmsg_put_header(buf.data());
+  message->nlmsg_type = 0x1f;
+  message->nlmsg_seq = 7;
+  mnl_nlmsg_put_extra_header(message, sizeof(genlmsghdr));
+  if (data) mnl_attr_put(message, ETHTOOL_A_MODULE_EEPROM_DATA, data->size(), data->data());
+  buf.resize(message->nlmsg_len);
+  return buf;
+}
+
+std::vector<char> ErrorReply(int error) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* message = mnl_nlmsg_put_header(buf.data());
+  message->nlmsg_type = NLMSG_ERROR;
+  auto* err = static_cast<nlmsgerr*>(mnl_nlmsg_put_extra_header(message, sizeof(nlmsgerr)));
+  err->error = -error;
+  buf.resize(message->nlmsg_len);
+  return buf;
+}
+
+TEST(EthtoolNetlink, ModuleEepromRepliesOfTheAskedLengthOnly) {
+  const std::string page(48, '\x27');
+  const auto whole = EepromReply(page);
+  EXPECT_EQ(ParseModuleEepromReply(whole.data(), whole.size(), 48), page);
+  // Success with 0 bytes (mlx5 before its 2025 fix) or fewer than asked: EIO, not zeros.
+  const auto empty = EepromReply(std::string());
+  EXPECT_EQ(ParseModuleEepromReply(empty.data(), empty.size(), 48).error(), EIO);
+  EXPECT_EQ(ParseModuleEepromReply(whole.data(), whole.size(), 64).error(), EIO);
+  const auto none = EepromReply(std::nullopt);
+  EXPECT_EQ(ParseModuleEepromReply(none.data(), none.size(), 48).error(), EIO);
+  const auto refused = ErrorReply(EOPNOTSUPP);
+  EXPECT_EQ(ParseModuleEepromReply(refused.data(), refused.size(), 48).error(), EOPNOTSUPP);
+  EXPECT_EQ(ParseModuleEepromReply(whole.data(), whole.size() - 3, 48).error(), EBADMSG);
+  EXPECT_EQ(ParseModuleEepromReply(whole.data(), 0, 48).error(), EBADMSG);
+}
+
+TEST(EthtoolNetlink, FamilyIdFromTheControllersReply) {
+  std::vector<char> buf(MNL_SOCKET_BUFFER_SIZE);
+  nlmsghdr* message = mnl_nlmsg_put_header(buf.data());
+  message->nlmsg_type = GENL_ID_CTRL;
+  mnl_nlmsg_put_extra_header(message, sizeof(genlmsghdr));
+  mnl_attr_put_strz(message, CTRL_ATTR_FAMILY_NAME, "ethtool");
+  mnl_attr_put_u16(message, CTRL_ATTR_FAMILY_ID, 0x1f);
+  EXPECT_EQ(ParseFamilyReply(buf.data(), message->nlmsg_len), 0x1f);
+  const auto missing = ErrorReply(ENOENT);
+  EXPECT_EQ(ParseFamilyReply(missing.data(), missing.size()).error(), ENOENT);
+}
+
+// The kernel itself: loopback has no module, so a well-formed request gets EOPNOTSUPP (or
+// EPERM without CAP_NET_ADMIN); a malformed one would get EINVAL.
+TEST(EthtoolNetlink, TheKernelParsesTheRequest) {
+  auto netlink = EthtoolNetlink::Open();
+  if (!netlink) GTEST_SKIP() << "no ethtool netlink here: " << std::strerror(netlink.error());
+  const auto read = netlink->ReadModule("lo", {0x50, 0, 0}, 0, 1);
+  ASSERT_FALSE(read);
+  EXPECT_TRUE(read.error() == EOPNOTSUPP || read.error() == EPERM) << std::strerror(read.error());
+  EXPECT_EQ(netlink->ReadModule("lo", {0x50, 3, 0}, 0, 1).error(), EINVAL);  // not sent
+}
+
+// ---- the host boundary: recorded as half pages, replayed from them
+
+class Installed {
+ public:
+  explicit Installed(std::unique_ptr<capture::Session> session) : session_(std::move(session)) {
+    capture::Install(session_.get());
+  }
+  ~Installed() { capture::Install(nullptr); }
+
+ private:
+  std::unique_ptr<capture::Session> session_;
+};
+
+// The module's reads as ModuleEepromSource's live function: a FakeModule behind EthtoolNetlink.
+ModuleEepromSource::LiveRead LiveFrom(FakeModule& module) {
+  return [reader = module.Reader()](const ModulePageKey& key, uint8_t offset,
+                                    uint8_t length) -> std::expected<std::string, int> {
+    std::string bytes(length, '\0');
+    if (!reader(key, offset, length, reinterpret_cast<uint8_t*>(bytes.data()))) {
+      return std::unexpected(EIO);
+    }
+    return bytes;
+  };
+}
+
+// Records `module` through the source into a capture in `dir` (optionally redacted), returns
+// what was decoded live.
+ModuleReading Record(FakeModule& module, const std::filesystem::path& dir,
+                     std::shared_ptr<const redact::Redactor> redactor = nullptr) {
+  auto writer = capture::Writer::Create(dir, false).value();
+  if (redactor) writer->SetRedactor(redactor, true);
+  ModuleReading live;
+  {
+    Installed session(capture::Session::Recording(capture::Layout("/sys", "/proc"), writer.get()));
+    EXPECT_TRUE(writer->BeginSample(1).has_value());
+    {
+      ModuleEepromSource source("eth2", LiveFrom(module));
+      live = DecodeModule(source.Reader());
+    }
+    EXPECT_TRUE(writer->CommitSample().has_value());
+    EXPECT_TRUE(writer->WriteIndex("test", {}).has_value());
+  }
+  return live;
+}
+
+ModuleReading Replay(const std::filesystem::path& dir, int* error = nullptr) {
+  Installed session(capture::Session::Replaying(capture::Layout("/sys", "/proc"),
+                                                capture::Reader::Open(dir).value()));
+  ModuleEepromSource source("eth2", [](const ModulePageKey&, uint8_t, uint8_t) {
+    ADD_FAILURE() << "the live read was asked under replay";
+    return std::expected<std::string, int>(std::unexpected(EIO));
+  });
+  ModuleReading reading = DecodeModule(source.Reader());
+  if (error != nullptr) *error = source.first_error();
+  return reading;
+}
+
+std::string FileText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(ModuleEepromSource, RecordedAsHalfPagesAndReplayedAlike) {
+  testing::TempDir dir;
+  FakeModule module = QsfpDd();
+  module.Drop(0x50, 2);  // no thresholds page: recorded as the read's error
+  const ModuleReading live = Record(module, dir.path() / "cap");
+  const auto half = dir.path() / "cap/samples/0001/ethtool/eth2/module";
+  const std::string lower = FileText(half / "i2c-0x50.page-0x00.bank-0.lower");
+  ASSERT_EQ(lower.size(), 128U);
+  EXPECT_EQ(static_cast<uint8_t>(lower[0]), 0x18);
+  EXPECT_EQ(lower.substr(8, 6), std::string(6, '\0'));  // latched flags: not read, stored 0
+  EXPECT_EQ(FileText(half / "i2c-0x50.page-0x11.bank-0.upper").size(), 128U);
+  EXPECT_EQ(FileText(half / "i2c-0x50.page-0x02.bank-0.upper.errno"), "EIO\n");
+  const ModuleReading replayed = Replay(dir.path() / "cap");
+  EXPECT_EQ(replayed.vendor, live.vendor);
+  EXPECT_EQ(replayed.serial, "DD0001");
+  EXPECT_EQ(replayed.temperature_celsius, live.temperature_celsius);
+  ASSERT_EQ(replayed.lanes.size(), live.lanes.size());
+  for (size_t i = 0; i < live.lanes.size(); ++i) {
+    EXPECT_EQ(replayed.lanes[i].rx_power_watts, live.lanes[i].rx_power_watts) << i;
+    EXPECT_EQ(replayed.lanes[i].tx_bias_amperes, live.lanes[i].tx_bias_amperes) << i;
+  }
+  EXPECT_FALSE(replayed.rx_power_thresholds);
+  EXPECT_EQ(replayed.problems, live.problems);
+}
+
+TEST(ModuleEepromSource, RedactedSerialAndHostileHalves) {
+  testing::TempDir dir;
+  FakeModule module = Qsfp28();
+  auto redactor = std::make_shared<const redact::Redactor>(
+      redact::Redactor::WithKey("0123456789abcdef-fleet-key").value());
+  Record(module, dir.path() / "cap", redactor);
+  const ModuleReading replayed = Replay(dir.path() / "cap");
+  EXPECT_NE(replayed.serial, "QS0001");
+  EXPECT_EQ(replayed.serial.size(), std::string("QS0001").size());
+  EXPECT_EQ(replayed.vendor, "ACME");  // kept: vendors are not identifiers
+  EXPECT_EQ(replayed.part_number, "QSFP-100G-SR4");
+  // A half of another size is refused, not padded or cut.
+  const auto upper =
+      dir.path() / "cap/samples/0001/ethtool/eth2/module/i2c-0x50.page-0x00.bank-0.upper";
+  std::ofstream(upper, std::ios::binary | std::ios::trunc) << std::string(127, 'x');
+  int error = 0;
+  const ModuleReading cut = Replay(dir.path() / "cap", &error);
+  EXPECT_EQ(cut.vendor, "");
+  EXPECT_TRUE(cut.temperature_celsius);  // the lower page still reads
+  EXPECT_EQ(error, EINVAL);
+  EXPECT_FALSE(ModuleHalfPath("../x", {}, false));
+  EXPECT_FALSE(ModuleHalfPath("a/b", {}, false));
+  EXPECT_EQ(ModuleHalfPath("eth2", {0x51, 0, 0}, false),
+            "ethtool/eth2/module/i2c-0x51.page-0x00.bank-0.lower");
 }
 
 }  // namespace
