@@ -122,6 +122,7 @@ def main(binary):
             failures.append(f"only {stats} ethtool stats replayed: the comparison proves little")
 
         failures += strace_replay(binary, capture, work)
+        failures += strace_doctor(binary, capture, work)
     for failure in failures:
         print("FAIL:", failure)
     return 1 if failures else 0
@@ -158,6 +159,36 @@ def strace_replay(binary, capture, work):
     print(f"strace: {len(lines)} calls, {len(lines) - startup_lines} after start-up")
     if len(lines) - startup_lines < 5:
         failures.append("strace saw almost nothing after start-up: the check proves little")
+    return failures[:20]
+
+
+def strace_doctor(binary, capture, work):
+    """`doctor --replay` reads the host no more than `serve --replay` does: it runs once, so
+    every open is checked but the dynamic loader's and the locale's (before main) and the
+    process's own /proc/self."""
+    failures = []
+    trace = os.path.join(work, "strace_doctor.txt")
+    result = subprocess.run(["strace", "-f", "-qq", "-e", "trace=ioctl,socket,open,openat,openat2",
+                             "-o", trace, binary, "doctor", "--replay", capture, "--format", "json"],
+                            capture_output=True, text=True, timeout=120)
+    if result.returncode not in (0, 1, 2) or '"findings"' not in result.stdout:
+        return [f"doctor --replay under strace: exit {result.returncode}: {result.stderr[-500:]}"]
+    with open(trace, errors="replace") as f:
+        lines = f.readlines()
+    host = re.compile(r'"(/sys/|/dev/|/run/|/proc/(?!self/|thread-self/|stat"))')
+    opens = 0
+    for line in lines:
+        if "SIOCETHTOOL" in line or "0x8946" in line:
+            failures.append(f"strace doctor: an ethtool ioctl under replay: {line.strip()}")
+        if re.search(r"socket\((AF_NETLINK|PF_NETLINK)", line):
+            failures.append(f"strace doctor: a netlink socket under replay: {line.strip()}")
+        if re.search(r"\bopen(at2?)?\(", line):
+            opens += 1
+            if host.search(line):
+                failures.append(f"strace doctor: the host read under replay: {line.strip()}")
+    print(f"strace doctor --replay: {len(lines)} calls, {opens} opens")
+    if opens < 5:
+        failures.append("strace saw almost no open from doctor --replay: the check proves little")
     return failures[:20]
 
 
