@@ -96,6 +96,27 @@ TEST(CaptureReader, NewerFormatVersionIsRefusedWithAClearMessage) {
       << reader.error();
 }
 
+// A field this reader does not know (the matrix captures' "origin", the next slice's additions)
+// is ignored by the Reader and by the index facts doctor --replay reads: no new format version.
+TEST(CaptureReader, UnknownIndexFieldsAreIgnored) {
+  HandCapture capture;
+  WriteFile(capture.dir.path() / "index.json",
+            R"({"format_version":1,"hostname":"matrix-rxe",)"
+            R"("origin":{"kind":"synthetic","from":"sw/rxe/rxe_verbs.c rxe_query_port"},)"
+            R"("not_yet":[1,{"deep":null}],"redacted":"a list one day",)"
+            R"("samples":[{"name":"0001","time":"2026-12-06T12:00:00.000Z","extra":true}]})");
+  WriteFile(capture.sample() / "sys/class/infiniband/rxe0/ports/1/state", "4: ACTIVE\n");
+  const Reader reader = capture.Open();
+  EXPECT_EQ(reader.sample_count(), 1u);
+  EXPECT_EQ(reader.ReadFile(1, "sys/class/infiniband/rxe0/ports/1/state", 4096).value(),
+            "4: ACTIVE\n");
+  const auto facts = ReadIndexFacts(reader.index_text());
+  ASSERT_TRUE(facts.has_value()) << facts.error();
+  EXPECT_EQ(facts->hostname, "matrix-rxe");
+  EXPECT_FALSE(facts->redacted);  // a "redacted" that is not a boolean is not read as one
+  EXPECT_EQ(facts->sample_times, std::vector<std::string>{"2026-12-06T12:00:00.000Z"});
+}
+
 TEST(CaptureReader, TruncatedOrMissingIndexIsRefused) {
   HandCapture capture;
   WriteFile(capture.dir.path() / "index.json", "{\"format_version\":1,\"samples\":[{\"na");
