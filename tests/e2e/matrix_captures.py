@@ -68,14 +68,10 @@ class Replay:
                                f"{run.stderr}") from e
 
 
-def doctor_replay_hook(binary, capture):
-    """Where `rdmascope doctor --replay CAPTURE` is called, doctor's own replay of the capture
-    (no serve in between; docs/capture.md "doctor --replay"): its findings, for the callers to
-    check against the same rows as the /doctor ones. None where the binary has no such flag."""
-    helped = subprocess.run([binary, "doctor", "--help"], capture_output=True, text=True,
-                            timeout=30)
-    if "--replay" not in helped.stdout + helped.stderr:
-        return None
+def doctor_replay(binary, capture):
+    """`rdmascope doctor --replay CAPTURE`: doctor's own replay of the capture (no serve in
+    between; docs/capture.md "doctor --replay"): its findings, for the callers to check against
+    the same rows as the /doctor ones."""
     run = subprocess.run([binary, "doctor", f"--replay={capture}", "--format", "json"],
                          capture_output=True, text=True, timeout=60)
     try:

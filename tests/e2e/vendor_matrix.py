@@ -15,7 +15,7 @@ For each capture (each row's device is in exactly one):
    depend on annotation texts);
 3. `rdmascope doctor --exporter` against that serve (its /doctor runs the checks on the replay):
    links.port_state's severity per device; and the same from `doctor --replay CAPTURE`
-   (matrix_captures.doctor_replay_hook).
+   (matrix_captures.doctor_replay).
 
 Usage: vendor_matrix.py RDMASCOPE SOURCE_DIR"""
 
@@ -137,12 +137,9 @@ def main(binary, source):
         for f in findings:
             if f["id"] == "links.port_state" and f["scope"].get("device") in devices:
                 severity[f["scope"]["device"]] = f["severity"]
-        replayed = matrix_captures.doctor_replay_hook(binary, capture)
-        for f in replayed or []:
+        for f in matrix_captures.doctor_replay(binary, capture):
             if f["id"] == "links.port_state" and f["scope"].get("device") in devices:
                 replayed_severity[f["scope"]["device"]] = f["severity"]
-        if replayed is None:
-            print(f"doctor --replay: not in this binary ({shape}: /doctor only)")
 
     # 2. The alert, from the last scrape of each capture.
     with tempfile.TemporaryDirectory(prefix="rdmascope-matrix-") as work:
@@ -168,9 +165,8 @@ def main(binary, source):
     for device, row in sorted(rows.items()):
         expect(f"{device} ({row['what']}): doctor links.port_state", severity.get(device),
                row["doctor"])
-        if replayed_severity:
-            expect(f"{device} ({row['what']}): doctor --replay links.port_state",
-                   replayed_severity.get(device), row["doctor"])
+        expect(f"{device} ({row['what']}): doctor --replay links.port_state",
+               replayed_severity.get(device), row["doctor"])
     if failures:
         print(f"{len(failures)} of the matrix's checks failed")
     return 1 if failures else 0

@@ -15,7 +15,7 @@ device in exactly one, for every row of "Counter scenarios, tested":
 3. `rdmascope doctor --exporter` on that serve: its counter checks compare the collection at the
    request (the last sample, repeating) with serve's first one (the first sample), so the row's
    checks have its severities; and `doctor --replay CAPTURE`, its rates between the first and
-   the last sample (matrix_captures.doctor_replay_hook), the same.
+   the last sample (matrix_captures.doctor_replay), the same.
 And for every row of "hw_counters that are gauges, and PMA widths, tested", from the first
 scrape: the file is exported in the family the row names, and not in the other one.
 
@@ -202,9 +202,7 @@ def main(binary, source):
             taken = replay.scrapes()
             scrapes[shape] = (taken[0], taken[-1])
             findings[shape] = replay.doctor()
-        replayed[shape] = matrix_captures.doctor_replay_hook(binary, capture_dirs[shape])
-        if replayed[shape] is None:
-            print(f"doctor --replay: not in this binary ({shape}: /doctor only)")
+        replayed[shape] = matrix_captures.doctor_replay(binary, capture_dirs[shape])
 
     # 1. The series, before and after.
     for row in rows:
@@ -230,8 +228,6 @@ def main(binary, source):
     for row in rows:
         for source_name, report in (("doctor", findings[row["shape"]]),
                                     ("doctor --replay", replayed[row["shape"]])):
-            if report is None:
-                continue
             for check, severity in row["doctor"]:
                 got = sorted({f["severity"] for f in report if f["id"] == check
                               and row["device"] in (f["scope"].get("device"),
