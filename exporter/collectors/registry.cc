@@ -10,6 +10,7 @@
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
+#include "collectors/verbs_ports_capture.h"
 #include "collectors/workload.h"
 #include "core/log.h"
 
@@ -25,7 +26,7 @@ std::unique_ptr<Collector> MakeEthtool(const CollectorsConfig& config) {
 std::unique_ptr<Collector> MakeRdma(const CollectorsConfig& config) {
   return std::make_unique<RdmaCollector>(
       config.rdma, config.sysfs,
-      config.replayable_only ? nullptr : std::make_unique<VerbsPortMtuQuerier>());
+      std::make_unique<CapturedPortMtuQuerier>(std::make_unique<VerbsPortMtuQuerier>()));
 }
 
 std::unique_ptr<Collector> MakeResources(const CollectorsConfig& config) {
