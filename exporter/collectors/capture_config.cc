@@ -8,10 +8,9 @@
 namespace rdmascope {
 namespace {
 
-constexpr std::array<UnreplayableSource, 6> kUnreplayable{{
+constexpr std::array<UnreplayableSource, 5> kUnreplayable{{
     {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
     {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
-    {"perf", "perf counters (perf_event_open) are not recorded in capture format 1", true},
     {"occupancy", "the preload library's shared stats files are not recorded in format 1", true},
     {"workload: container runtime",
      "the CRI socket's gRPC answers are not recorded in format 1 (container names)", false},

@@ -7,6 +7,7 @@
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
 #include "collectors/perf.h"
+#include "collectors/perf_capture.h"
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
@@ -47,7 +48,8 @@ std::unique_ptr<Collector> MakeOccupancy(const CollectorsConfig& config) {
 }
 
 std::unique_ptr<Collector> MakePerf(const CollectorsConfig& config) {
-  return std::make_unique<PerfCollector>(config.perf, config.sysfs);
+  return std::make_unique<PerfCollector>(
+      config.perf, config.sysfs, std::make_unique<CapturedPerfHost>(SystemPerfHost(config.sysfs)));
 }
 
 std::unique_ptr<Collector> MakeMr(const CollectorsConfig& config) {
