@@ -86,6 +86,7 @@ void AddCaptureFlags(CLI::App& app, CaptureOptions& options) {
                  "key hashes a value alike in every capture of a fleet; without it each capture "
                  "draws its own")
       ->group("Capture");
+  AddCaptureExporterFlags(app, options.exporter);
 }
 
 namespace {
@@ -185,6 +186,7 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
         first = std::move(now);
       }
     }
+    RecordExporterAnswers(options.exporter, **writer, redactor != nullptr);
     if (auto committed = (*writer)->CommitSample(); !committed) {
       throw std::runtime_error(committed.error());
     }

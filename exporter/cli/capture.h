@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "cli/capture_exporter.h"
 #include "cli/serve_config.h"
 
 namespace rdmascope {
@@ -22,10 +23,11 @@ struct CaptureOptions {
   std::chrono::nanoseconds interval = std::chrono::seconds(10);
   bool redact = false;
   std::filesystem::path redact_key_file;  // empty: a key of this capture's own
+  CaptureExporterOptions exporter;        // whose debug answers each sample records
 };
 
 // Registers capture's own flags (--output, --force, --samples, --interval, --redact,
-// --redact.key-file).
+// --redact.key-file, --exporter, --exporter.timeout).
 void AddCaptureFlags(CLI::App& capture, CaptureOptions& options);
 int RunCapture(ServeConfig config, const CaptureOptions& options);
 

@@ -13,6 +13,7 @@
 #include <stdexcept>
 
 #include "cli/capture.h"
+#include "cli/capture_exporter.h"
 #include "collectors/build.h"
 #include "collectors/capability_broker_metrics.h"
 #include "collectors/mr.h"
@@ -260,6 +261,8 @@ int RunServe(const ServeConfig& config) {
   }
   LogWebSecurity(config.web);
   DebugRoutes routes = runner->CollectDebugRoutes();
+  // The capture's answers of the exporter that ran where it was taken (mr is off here).
+  if (!serving.replay.empty()) AddCapturedExporterRoutes(routes);
   // Declared before the server, so destroyed after it: no /doctor request outlives it.
   doctor::Service doctor(runner, std::move(probe_errors), 60, config.doctor_lookback_seconds);
   doctor.AddRoute(routes);

@@ -8,15 +8,10 @@
 namespace rdmascope {
 namespace {
 
-constexpr std::array<UnreplayableSource, 7> kUnreplayable{{
+constexpr std::array<UnreplayableSource, 5> kUnreplayable{{
     {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
     {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
-    {"perf", "perf counters (perf_event_open) are not recorded in capture format 1", true},
     {"occupancy", "the preload library's shared stats files are not recorded in format 1", true},
-    {"rdma: libibverbs port queries",
-     "ibv_query_port (rdma_port_active_mtu_bytes, rdma_port_max_mtu_bytes) goes through "
-     "libibverbs, not through the host boundary",
-     false},
     {"workload: container runtime",
      "the CRI socket's gRPC answers are not recorded in format 1 (container names)", false},
     {"workload: kubelet PodResources",

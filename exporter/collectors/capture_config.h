@@ -14,7 +14,7 @@
 namespace rdmascope {
 
 struct UnreplayableSource {
-  std::string_view source;  // a collector's name, or "rdma: libibverbs port queries"
+  std::string_view source;  // a collector's name, or "workload: container runtime"
   std::string_view why;
   bool whole_collector;  // off entirely (else only this part of the collector)
 };

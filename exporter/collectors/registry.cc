@@ -7,9 +7,11 @@
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
 #include "collectors/perf.h"
+#include "collectors/perf_capture.h"
 #include "collectors/rdma.h"
 #include "collectors/resources.h"
 #include "collectors/verbs.h"
+#include "collectors/verbs_ports_capture.h"
 #include "collectors/workload.h"
 #include "core/log.h"
 
@@ -25,7 +27,7 @@ std::unique_ptr<Collector> MakeEthtool(const CollectorsConfig& config) {
 std::unique_ptr<Collector> MakeRdma(const CollectorsConfig& config) {
   return std::make_unique<RdmaCollector>(
       config.rdma, config.sysfs,
-      config.replayable_only ? nullptr : std::make_unique<VerbsPortMtuQuerier>());
+      std::make_unique<CapturedPortMtuQuerier>(std::make_unique<VerbsPortMtuQuerier>()));
 }
 
 std::unique_ptr<Collector> MakeResources(const CollectorsConfig& config) {
@@ -46,7 +48,8 @@ std::unique_ptr<Collector> MakeOccupancy(const CollectorsConfig& config) {
 }
 
 std::unique_ptr<Collector> MakePerf(const CollectorsConfig& config) {
-  return std::make_unique<PerfCollector>(config.perf, config.sysfs);
+  return std::make_unique<PerfCollector>(
+      config.perf, config.sysfs, std::make_unique<CapturedPerfHost>(SystemPerfHost(config.sysfs)));
 }
 
 std::unique_ptr<Collector> MakeMr(const CollectorsConfig& config) {
