@@ -234,7 +234,8 @@ struct Reader::State {
       : limits(bounds), slots(std::make_unique<Slot[]>(samples)) {}
   struct Slot {
     std::once_flag once;
-    std::unique_ptr<Node> tree;  // null: read from the files
+    std::unique_ptr<Node> loaded;  // a directory capture's sample, read into memory
+    const Node* tree = nullptr;    // null: read from the files
   };
   Limits limits;
   std::unique_ptr<Slot[]> slots;
@@ -320,6 +321,14 @@ std::expected<Reader, std::string> Reader::WithIndex(Reader reader, std::string 
   reader.index_text_ = std::move(index);
   auto state = std::make_unique<State>(reader.samples_, reader.state_->limits);
   state->archive = std::move(reader.state_->archive);
+  if (reader.archive()) {
+    // Each sample's directory in the archive, found once (a sample it lacks answers ENOENT).
+    for (size_t i = 0; i < reader.samples_; ++i) {
+      const Found found = Walk(state->archive, "samples/" + SampleName(i + 1));
+      const bool dir = found.node != nullptr && found.node->kind == Node::Kind::kDirectory;
+      state->slots[i].tree = dir ? found.node : &EmptyTree();
+    }
+  }
   reader.state_ = std::move(state);
   return reader;
 }
@@ -342,12 +351,8 @@ uint64_t Reader::cached_bytes() const {
 }
 
 const Node* Reader::Tree(size_t sample) const {
-  if (archive()) {
-    const Found found = Walk(state_->archive, "samples/" + SampleName(sample));
-    return found.node != nullptr && found.node->kind == Node::Kind::kDirectory ? found.node
-                                                                               : &EmptyTree();
-  }
   State::Slot& slot = state_->slots[sample - 1];
+  if (archive()) return slot.tree;
   // Built once by whichever read comes first; every later read (any thread) sees it whole.
   std::call_once(slot.once, [&] {
     const int fd = OpenBeneath("samples/" + SampleName(sample), O_RDONLY | O_DIRECTORY);
@@ -363,9 +368,10 @@ const Node* Reader::Tree(size_t sample) const {
     do {
       if (before + used > state_->limits.cache_bytes) return;
     } while (!state_->cached.compare_exchange_weak(before, before + used));
-    slot.tree = std::move(tree);
+    slot.loaded = std::move(tree);
+    slot.tree = slot.loaded.get();
   });
-  return slot.tree.get();
+  return slot.tree;
 }
 
 // ---- Reader: the files of a directory capture
