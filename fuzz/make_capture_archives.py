@@ -32,7 +32,8 @@ def archive(name, entries):
 
 s = "cap/samples/0001/"
 archive("seed-archive", [("cap", b"", "dir"), ("cap/index.json", index, "file"),
-                         (s + "ethtool/eth0/statistics", b"NIC statistics:\n     rx_packets: 12\n", "file"),
+                         (s + "ethtool/eth0/statistics",
+                          b"NIC statistics:\n     rx_packets: 12\n", "file"),
                          (s + "ethtool/eth0/coalesce.errno", b"EOPNOTSUPP\n", "file"),
                          (s + "sys/class/net/eth0/mtu", b"1500\n", "file"),
                          (s + "sys/class/net/eth0/device.link", b"../../../devices/x", "file")])

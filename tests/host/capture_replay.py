@@ -163,7 +163,7 @@ def strace_replay(binary, capture, work):
         if re.search(r"\bopen(at2?)?\(", line) and not allowed.search(line):
             # openat2 beneath the capture's root descriptor names paths relative to it; a
             # sample read into memory opens each name beneath its directory's descriptor.
-            if re.search(r'openat2\(\d+, "samples/', line) or re.search(r'openat\(\d+, "[^/]', line):
+            if re.search(r'openat2\(\d+, "samples/|openat\(\d+, "[^/]', line):
                 continue
             failures.append(f"strace: an open outside the capture after start-up: {line.strip()}")
     print(f"strace: {len(lines)} calls, {len(lines) - startup_lines} after start-up")

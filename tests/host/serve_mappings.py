@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Host tier (issue 17): what `rdmascope serve` keeps mapped after scrapes. The libraries only
-other subcommands need are loaded by those alone: libprotobuf (librdmascope_pprof.so, `profile`),
-libcurl (`doctor --exporter`), libarchive (a `.tar.gz` capture); libpfm4 is loaded while the perf collector resolves event names
-and unloaded after. None may be in serve's /proc/PID/maps after start-up and scrapes. Also prints
-the RSS and the largest mappings (the figures of docs/benchmarks.md, "Memory"), asserting none.
+other subcommands need are loaded by those alone: libprotobuf (librdmascope_pprof.so,
+`profile`), libcurl (`doctor --exporter`), libarchive (a `.tar.gz` capture); libpfm4 is loaded
+while the perf collector resolves event names and unloaded after. None may be in serve's
+/proc/PID/maps after start-up and scrapes. Also prints the RSS and the largest mappings (the
+figures of docs/benchmarks.md, "Memory"), asserting none.
 And `profile` without librdmascope_pprof.so (the binary copied alone): a clear error, the other
 outputs written, no profile.pb.gz (a stale one removed) and none named in the summary.
 
