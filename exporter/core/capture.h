@@ -100,7 +100,8 @@ class Reader {
   size_t sample_count() const { return samples_; }
   const std::string& index_text() const { return index_text_; }
   bool archive() const { return root_fd_ < 0; }
-  // Bytes of samples held in memory (a directory capture's cache; an archive's whole tree).
+  // Bytes of a directory capture's samples held in memory, within Limits::cache_bytes (0 for an
+  // archive: all of it is in memory, within the archive bounds).
   uint64_t cached_bytes() const;
 
   // samples/NNNN/<rel> (sample counts from 1): its bytes; the errno stored in <rel>.errno;
