@@ -1,7 +1,9 @@
 // The capture reader (core/capture.h, docs/capture.md) on a hostile capture: index.json, then
 // one file of sample 0001 read and parsed as replay parses it (the ethtool tool's text, a
 // netlink reply with its headers rewritten, its review JSON). Input: a selector byte (which
-// file, and whether it is stored as an .errno), the index text, a NUL, the file's bytes.
+// file, and whether it is stored as an .errno), the index text, a NUL, the file's bytes. Or,
+// when it starts with gzip's magic, a whole capture as a .tar.gz (core/capture_tree.h), opened
+// by content as `--replay` opens it, every Reader method asked of its first samples.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -35,10 +37,39 @@ std::filesystem::path Root() {
   return root;
 }
 
+void Archive(const uint8_t* data, size_t size) {
+  using namespace rdmascope;
+  const std::filesystem::path path = Root() / "capture.tar.gz";
+  fuzz::WriteFile(path, std::string_view(reinterpret_cast<const char*>(data), size));
+  // Bounds small enough for the fuzzer's memory limit: a bomb stops at them.
+  auto reader = capture::Reader::Open(
+      path, capture::Limits{.archive_bytes = 8 << 20, .archive_entries = 10000});
+  if (!reader) return;
+  for (size_t sample = 1; sample <= std::min<size_t>(reader->sample_count(), 2); ++sample) {
+    for (const char* rel : {"sys/class/net/eth0", "sys/class/net/eth0/mtu", "ethtool/eth0",
+                            "ethtool/eth0/statistics", "sys/class/net/eth0/device"}) {
+      (void)reader->ReadFile(sample, rel, 4096);
+      (void)reader->List(sample, rel);
+      (void)reader->ReadLink(sample, rel);
+      (void)reader->Exists(sample, rel);
+      (void)reader->CheckDirectory(sample, rel);
+      if (auto dir = reader->OpenDirectory(sample, rel)) {
+        if (auto names = reader->ListAt(*dir)) {
+          for (const std::string& name : *names) (void)reader->ReadFileAt(*dir, name, 4096);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rdmascope;
+  if (size >= 2 && data[0] == 0x1f && data[1] == 0x8b) {
+    Archive(data, size);
+    return 0;
+  }
   fuzz::Input input(data, size);
   const uint8_t selector = input.Byte();
   const std::string_view rest = input.RestText();

@@ -31,6 +31,9 @@ capture_seed '\x03' 'Private flags for eth0:\nrx_cqe_compress: on\ntx_cqe_moder 
 capture_seed '\x82' 'EOPNOTSUPP\n' >"$corpus/capture/seed-errno"
 capture_seed '\x05' '1500\n' >"$corpus/capture/seed-mtu"
 printf '\x00{"format_version":2,"samples":[{}]}' >"$corpus/capture/seed-newer"
+# ... or a whole capture as a .tar.gz (the input starts with gzip's magic): with a top
+# directory, without, and with a symbolic link entry (refused). Fixed times: reproducible bytes.
+python3 "$here/make_capture_archives.py" "$corpus/capture" "$index"
 
 # Binary seeds, written as the kernel / the preload library write them.
 gcc -O1 -Wall -Werror -I"$root/preload" -o "$tmp/make_seeds" "$here/make_seeds.c" -lmnl

@@ -25,6 +25,7 @@ build_pkgs=(
   protobuf-compiler libprotobuf-dev      # profile: pprof's profile.proto, compiled and written
   golang-github-google-pprof-dev         # ... the profile.proto itself (pprof's sources)
   libcmark-dev                           # docs/runbook.md -> /runbook's HTML, at build time
+  libarchive-dev                         # capture --output X.tar.gz and --replay X.tar.gz
   libgrpc++-dev protobuf-compiler-grpc   # workload: the CRI client (librdmascope_grpc.so)
 )
 test_pkgs=(

@@ -1,5 +1,6 @@
 #include "cli/capture.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "collectors/registry.h"
 #include "core/capture.h"
 #include "core/capture_index.h"
+#include "core/capture_tree.h"
 #include "core/collector_runner.h"
 #include "core/duration.h"
 #include "core/log.h"
@@ -45,6 +47,63 @@ std::filesystem::path DefaultOutput(const redact::Redactor* redactor) {
   return "rdmascope-capture-" + name + "-" + stamp;
 }
 
+// --output X.tar.gz (or .tgz): the capture is written as a directory first, into a private
+// directory beside X, then archived into that directory and renamed onto X whole. The writer
+// keeps its guarantees (each sample committed whole, nothing written through a link), a
+// crash leaves no half archive under X's name, and the rename stays on one filesystem.
+class ArchiveOutput {
+ public:
+  static bool Named(const std::filesystem::path& output) {
+    const std::string name = output.filename().string();
+    return name.ends_with(".tar.gz") || name.ends_with(".tgz");
+  }
+  ArchiveOutput(const std::filesystem::path& archive, bool force) : archive_(archive) {
+    struct stat st {};
+    if (::lstat(archive.c_str(), &st) == 0) {
+      if (S_ISLNK(st.st_mode)) {
+        throw std::runtime_error(archive.string() + " is a symbolic link: give another --output");
+      }
+      if (!S_ISREG(st.st_mode)) throw std::runtime_error(archive.string() + " is not a file");
+      if (!force) {
+        throw std::runtime_error(archive.string() +
+                                 " exists: choose another --output, or --force to replace it");
+      }
+    }
+    const std::filesystem::path parent =
+        archive.parent_path().empty() ? std::filesystem::path(".") : archive.parent_path();
+    std::string temp = (parent / ("." + archive.filename().string() + ".XXXXXX")).string();
+    if (::mkdtemp(temp.data()) == nullptr) {  // 0700
+      throw std::runtime_error("cannot create a directory beside " + archive.string() + ": " +
+                               std::strerror(errno));
+    }
+    temp_ = temp;
+  }
+  ~ArchiveOutput() {
+    std::error_code ignored;
+    std::filesystem::remove_all(temp_, ignored);  // never follows a link
+  }
+  ArchiveOutput(const ArchiveOutput&) = delete;
+  ArchiveOutput& operator=(const ArchiveOutput&) = delete;
+
+  std::filesystem::path directory() const { return temp_ / "capture"; }
+  void Archive() const {
+    std::string top = archive_.filename().string();
+    top.resize(top.size() - (top.ends_with(".tgz") ? 4 : 7));
+    if (top.empty() || top == "." || top == "..") top = "capture";
+    const std::filesystem::path built = temp_ / "capture.tar.gz";
+    if (auto written = capture::WriteArchive(directory(), built, top); !written) {
+      throw std::runtime_error(written.error());
+    }
+    if (::rename(built.c_str(), archive_.c_str()) != 0) {
+      throw std::runtime_error("cannot write " + archive_.string() + ": " + std::strerror(errno));
+    }
+  }
+
+ private:
+  std::filesystem::path archive_;
+  std::filesystem::path temp_;
+};
+
 // Lives for the rest of the process: the boundary points at it.
 std::unique_ptr<capture::Session>& InstalledSession() {
   static std::unique_ptr<capture::Session> session;
@@ -56,10 +115,12 @@ std::unique_ptr<capture::Session>& InstalledSession() {
 void AddCaptureFlags(CLI::App& app, CaptureOptions& options) {
   app.add_option("--output", options.output,
                  "Directory to write the capture into: absent or empty (default "
-                 "./rdmascope-capture-HOST-YYYYmmddTHHMMSS)")
+                 "./rdmascope-capture-HOST-YYYYmmddTHHMMSS); a name ending .tar.gz or .tgz "
+                 "writes the same as a gzip'd tar (0600)")
       ->group("Capture");
   app.add_flag("--force", options.force,
-               "Replace the capture in a non-empty --output (its samples/ and index.json only)")
+               "Replace the capture in a non-empty --output (its samples/ and index.json only), or "
+               "an --output .tar.gz")
       ->group("Capture");
   app.add_option("--samples", options.samples,
                  "Samples to take, one pass of every enabled collector each (2 give rates)")
@@ -141,7 +202,10 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
   const auto redactor = MakeRedactor(options);
   const std::filesystem::path output =
       options.output.empty() ? DefaultOutput(redactor.get()) : options.output;
-  auto writer = capture::Writer::Create(output, options.force);
+  std::optional<ArchiveOutput> archive;
+  if (ArchiveOutput::Named(output)) archive.emplace(output, options.force);
+  auto writer =
+      capture::Writer::Create(archive ? archive->directory() : output, !archive && options.force);
   if (!writer) throw std::runtime_error(writer.error());
   (*writer)->SetRedactor(redactor, !options.redact_key_file.empty());
   for (const UnreplayableSource& source : off) {
@@ -197,6 +261,7 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
     throw std::runtime_error(index.error());
   }
   capture::Install(nullptr);
+  if (archive) archive->Archive();
 
   std::printf("capture written to %s (%d sample%s)\n", EscapeControls(output.string()).c_str(),
               options.samples, options.samples == 1 ? "" : "s");

@@ -139,10 +139,10 @@ void AddDoctorHistoryFlags(CLI::App& serve, ServeConfig& config) {
 void AddServeFlags(CLI::App& serve, ServeConfig& config) {
   serve
       .add_option("--replay", config.replay,
-                  "Read a capture (rdmascope capture; docs/capture.md) instead of this host: one "
-                  "sample per scrape, the last repeating. eBPF, perf and libibverbs sources are "
-                  "off")
-      ->check(CLI::ExistingDirectory);
+                  "Read a capture (rdmascope capture; docs/capture.md: a directory or the same "
+                  "as a .tar.gz) instead of this host: one sample per scrape, the last "
+                  "repeating. eBPF, perf and libibverbs sources are off")
+      ->check(CLI::ExistingPath);
   AddWebFlags(serve, config);
   AddCollectorFlags(serve, config);
   AddPrivilegeFlags(serve, config);

@@ -40,18 +40,6 @@ std::string SampleName(size_t n) {
   return name;
 }
 
-bool ValidRelative(std::string_view rel) {
-  if (rel.empty() || rel.front() == '/' || rel.find('\0') != std::string_view::npos) return false;
-  size_t start = 0;
-  while (start <= rel.size()) {
-    const size_t end = std::min(rel.find('/', start), rel.size());
-    const std::string_view part = rel.substr(start, end - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    start = end + 1;
-  }
-  return true;
-}
-
 std::string NowUtc() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
@@ -91,8 +79,6 @@ int RemoveTree(int dir_fd, const char* name) {
   if (error == 0 && ::unlinkat(dir_fd, name, AT_REMOVEDIR) != 0) error = errno;
   return error;
 }
-
-std::expected<std::vector<std::string>, int> ListFd(int fd);
 
 int WriteWhole(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
@@ -160,19 +146,145 @@ std::optional<std::string> Layout::Relative(const std::filesystem::path& host) c
 
 // ---- Reader
 
-std::expected<Reader, std::string> Reader::Open(const std::filesystem::path& root) {
-  const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+namespace {
+
+// The suffixes the format adds to a host's name; a listing shows the name without them.
+std::vector<std::string> HostNames(std::vector<std::string> stored) {
+  for (std::string& name : stored) {
+    for (bool stripped = true; stripped;) {
+      stripped = false;
+      for (const std::string_view suffix : {".errno", ".link"}) {
+        if (name.size() > suffix.size() && name.ends_with(suffix)) {
+          name.resize(name.size() - suffix.size());
+          stripped = true;
+        }
+      }
+    }
+  }
+  std::sort(stored.begin(), stored.end());
+  stored.erase(std::unique(stored.begin(), stored.end()), stored.end());
+  return stored;
+}
+
+std::expected<std::vector<std::string>, int> ListFd(int fd) {
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    const int error = errno;
+    ::close(fd);
+    return std::unexpected(error);
+  }
+  auto names = sysfs::TakeSortedNames(dir);
+  if (!names) return names;
+  return HostNames(std::move(*names));
+}
+
+// A name looked up in a tree as openat2 beneath the root would resolve it: the node; ENOENT
+// for a missing part, ENOTDIR for a part that is a file; or on_disk where the tree leaves
+// the answer to the files.
+struct Found {
+  const Node* node = nullptr;
+  int error = 0;
+  bool on_disk = false;
+};
+
+Found Walk(const Node& base, std::string_view rel) {
+  const Node* at = &base;
+  size_t start = 0;
+  for (;;) {
+    if (at->kind == Node::Kind::kOnDisk) return {.on_disk = true};
+    if (at->kind != Node::Kind::kDirectory) return {.error = ENOTDIR};
+    const size_t slash = rel.find('/', start);
+    at = at->Child(rel.substr(start, slash - start));
+    if (at == nullptr) return {.error = ENOENT};
+    if (slash == std::string_view::npos) {
+      if (at->kind == Node::Kind::kOnDisk) return {.on_disk = true};
+      return {.node = at};
+    }
+    start = slash + 1;
+  }
+}
+
+// What ReadRegular answers for a found name: only a regular file is read, whole or EFBIG.
+std::expected<std::string, int> FileOf(const Found& found, size_t max_bytes) {
+  if (found.node == nullptr) return std::unexpected(found.error);
+  if (found.node->kind != Node::Kind::kFile) return std::unexpected(EINVAL);
+  if (found.node->bytes.size() > max_bytes) return std::unexpected(EFBIG);
+  return found.node->bytes;
+}
+
+// <rel>.errno in the tree: the errno it names; nullopt when absent or unreadable (ENOENT
+// then), or when the files must say.
+std::optional<int> StoredErrno(const Node& base, std::string_view rel, bool& on_disk) {
+  const Found found = Walk(base, std::string(rel) + ".errno");
+  on_disk = found.on_disk;
+  const auto stored = FileOf(found, kMaxSmallFile);
+  if (!stored) return std::nullopt;
+  return ErrnoFromName(*stored).value_or(EINVAL);
+}
+
+const Node& EmptyTree() {
+  static const Node empty;
+  return empty;
+}
+
+}  // namespace
+
+struct Reader::State {
+  State(size_t samples, const Limits& bounds)
+      : limits(bounds), slots(std::make_unique<Slot[]>(samples)) {}
+  struct Slot {
+    std::once_flag once;
+    std::unique_ptr<Node> loaded;  // a directory capture's sample, read into memory
+    const Node* tree = nullptr;    // null: read from the files
+  };
+  Limits limits;
+  std::unique_ptr<Slot[]> slots;
+  std::atomic<uint64_t> cached{0};
+  Node archive;  // an archive capture's whole tree
+};
+
+std::expected<Reader, std::string> Reader::Open(const std::filesystem::path& root,
+                                                const Limits& limits) {
+  // O_NONBLOCK: a FIFO named as the capture answers at once (and is refused below).
+  const int fd = ::open(root.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return std::unexpected("cannot open the capture " + root.string() + ": " +
                            std::strerror(errno));
   }
-  auto reader = FromFd(fd);
-  if (!reader) return std::unexpected(root.string() + ": " + reader.error());
-  return reader;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))) {
+    ::close(fd);
+    return std::unexpected(root.string() + ": neither a capture directory nor a .tar.gz");
+  }
+  if (S_ISDIR(st.st_mode)) {
+    auto reader = FromFd(fd, limits);
+    if (!reader) return std::unexpected(root.string() + ": " + reader.error());
+    return reader;
+  }
+  // A file: an archive by its content, whatever its name says.
+  if (!IsGzip(fd)) {
+    ::close(fd);
+    return std::unexpected(root.string() +
+                           ": not a capture: a directory or a gzip'd tar (.tar.gz) is");
+  }
+  auto tree = LoadArchive(fd, limits);
+  ::close(fd);
+  if (!tree) return std::unexpected(root.string() + ": " + tree.error());
+  Reader reader(-1, limits);
+  reader.state_->archive = std::move(*tree);
+  const Found index = Walk(reader.state_->archive, "index.json");
+  auto text = FileOf(index, kMaxIndexBytes);
+  if (!text) {
+    return std::unexpected(
+        root.string() + ": no readable index.json in the archive: " + std::strerror(text.error()));
+  }
+  auto opened = WithIndex(std::move(reader), std::move(*text));
+  if (!opened) return std::unexpected(root.string() + ": " + opened.error());
+  return opened;
 }
 
-std::expected<Reader, std::string> Reader::FromFd(int root_fd) {
-  Reader reader(root_fd);
+std::expected<Reader, std::string> Reader::FromFd(int root_fd, const Limits& limits) {
+  Reader reader(root_fd, limits);
   auto index = reader.ReadRegular("index.json", kMaxIndexBytes);
   if (!index) {
     if (index.error() == ENOSYS) {
@@ -181,7 +293,11 @@ std::expected<Reader, std::string> Reader::FromFd(int root_fd) {
     }
     return std::unexpected(std::string("no readable index.json: ") + std::strerror(index.error()));
   }
-  const nlohmann::json json = nlohmann::json::parse(*index, nullptr, /*allow_exceptions=*/false);
+  return WithIndex(std::move(reader), std::move(*index));
+}
+
+std::expected<Reader, std::string> Reader::WithIndex(Reader reader, std::string index) {
+  const nlohmann::json json = nlohmann::json::parse(index, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return std::unexpected("index.json is not a JSON object");
   }
@@ -202,17 +318,104 @@ std::expected<Reader, std::string> Reader::FromFd(int root_fd) {
     return std::unexpected("index.json: samples must list 1 to 9999 samples");
   }
   reader.samples_ = samples->size();
-  reader.index_text_ = std::move(*index);
+  reader.index_text_ = std::move(index);
+  auto state = std::make_unique<State>(reader.samples_, reader.state_->limits);
+  state->archive = std::move(reader.state_->archive);
+  if (reader.archive()) {
+    // Each sample's directory in the archive, found once (a sample it lacks answers ENOENT).
+    for (size_t i = 0; i < reader.samples_; ++i) {
+      const Found found = Walk(state->archive, "samples/" + SampleName(i + 1));
+      const bool dir = found.node != nullptr && found.node->kind == Node::Kind::kDirectory;
+      state->slots[i].tree = dir ? found.node : &EmptyTree();
+    }
+  }
+  reader.state_ = std::move(state);
   return reader;
 }
+
+Reader::Reader(int root_fd, const Limits& limits)
+    : root_fd_(root_fd), state_(std::make_unique<State>(0, limits)) {}
 
 Reader::Reader(Reader&& other) noexcept
     : root_fd_(std::exchange(other.root_fd_, -1)),
       samples_(other.samples_),
-      index_text_(std::move(other.index_text_)) {}
+      index_text_(std::move(other.index_text_)),
+      state_(std::move(other.state_)) {}
 
 Reader::~Reader() {
   if (root_fd_ >= 0) ::close(root_fd_);
+}
+
+uint64_t Reader::cached_bytes() const {
+  return state_ ? state_->cached.load(std::memory_order_relaxed) : 0;
+}
+
+const Node* Reader::Tree(size_t sample) const {
+  State::Slot& slot = state_->slots[sample - 1];
+  if (archive()) return slot.tree;
+  // Built once by whichever read comes first; every later read (any thread) sees it whole.
+  std::call_once(slot.once, [&] {
+    const int fd = OpenBeneath("samples/" + SampleName(sample), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;  // the files give the answer (ENOENT...) every time
+    uint64_t left = state_->limits.cache_bytes;
+    const uint64_t taken = state_->cached.load(std::memory_order_relaxed);
+    left = taken >= left ? 0 : left - taken;
+    auto tree = std::make_unique<Node>();
+    uint64_t used = 0;
+    if (!LoadTree(fd, *tree, left, used)) return;  // over the budget: read from the files
+    // Samples of one capture may load at once: the budget holds for their sum.
+    uint64_t before = state_->cached.load(std::memory_order_relaxed);
+    do {
+      if (before + used > state_->limits.cache_bytes) return;
+    } while (!state_->cached.compare_exchange_weak(before, before + used));
+    slot.loaded = std::move(tree);
+    slot.tree = slot.loaded.get();
+  });
+  return slot.tree;
+}
+
+// ---- Reader: the files of a directory capture
+
+std::expected<std::string, int> Reader::DiskReadFile(const std::string& path,
+                                                     size_t max_bytes) const {
+  auto bytes = ReadRegular(path, max_bytes);
+  if (bytes || bytes.error() != ENOENT) return bytes;
+  // The host's answer was an error: the recorded errno, so replay fails as the host did.
+  const auto stored = ReadRegular(path + ".errno", kMaxSmallFile);
+  if (!stored) return std::unexpected(ENOENT);
+  return std::unexpected(ErrnoFromName(*stored).value_or(EINVAL));
+}
+
+std::expected<std::vector<std::string>, int> Reader::DiskList(const std::string& path) const {
+  const int fd = OpenBeneath(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+  if (fd < 0) {
+    if (-fd != ENOENT) return std::unexpected(-fd);
+    // A listing the host refused is stored as the directory's .errno.
+    const auto stored = ReadRegular(path + ".errno", kMaxSmallFile);
+    if (!stored) return std::unexpected(ENOENT);
+    return std::unexpected(ErrnoFromName(*stored).value_or(EINVAL));
+  }
+  return ListFd(fd);
+}
+
+bool Reader::DiskExists(const std::string& path) const {
+  const int fd = OpenBeneath(path, O_PATH);
+  if (fd >= 0) {
+    ::close(fd);
+    return true;
+  }
+  return ReadRegular(path + ".link", kMaxSmallFile).has_value();
+}
+
+int Reader::DiskCheckDirectory(const std::string& path) const {
+  const int fd = OpenBeneath(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+  if (fd < 0) {
+    if (-fd != ENOENT) return -fd;
+    const auto stored = ReadRegular(path + ".errno", kMaxSmallFile);
+    return stored ? ErrnoFromName(*stored).value_or(EINVAL) : ENOENT;
+  }
+  ::close(fd);
+  return 0;
 }
 
 int Reader::OpenBeneathAt(int dir_fd, const std::string& rel, uint64_t flags) {
@@ -228,6 +431,7 @@ int Reader::OpenBeneathAt(int dir_fd, const std::string& rel, uint64_t flags) {
 
 std::expected<std::string, int> Reader::ReadRegularAt(int dir_fd, const std::string& rel,
                                                       size_t max_bytes) {
+  if (dir_fd < 0) return std::unexpected(ENOENT);  // an archive has no files
   // O_NONBLOCK: a FIFO planted in the capture must not hang the open.
   const int fd = OpenBeneathAt(dir_fd, rel, O_RDONLY | O_NONBLOCK);
   if (fd < 0) return std::unexpected(-fd);
@@ -246,91 +450,42 @@ std::expected<std::string, int> Reader::ReadRegularAt(int dir_fd, const std::str
   return bytes;
 }
 
+// ---- Reader: the tree where it answers, else the files
+
 std::expected<std::string, int> Reader::ReadFile(size_t sample, std::string_view rel,
                                                  size_t max_bytes) const {
   if (sample < 1 || sample > samples_ || !ValidRelative(rel)) return std::unexpected(ENOENT);
-  const std::string path = "samples/" + SampleName(sample) + "/" + std::string(rel);
-  auto bytes = ReadRegular(path, max_bytes);
-  if (bytes || bytes.error() != ENOENT) return bytes;
-  // The host's answer was an error: the recorded errno, so replay fails as the host did.
-  const auto stored = ReadRegular(path + ".errno", kMaxSmallFile);
-  if (!stored) return std::unexpected(ENOENT);
-  const auto error = ErrnoFromName(*stored);
-  return std::unexpected(error.value_or(EINVAL));
+  if (const Node* tree = Tree(sample)) {
+    const Found found = Walk(*tree, rel);
+    if (!found.on_disk) {
+      if (found.node != nullptr || found.error != ENOENT) return FileOf(found, max_bytes);
+      bool on_disk = false;
+      const auto error = StoredErrno(*tree, rel, on_disk);
+      if (!on_disk) return std::unexpected(error.value_or(ENOENT));
+    }
+  }
+  return DiskReadFile("samples/" + SampleName(sample) + "/" + std::string(rel), max_bytes);
 }
 
 std::expected<std::vector<std::string>, int> Reader::List(size_t sample,
                                                           std::string_view rel) const {
   if (sample < 1 || sample > samples_ || !ValidRelative(rel)) return std::unexpected(ENOENT);
-  const std::string path = "samples/" + SampleName(sample) + "/" + std::string(rel);
-  const int fd = OpenBeneath(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
-  if (fd < 0) {
-    if (-fd != ENOENT) return std::unexpected(-fd);
-    // A listing the host refused is stored as the directory's .errno.
-    const auto stored = ReadRegular(path + ".errno", kMaxSmallFile);
-    if (!stored) return std::unexpected(ENOENT);
-    return std::unexpected(ErrnoFromName(*stored).value_or(EINVAL));
-  }
-  return ListFd(fd);
-}
-
-namespace {
-
-std::expected<std::vector<std::string>, int> ListFd(int fd) {
-  DIR* dir = ::fdopendir(fd);
-  if (dir == nullptr) {
-    const int error = errno;
-    ::close(fd);
-    return std::unexpected(error);
-  }
-  auto names = sysfs::TakeSortedNames(dir);
-  if (!names) return names;
-  std::vector<std::string> host;
-  for (std::string name : *names) {
-    for (bool stripped = true; stripped;) {
-      stripped = false;
-      for (const std::string_view suffix : {".errno", ".link"}) {
-        if (name.size() > suffix.size() && name.ends_with(suffix)) {
-          name.resize(name.size() - suffix.size());
-          stripped = true;
-        }
+  if (const Node* tree = Tree(sample)) {
+    Directory dir;
+    dir.node_ = tree;
+    const Found found = Walk(*tree, rel);
+    if (!found.on_disk) {
+      if (found.node != nullptr && found.node->kind == Node::Kind::kDirectory) {
+        dir.node_ = found.node;
+        return ListAt(dir);
       }
+      if (found.node != nullptr || found.error != ENOENT) return std::unexpected(ENOTDIR);
+      bool on_disk = false;
+      const auto error = StoredErrno(*tree, rel, on_disk);
+      if (!on_disk) return std::unexpected(error.value_or(ENOENT));
     }
-    host.push_back(std::move(name));
   }
-  std::sort(host.begin(), host.end());
-  host.erase(std::unique(host.begin(), host.end()), host.end());
-  return host;
-}
-
-}  // namespace
-
-std::expected<std::vector<std::string>, int> Reader::ListAt(int dir_fd) const {
-  // fdopendir takes the descriptor: a duplicate, so the caller's stays open for reads.
-  const int dup = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) return std::unexpected(errno);
-  ::lseek(dup, 0, SEEK_SET);
-  return ListFd(dup);
-}
-
-int Reader::OpenDirectory(size_t sample, std::string_view rel) const {
-  if (const int error = CheckDirectory(sample, rel); error != 0) return -error;
-  return OpenBeneath("samples/" + SampleName(sample) + "/" + std::string(rel),
-                     O_RDONLY | O_DIRECTORY | O_NONBLOCK);
-}
-
-std::expected<std::string, int> Reader::ReadFileAt(int dir_fd, std::string_view name,
-                                                   size_t max_bytes) const {
-  // One name of the directory: beneath it, so nothing but its own entries is reached.
-  if (!ValidRelative(name) || name.find('/') != std::string_view::npos) {
-    return std::unexpected(ENOENT);
-  }
-  const std::string file(name);
-  auto bytes = ReadRegularAt(dir_fd, file, max_bytes);
-  if (bytes || bytes.error() != ENOENT) return bytes;
-  const auto stored = ReadRegularAt(dir_fd, file + ".errno", kMaxSmallFile);
-  if (!stored) return std::unexpected(ENOENT);
-  return std::unexpected(ErrnoFromName(*stored).value_or(EINVAL));
+  return DiskList("samples/" + SampleName(sample) + "/" + std::string(rel));
 }
 
 std::expected<std::string, int> Reader::ReadLink(size_t sample, std::string_view rel) const {
@@ -339,26 +494,105 @@ std::expected<std::string, int> Reader::ReadLink(size_t sample, std::string_view
 
 bool Reader::Exists(size_t sample, std::string_view rel) const {
   if (sample < 1 || sample > samples_ || !ValidRelative(rel)) return false;
-  const std::string path = "samples/" + SampleName(sample) + "/" + std::string(rel);
-  const int fd = OpenBeneath(path, O_PATH);
-  if (fd >= 0) {
-    ::close(fd);
-    return true;
+  if (const Node* tree = Tree(sample)) {
+    const Found found = Walk(*tree, rel);
+    if (!found.on_disk) {
+      if (found.node != nullptr) return true;
+      const Found link = Walk(*tree, std::string(rel) + ".link");
+      if (!link.on_disk) return FileOf(link, kMaxSmallFile).has_value();
+    }
   }
-  return ReadRegular(path + ".link", kMaxSmallFile).has_value();
+  return DiskExists("samples/" + SampleName(sample) + "/" + std::string(rel));
 }
 
 int Reader::CheckDirectory(size_t sample, std::string_view rel) const {
   if (sample < 1 || sample > samples_ || !ValidRelative(rel)) return ENOENT;
-  const std::string path = "samples/" + SampleName(sample) + "/" + std::string(rel);
-  const int fd = OpenBeneath(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
-  if (fd < 0) {
-    if (-fd != ENOENT) return -fd;
-    const auto stored = ReadRegular(path + ".errno", kMaxSmallFile);
-    return stored ? ErrnoFromName(*stored).value_or(EINVAL) : ENOENT;
+  if (const Node* tree = Tree(sample)) {
+    const Found found = Walk(*tree, rel);
+    if (!found.on_disk) {
+      if (found.node != nullptr) return found.node->kind == Node::Kind::kDirectory ? 0 : ENOTDIR;
+      if (found.error != ENOENT) return found.error;
+      bool on_disk = false;
+      const auto error = StoredErrno(*tree, rel, on_disk);
+      if (!on_disk) return error.value_or(ENOENT);
+    }
   }
-  ::close(fd);
-  return 0;
+  return DiskCheckDirectory("samples/" + SampleName(sample) + "/" + std::string(rel));
+}
+
+std::expected<Directory, int> Reader::OpenDirectory(size_t sample, std::string_view rel) const {
+  if (const int error = CheckDirectory(sample, rel); error != 0) return std::unexpected(error);
+  Directory dir;
+  dir.path_ = "samples/" + SampleName(sample) + "/" + std::string(rel);
+  if (const Node* tree = Tree(sample)) {
+    const Found found = Walk(*tree, rel);
+    if (found.node != nullptr && found.node->kind == Node::Kind::kDirectory) {
+      dir.node_ = found.node;
+      return dir;
+    }
+  }
+  dir.fd_ = OpenBeneath(dir.path_, O_RDONLY | O_DIRECTORY | O_NONBLOCK);
+  if (dir.fd_ < 0) return std::unexpected(-std::exchange(dir.fd_, -1));
+  return dir;
+}
+
+std::expected<std::string, int> Reader::ReadFileAt(const Directory& dir, std::string_view name,
+                                                   size_t max_bytes) const {
+  // One name of the directory: beneath it, so nothing but its own entries is reached.
+  if (!ValidRelative(name) || name.find('/') != std::string_view::npos) {
+    return std::unexpected(ENOENT);
+  }
+  if (dir.node_ != nullptr) {
+    const Found found = Walk(*dir.node_, name);
+    if (!found.on_disk) {
+      if (found.node != nullptr || found.error != ENOENT) return FileOf(found, max_bytes);
+      bool on_disk = false;
+      const auto error = StoredErrno(*dir.node_, name, on_disk);
+      if (!on_disk) return std::unexpected(error.value_or(ENOENT));
+    }
+    return DiskReadFile(dir.path_ + "/" + std::string(name), max_bytes);
+  }
+  if (dir.fd_ < 0) return std::unexpected(EBADF);
+  const std::string file(name);
+  auto bytes = ReadRegularAt(dir.fd_, file, max_bytes);
+  if (bytes || bytes.error() != ENOENT) return bytes;
+  const auto stored = ReadRegularAt(dir.fd_, file + ".errno", kMaxSmallFile);
+  if (!stored) return std::unexpected(ENOENT);
+  return std::unexpected(ErrnoFromName(*stored).value_or(EINVAL));
+}
+
+std::expected<std::vector<std::string>, int> Reader::ListAt(const Directory& dir) const {
+  if (dir.node_ != nullptr) {
+    std::vector<std::string> names;
+    names.reserve(dir.node_->children.size());
+    for (const auto& [name, node] : dir.node_->children) names.push_back(name);
+    return HostNames(std::move(names));
+  }
+  if (dir.fd_ < 0) return std::unexpected(EBADF);
+  // fdopendir takes the descriptor: a duplicate, so the caller's stays open for reads.
+  const int dup = ::fcntl(dir.fd_, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return std::unexpected(errno);
+  ::lseek(dup, 0, SEEK_SET);
+  return ListFd(dup);
+}
+
+Directory::Directory(Directory&& other) noexcept
+    : node_(std::exchange(other.node_, nullptr)),
+      fd_(std::exchange(other.fd_, -1)),
+      path_(std::move(other.path_)) {}
+
+Directory& Directory::operator=(Directory&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    node_ = std::exchange(other.node_, nullptr);
+    fd_ = std::exchange(other.fd_, -1);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+Directory::~Directory() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 // ---- Writer
@@ -661,9 +895,10 @@ std::expected<std::string, int> Session::ReplayLink(const std::filesystem::path&
   return reader_->ReadLink(sample(), *rel);
 }
 
-int Session::ReplayOpenDirectory(const std::filesystem::path& host) const {
+std::expected<Directory, int> Session::ReplayOpenDirectory(
+    const std::filesystem::path& host) const {
   const auto rel = layout_.Relative(host);
-  if (!rel) return -ENOENT;
+  if (!rel) return std::unexpected(ENOENT);
   return reader_->OpenDirectory(sample(), *rel);
 }
 

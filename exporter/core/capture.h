@@ -6,7 +6,8 @@
 //
 // A capture is hostile input (a file a user sends us): the Reader opens every file beneath the
 // capture's root with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), never follows a link
-// out, refuses what is not a regular file and reads at most what the caller accepts.
+// out, refuses what is not a regular file and reads at most what the caller accepts; an
+// archive is refused unless it holds only regular files and directories, within bounds.
 #pragma once
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/capture_tree.h"
 #include "core/redact.h"
 
 namespace rdmascope::capture {
@@ -54,14 +56,42 @@ class Layout {
   std::string procfs_;
 };
 
-// A capture on disk, read-only. Every method is safe on any input.
+// A directory of a capture opened once for many reads (SysfsDir): a node of the sample's
+// tree in memory, or a descriptor beneath the root where the tree does not hold it. Valid
+// while its Reader lives; move-only.
+class Directory {
+ public:
+  Directory() = default;
+  Directory(Directory&& other) noexcept;
+  Directory& operator=(Directory&& other) noexcept;
+  Directory(const Directory&) = delete;
+  Directory& operator=(const Directory&) = delete;
+  ~Directory();
+
+ private:
+  friend class Reader;
+  const Node* node_ = nullptr;
+  int fd_ = -1;
+  std::string path_;  // beneath the root: for a name the tree leaves on disk
+};
+
+// A capture, read-only: a directory, or the same as a gzip'd tar (told apart by content).
+// Every method is safe on any input and thread-safe.
+//
+// A directory capture's sample is read into memory the first time it is asked for (a tree
+// built once under std::call_once, then only read: no lock on a read), within
+// Limits::cache_bytes for the whole capture; a sample that does not fit is read from its
+// files every time, as are the few names the tree leaves on disk (capture_tree.h). An archive
+// is read whole into memory when opened, within the archive bounds.
 class Reader {
  public:
   // Opens `root` and reads its index: a message for a capture this reader cannot use (no
-  // index, not JSON, a newer format_version, no samples, openat2 missing from the kernel).
-  static std::expected<Reader, std::string> Open(const std::filesystem::path& root);
+  // index, not JSON, a newer format_version, no samples, openat2 missing from the kernel; an
+  // archive that is not a gzip'd tar of regular files and directories within `limits`).
+  static std::expected<Reader, std::string> Open(const std::filesystem::path& root,
+                                                 const Limits& limits = {});
   // The same over an open directory (taken: closed with the Reader); tests and the fuzzer.
-  static std::expected<Reader, std::string> FromFd(int root_fd);
+  static std::expected<Reader, std::string> FromFd(int root_fd, const Limits& limits = {});
   Reader(Reader&& other) noexcept;
   Reader& operator=(Reader&&) = delete;
   Reader(const Reader&) = delete;
@@ -69,6 +99,10 @@ class Reader {
 
   size_t sample_count() const { return samples_; }
   const std::string& index_text() const { return index_text_; }
+  bool archive() const { return root_fd_ < 0; }
+  // Bytes of a directory capture's samples held in memory, within Limits::cache_bytes (0 for an
+  // archive: all of it is in memory, within the archive bounds).
+  uint64_t cached_bytes() const;
 
   // samples/NNNN/<rel> (sample counts from 1): its bytes; the errno stored in <rel>.errno;
   // ENOENT when neither is there; EFBIG past max_bytes; EINVAL for a FIFO, a device, a
@@ -84,17 +118,21 @@ class Reader {
   bool Exists(size_t sample, std::string_view rel) const;
   // 0 if samples/NNNN/<rel> is a directory, else its errno (ENOTDIR for a file).
   int CheckDirectory(size_t sample, std::string_view rel) const;
-  // A directory of many files read one by one (SysfsDir): its descriptor, opened beneath the
-  // root once (the caller closes it), or -errno; then each file beneath that descriptor, as
-  // ReadFile would answer for <rel>/<name>, and its listing as List would.
-  int OpenDirectory(size_t sample, std::string_view rel) const;
-  std::expected<std::string, int> ReadFileAt(int dir_fd, std::string_view name,
+  // A directory of many files read one by one (SysfsDir): resolved once, or its errno; then
+  // each file in it, as ReadFile would answer for <rel>/<name>, and its listing as List would.
+  std::expected<Directory, int> OpenDirectory(size_t sample, std::string_view rel) const;
+  std::expected<std::string, int> ReadFileAt(const Directory& dir, std::string_view name,
                                              size_t max_bytes) const;
-  std::expected<std::vector<std::string>, int> ListAt(int dir_fd) const;
+  std::expected<std::vector<std::string>, int> ListAt(const Directory& dir) const;
 
  private:
-  explicit Reader(int root_fd) : root_fd_(root_fd) {}
-  // openat2 beneath the root; -errno on failure.
+  struct State;
+  Reader(int root_fd, const Limits& limits);
+  static std::expected<Reader, std::string> WithIndex(Reader reader, std::string index);
+  // The sample's tree when it is in memory (loaded on first use), else null: its files.
+  const Node* Tree(size_t sample) const;
+
+  // The reads of a directory capture's files, where the tree does not answer.
   int OpenBeneath(const std::string& rel, uint64_t flags) const {
     return OpenBeneathAt(root_fd_, rel, flags);
   }
@@ -104,10 +142,15 @@ class Reader {
   }
   static std::expected<std::string, int> ReadRegularAt(int dir_fd, const std::string& rel,
                                                        size_t max_bytes);
+  std::expected<std::string, int> DiskReadFile(const std::string& path, size_t max_bytes) const;
+  std::expected<std::vector<std::string>, int> DiskList(const std::string& path) const;
+  bool DiskExists(const std::string& path) const;
+  int DiskCheckDirectory(const std::string& path) const;
 
   int root_fd_ = -1;
   size_t samples_ = 0;
   std::string index_text_;
+  std::unique_ptr<State> state_;
 };
 
 // Why one source gave nothing to record (index.json "not_recorded"): "ethtool -c eth0",
@@ -214,8 +257,8 @@ class Session {
   std::expected<std::vector<std::string>, int> ReplayList(const std::filesystem::path& host) const;
   std::expected<std::string, int> ReplayLink(const std::filesystem::path& host) const;
   int ReplayDirectory(const std::filesystem::path& host) const;
-  // The capture's directory for `host`, opened once (SysfsDir); -errno.
-  int ReplayOpenDirectory(const std::filesystem::path& host) const;
+  // The capture's directory for `host`, opened once (SysfsDir); its errno.
+  std::expected<Directory, int> ReplayOpenDirectory(const std::filesystem::path& host) const;
   void RecordFile(const std::filesystem::path& host, const std::expected<std::string, int>& read);
   void RecordList(const std::filesystem::path& host,
                   const std::expected<std::vector<std::string>, int>& names);

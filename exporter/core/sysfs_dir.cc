@@ -35,9 +35,10 @@ std::expected<SysfsDir, int> SysfsDir::Open(const std::filesystem::path& path) {
   if (session != nullptr && session->replaying()) [[unlikely]] {
     // The capture's directory, resolved beneath its root once: each file is then opened
     // beneath this descriptor (the sample is the one current now).
-    const int fd = session->ReplayOpenDirectory(path);
-    if (fd < 0) return std::unexpected(-fd);
-    SysfsDir dir(fd);
+    auto replay = session->ReplayOpenDirectory(path);
+    if (!replay) return std::unexpected(replay.error());
+    SysfsDir dir(-1);
+    dir.replay_ = std::make_unique<capture::Directory>(std::move(*replay));
     dir.path_ = path.string();
     return dir;
   }
@@ -50,13 +51,18 @@ std::expected<SysfsDir, int> SysfsDir::Open(const std::filesystem::path& path) {
   return dir;
 }
 
+SysfsDir::SysfsDir(int fd) : fd_(fd) {}
+
 SysfsDir::SysfsDir(SysfsDir&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), path_(std::move(other.path_)) {}
+    : fd_(std::exchange(other.fd_, -1)),
+      replay_(std::move(other.replay_)),
+      path_(std::move(other.path_)) {}
 
 SysfsDir& SysfsDir::operator=(SysfsDir&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(other.fd_, -1);
+    replay_ = std::move(other.replay_);
     path_ = std::move(other.path_);
   }
   return *this;
@@ -67,9 +73,11 @@ SysfsDir::~SysfsDir() {
 }
 
 std::expected<std::vector<std::string>, int> SysfsDir::List() const {
-  if (!path_.empty()) [[unlikely]] {
-    capture::Session* session = capture::Active();
-    if (session != nullptr && session->replaying()) return session->reader()->ListAt(fd_);
+  if (replay_) [[unlikely]] {
+    if (capture::Session* session = capture::Active(); session != nullptr && session->replaying()) {
+      return session->reader()->ListAt(*replay_);
+    }
+    return std::unexpected(EBADF);  // the replay this directory came from has ended
   }
   // fdopendir takes the descriptor it is given: a duplicate, so fd_ stays ours for openat
   // (rewound: a duplicate shares the file offset).
@@ -93,8 +101,12 @@ std::expected<std::vector<std::string>, int> SysfsDir::List() const {
 
 std::expected<size_t, FileError> SysfsDir::ReadRaw(const std::string& name) {
   capture::Session* session = path_.empty() ? nullptr : capture::Active();
-  if (session != nullptr && session->replaying()) [[unlikely]] {
-    auto bytes = session->reader()->ReadFileAt(fd_, name, buf_.size());
+  if (replay_) [[unlikely]] {
+    if (session == nullptr || !session->replaying()) {
+      return std::unexpected(FileError{.error = EBADF});  // the replay has ended
+    }
+    // From the sample's tree in memory, or beneath the capture's root.
+    auto bytes = session->reader()->ReadFileAt(*replay_, name, buf_.size());
     if (!bytes && bytes.error() == EFBIG) {
       return std::unexpected(FileError{.kind = FileError::Kind::kTooLarge});
     }

@@ -9,9 +9,14 @@
 #include <cstdint>
 #include <expected>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace rdmascope::capture {
+class Directory;
+}
 
 namespace rdmascope::sysfs {
 
@@ -51,10 +56,12 @@ class SysfsDir {
   std::expected<uint64_t, FileError> ReadUnsigned(const std::string& name);
 
  private:
-  explicit SysfsDir(int fd) : fd_(fd) {}
+  explicit SysfsDir(int fd);
   // The bytes of `name` into buf_ (their count), as read(2) or the capture gave them.
   std::expected<size_t, FileError> ReadRaw(const std::string& name);
   int fd_ = -1;
+  // Replaying: the capture's directory, in memory or beneath its root (fd_ is then -1).
+  std::unique_ptr<capture::Directory> replay_;
   // Only while a capture is recorded or replayed (core/capture.h): where this directory is on
   // the host, so each file is named in the capture. Empty on the live path: no allocation.
   std::string path_;

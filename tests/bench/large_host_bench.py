@@ -8,12 +8,18 @@ more than 1 s here) in one run. Reports series
 count, median and p90 `scrape_duration_seconds`, CPU per scrape and RSS of both, and
 rdmascope's per-collector durations.
 
+--replay (issue 39): instead, the same host live, then `rdmascope capture` of it replayed by
+`serve --replay`, as a directory and as a .tar.gz; each one's rdmascope_collector_duration_seconds
+medians over --scrapes scrapes (no Prometheus, no node_exporter). Reported, never asserted.
+
 Usage: large_host_bench.py RDMASCOPE_BINARY OUTPUT_DIR [--seconds N] [--interfaces N]
-Writes OUTPUT_DIR/large_host_bench.md and prints it."""
+       large_host_bench.py RDMASCOPE_BINARY OUTPUT_DIR --replay [--scrapes N] [--interfaces N]
+Writes OUTPUT_DIR/large_host_bench.md (--replay: large_host_replay.md) and prints it."""
 
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,14 +80,89 @@ def make_sysfs(root):
     os.symlink("/sys/devices", os.path.join(root, "devices"))
 
 
+def scrape_durations(ns, port):
+    """One scrape: rdmascope_collector_duration_seconds per collector (ms), and the series."""
+    body = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf",
+                           f"http://127.0.0.1:{port}/metrics"],
+                          capture_output=True, text=True, check=True).stdout
+    found = harness.series(harness.parse(body), "rdmascope_collector_duration_seconds")
+    series = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
+    return {dict(name)["collector"]: value * 1e3 for name, value in found.items()}, series
+
+
+def replay_bench(args, ns, tmp, sysfs):
+    """Live, and a capture of the same host replayed from its directory and its .tar.gz: the
+    three served at once, scraped in turn (round after round), so that the load of this shared
+    machine falls on all three alike."""
+    captured = os.path.join(tmp, "cap")
+    for output in (captured, captured + ".tar.gz"):
+        subprocess.run(["ip", "netns", "exec", ns, args.binary, "capture", "--log.level=warn",
+                        f"--path.sysfs={sysfs}", "--samples=2", "--interval=1s",
+                        f"--output={output}"], check=True, stdout=subprocess.DEVNULL)
+    runs = [("live", 19881, [f"--path.sysfs={sysfs}"]),
+            ("replay, directory", 19882, [f"--replay={captured}"]),
+            ("replay, .tar.gz", 19883, [f"--replay={captured}.tar.gz"])]
+    procs = {}
+    try:
+        for name, port, flags in runs:
+            procs[name] = subprocess.Popen(
+                ["ip", "netns", "exec", ns, args.binary, "serve", "--log.level=warn",
+                 f"--web.listen-address=127.0.0.1:{port}", *flags],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, port, _ in runs:
+            wait_listening(ns, port, procs[name], timeout=120)
+            scrape_durations(ns, port)  # sample 1 (the collectors' start-up), then sample 2 on
+        seen = {name: {} for name, _, _ in runs}
+        series = {}
+        for _ in range(args.scrapes):
+            for name, port, _ in runs:
+                durations, series[name] = scrape_durations(ns, port)
+                for collector, ms in durations.items():
+                    seen[name].setdefault(collector, []).append(ms)
+    finally:
+        for proc in procs.values():
+            proc.terminate()
+            proc.wait()
+    medians = {name: {c: statistics.median(v) for c, v in sorted(by.items())}
+               for name, by in seen.items()}
+    lines = [f"# Large host replayed: {DEVICES} RDMA devices x {PORTS} ports ({HW_COUNTERS} "
+             f"hw_counters and {len(PORT_COUNTERS)} port counters each), {args.interfaces} veths; "
+             f"median rdmascope_collector_duration_seconds over {args.scrapes} scrapes of each, "
+             "the three served at once and scraped in turn", "",
+             "| serve | series | rdma ms | all collectors ms |", "|---|---|---|---|"]
+    for name, durations in medians.items():
+        lines.append(f"| {name} | {series[name]} | {durations.get('rdma', 0):.2f} | "
+                     f"{sum(durations.values()):.2f} |")
+    lines += ["", "Per collector (ms):"]
+    for name, durations in medians.items():
+        lines.append(f"- {name}: " + ", ".join(f"{c} {ms:.3f}" for c, ms in durations.items()))
+    report = "\n".join(lines) + "\n"
+    with open(os.path.join(args.outdir, "large_host_replay.md"), "w") as f:
+        f.write(report)
+    print(report)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("binary")
     parser.add_argument("outdir")
     parser.add_argument("--seconds", type=int, default=120)
     parser.add_argument("--interfaces", type=int, default=256)
+    parser.add_argument("--replay", action="store_true",
+                        help="live against the replay of its capture (directory, .tar.gz)")
+    parser.add_argument("--scrapes", type=int, default=100)
     args = parser.parse_args()
     harness.require_root_and_netns()
+    if args.replay:
+        os.makedirs(args.outdir, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="rdmascope-large-") as tmp, \
+                netns.Namespaces("large") as ns:
+            for i in range(args.interfaces // 2):
+                netns.veth_pair(ns[0], f"lv{i}a", ns[0], f"lv{i}b")
+            sysfs = os.path.join(tmp, "sys")
+            make_sysfs(sysfs)
+            return replay_bench(args, ns[0], tmp, sysfs)
     node_exporter = shutil.which("prometheus-node-exporter")
     prometheus = shutil.which("prometheus")
     if node_exporter is None or prometheus is None:

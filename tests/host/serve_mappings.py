@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Host tier (issue 17): what `rdmascope serve` keeps mapped after scrapes. The libraries only
-other subcommands need are loaded by those alone: libprotobuf (librdmascope_pprof.so, `profile`),
-libcurl (`doctor --exporter`); libpfm4 is loaded while the perf collector resolves event names
-and unloaded after. None may be in serve's /proc/PID/maps after start-up and scrapes. Also prints
-the RSS and the largest mappings (the figures of docs/benchmarks.md, "Memory"), asserting none.
+other subcommands need are loaded by those alone: libprotobuf (librdmascope_pprof.so,
+`profile`), libcurl (`doctor --exporter`), libarchive (a `.tar.gz` capture); libpfm4 is loaded
+while the perf collector resolves event names and unloaded after. None may be in serve's
+/proc/PID/maps after start-up and scrapes. Also prints the RSS and the largest mappings (the
+figures of docs/benchmarks.md, "Memory"), asserting none.
 And `profile` without librdmascope_pprof.so (the binary copied alone): a clear error, the other
 outputs written, no profile.pb.gz (a stale one removed) and none named in the summary.
 
@@ -22,7 +23,7 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
 
-FORBIDDEN = ("libprotobuf", "libpfm", "libcurl", "librdmascope_pprof")
+FORBIDDEN = ("libprotobuf", "libpfm", "libcurl", "librdmascope_pprof", "libarchive")
 
 
 def smaps_by_mapping(pid):

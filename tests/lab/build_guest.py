@@ -30,8 +30,10 @@ PROGRAMS = ["ibv_rc_pingpong", "ibv_srq_pingpong", "ibv_devinfo", "ibv_devices",
 PROVIDER = "/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so"
 PROVIDER_CONFIG = "/etc/libibverbs.d/rxe.driver"
 # Loaded with dlopen, so ldd of the binary does not name them (docs/architecture.md): libcurl by
-# `doctor --exporter`, libpfm4 while perf event names are resolved.
-RUNTIME_LIBRARIES = ["/lib/x86_64-linux-gnu/libcurl.so.4", "/lib/x86_64-linux-gnu/libpfm.so.4"]
+# `doctor --exporter`, libpfm4 while perf event names are resolved, libarchive by a .tar.gz
+# capture.
+RUNTIME_LIBRARIES = ["/lib/x86_64-linux-gnu/libcurl.so.4", "/lib/x86_64-linux-gnu/libpfm.so.4",
+                     "/lib/x86_64-linux-gnu/libarchive.so.13"]
 # Ours, found beside the binary: the pprof encoder `profile` loads.
 PPROF_LIBRARY = "librdmascope_pprof.so"
 
