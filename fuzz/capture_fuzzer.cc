@@ -4,12 +4,14 @@
 // file, and whether it is stored as an .errno), the index text, a NUL, the file's bytes. Or,
 // when it starts with gzip's magic, a whole capture as a .tar.gz (core/capture_tree.h), opened
 // by content as `--replay` opens it, every Reader method asked of its first samples.
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/capture.h"
+#include "core/capture_index.h"
 #include "fuzz_input.h"
 #include "fuzz_tree.h"
 #include "sys/ethtool_capture.h"
@@ -87,6 +89,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto reader = capture::Reader::Open(root);
   if (!reader) return 0;
+  // What doctor --replay reads of the index: every sample time it accepts is one it can read.
+  if (const auto facts = capture::ReadIndexFacts(reader->index_text())) {
+    if (facts->sample_seconds.size() != facts->sample_times.size()) std::abort();
+    for (const std::string& time : facts->sample_times) {
+      if (!capture::ParseUtcMillis(time)) std::abort();
+    }
+  }
   for (size_t sample = 1; sample <= std::min<size_t>(reader->sample_count(), 2); ++sample) {
     (void)reader->List(sample, "ethtool/eth0");
     (void)reader->Exists(sample, rel);

@@ -145,6 +145,13 @@ def main(binary):
     return 1 if failures else 0
 
 
+# What a replay must not open: the host's sysfs, devices, runtime sockets and any /proc but
+# the process's own. /proc/mounts is libpfm4's pfm_initialize (the perf collector resolves its
+# event names with the replaying host's libpfm4, docs/capture.md "perf"): nothing of it reaches
+# a series.
+HOST_PATHS = re.compile(r'"(/sys/|/dev/|/run/|/proc/(?!self/|thread-self/|stat"|mounts"))')
+
+
 def strace_replay(binary, capture, work):
     failures = []
     trace = os.path.join(work, "strace.txt")
@@ -161,7 +168,17 @@ def strace_replay(binary, capture, work):
     real_capture = os.path.realpath(capture)
     allowed = re.compile(r'"(/proc/self/|/proc/thread-self/|/proc/stat"|' +
                          re.escape(capture) + "|" + re.escape(real_capture) + ")")
+    beneath = re.compile(r'openat2\(\d+, "samples/|openat\(\d+, "[^/]')
+    capture_opens = 0
     for number, line in enumerate(lines):
+        # Over the whole run, start-up included: nothing of the host (the check strace_doctor
+        # makes, HOST_PATHS); a sample is read into memory once, so after start-up there may be
+        # few opens left to see.
+        if re.search(r"\bopen(at2?)?\(", line):
+            if HOST_PATHS.search(line):
+                failures.append(f"strace: the host read under replay: {line.strip()}")
+            if beneath.search(line) or allowed.search(line) and capture in line:
+                capture_opens += 1
         if "SIOCETHTOOL" in line or "0x8946" in line:
             failures.append(f"strace: an ethtool ioctl under replay: {line.strip()}")
         if re.search(r"socket\((AF_NETLINK|PF_NETLINK)", line):
@@ -173,12 +190,13 @@ def strace_replay(binary, capture, work):
         if re.search(r"\bopen(at2?)?\(", line) and not allowed.search(line):
             # openat2 beneath the capture's root descriptor names paths relative to it; a
             # sample read into memory opens each name beneath its directory's descriptor.
-            if re.search(r'openat2\(\d+, "samples/|openat\(\d+, "[^/]', line):
+            if beneath.search(line):
                 continue
             failures.append(f"strace: an open outside the capture after start-up: {line.strip()}")
-    print(f"strace: {len(lines)} calls, {len(lines) - startup_lines} after start-up")
-    if len(lines) - startup_lines < 5:
-        failures.append("strace saw almost nothing after start-up: the check proves little")
+    print(f"strace: {len(lines)} calls, {len(lines) - startup_lines} after start-up, "
+          f"{capture_opens} opens of the capture")
+    if capture_opens < 5:
+        failures.append("strace saw almost no read of the capture: the check proves little")
     return failures[:20]
 
 
@@ -195,10 +213,7 @@ def strace_doctor(binary, capture, work):
         return [f"doctor --replay under strace: exit {result.returncode}: {result.stderr[-500:]}"]
     with open(trace, errors="replace") as f:
         lines = f.readlines()
-    # /proc/mounts: libpfm4's pfm_initialize (the perf collector resolves its event names with
-    # the replaying host's libpfm4, docs/capture.md "perf"); what it mounts is not what the
-    # capture recorded, and nothing of it reaches a series.
-    host = re.compile(r'"(/sys/|/dev/|/run/|/proc/(?!self/|thread-self/|stat"|mounts"))')
+    host = HOST_PATHS
     opens = 0
     for line in lines:
         if "SIOCETHTOOL" in line or "0x8946" in line:
