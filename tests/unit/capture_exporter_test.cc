@@ -14,6 +14,7 @@
 #include "http/handler.h"
 #include "http/server.h"
 #include "unit/fixture_tree.h"
+#include "unit/installed_session.h"
 
 namespace rdmascope {
 namespace {
@@ -30,17 +31,7 @@ std::shared_ptr<CollectorRunner> EmptyRunner() {
 constexpr std::string_view kStacks =
     "{\n  \"processes\": [{\"pid\": 42, \"comm\": \"ib_write_bw\", \"regions\": 3}]\n}\n";
 
-class Installed {
- public:
-  explicit Installed(std::unique_ptr<capture::Session> session) : session_(std::move(session)) {
-    capture::Install(session_.get());
-  }
-  ~Installed() { capture::Install(nullptr); }
-  capture::Session* operator->() { return session_.get(); }
-
- private:
-  std::unique_ptr<capture::Session> session_;
-};
+using Installed = testing::InstalledSession;
 
 HttpReply Get(const HttpHandler& handler, std::string_view path) {
   return handler.Handle({.method = "GET", .path = path, .accept = "application/json"});

@@ -28,6 +28,7 @@
 #include "sys/netlink_capture.h"
 #include "sys/rdma_netlink.h"
 #include "unit/fixture_tree.h"
+#include "unit/installed_session.h"
 
 namespace rdmascope::capture {
 namespace {
@@ -60,19 +61,7 @@ struct HandCapture {
   }
 };
 
-// Installs a session for one test and removes it at the end.
-class Installed {
- public:
-  explicit Installed(std::unique_ptr<Session> session) : session_(std::move(session)) {
-    Install(session_.get());
-  }
-  ~Installed() { Install(nullptr); }
-  Session& operator*() { return *session_; }
-  Session* operator->() { return session_.get(); }
-
- private:
-  std::unique_ptr<Session> session_;
-};
+using Installed = testing::InstalledSession;
 
 TEST(CaptureReader, ReadsFilesAndStoredErrnos) {
   HandCapture capture;

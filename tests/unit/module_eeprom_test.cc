@@ -23,6 +23,7 @@
 #include "sys/ethtool_netlink.h"
 #include "sys/module_eeprom_source.h"
 #include "unit/fixture_tree.h"
+#include "unit/installed_session.h"
 
 namespace rdmascope::sys {
 namespace {
@@ -518,16 +519,7 @@ TEST(EthtoolNetlink, TheKernelParsesTheRequest) {
 
 // ---- the host boundary: recorded as half pages, replayed from them
 
-class Installed {
- public:
-  explicit Installed(std::unique_ptr<capture::Session> session) : session_(std::move(session)) {
-    capture::Install(session_.get());
-  }
-  ~Installed() { capture::Install(nullptr); }
-
- private:
-  std::unique_ptr<capture::Session> session_;
-};
+using Installed = testing::InstalledSession;
 
 // The module's reads as ModuleEepromSource's live function: a FakeModule behind EthtoolNetlink.
 ModuleEepromSource::LiveRead LiveFrom(FakeModule& module) {

@@ -12,6 +12,7 @@
 #include "core/capture.h"
 #include "core/metric_set.h"
 #include "unit/fixture_tree.h"
+#include "unit/installed_session.h"
 
 namespace rdmascope {
 namespace {
@@ -59,17 +60,7 @@ class FakeHost : public PerfHost {
   FakeState* state_;
 };
 
-class Installed {
- public:
-  explicit Installed(std::unique_ptr<capture::Session> session) : session_(std::move(session)) {
-    capture::Install(session_.get());
-  }
-  ~Installed() { capture::Install(nullptr); }
-  capture::Session* operator->() { return session_.get(); }
-
- private:
-  std::unique_ptr<capture::Session> session_;
-};
+using Installed = testing::InstalledSession;
 
 std::unique_ptr<PerfCollector> Make(FakeState* state) {
   return std::make_unique<PerfCollector>(

@@ -11,6 +11,7 @@
 #include "core/capture.h"
 #include "core/metric_set.h"
 #include "unit/fixture_tree.h"
+#include "unit/installed_session.h"
 
 namespace rdmascope {
 namespace {
@@ -36,16 +37,7 @@ class FakeLive : public PortMtuQuerier {
   int* calls_;
 };
 
-class Installed {
- public:
-  explicit Installed(std::unique_ptr<capture::Session> session) : session_(std::move(session)) {
-    capture::Install(session_.get());
-  }
-  ~Installed() { capture::Install(nullptr); }
-
- private:
-  std::unique_ptr<capture::Session> session_;
-};
+using Installed = testing::InstalledSession;
 
 std::string Collect(const fs::path& sysfs, int* live_calls) {
   RdmaCollector collector(
