@@ -141,7 +141,7 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       .add_option("--replay", config.replay,
                   "Read a capture (rdmascope capture; docs/capture.md: a directory or the same "
                   "as a .tar.gz) instead of this host: one sample per scrape, the last "
-                  "repeating. eBPF, perf and libibverbs sources are off")
+                  "repeating. The eBPF (mr, verbs), occupancy and CRI/kubelet sources are off")
       ->check(CLI::ExistingPath);
   AddWebFlags(serve, config);
   AddCollectorFlags(serve, config);
