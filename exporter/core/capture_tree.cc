@@ -126,21 +126,38 @@ namespace {
 // libarchive, loaded the first time an archive is read or written (dlopen): it brings libxml2,
 // ICU, nettle and four compressors with it, which `serve` of a live host (or of a directory
 // capture) must not map (issue 17). Never unloaded.
-#define RDMASCOPE_LIBARCHIVE(X)                                                          \
-  X(archive_read_new)                                                                    \
-  X(archive_read_support_filter_gzip)                                                    \
-  X(archive_read_support_format_tar)                                                     \
-  X(archive_read_open_fd) X(archive_error_string) X(archive_read_next_header)            \
-      X(archive_entry_pathname) X(archive_entry_filetype) X(archive_entry_hardlink)      \
-          X(archive_entry_size_is_set) X(archive_entry_size) X(archive_read_data)        \
-              X(archive_read_free) X(archive_write_new) X(archive_write_add_filter_gzip) \
-                  X(archive_write_set_format_pax_restricted) X(archive_write_open_fd)    \
-                      X(archive_entry_new) X(archive_entry_set_pathname)                 \
-                          X(archive_entry_set_filetype) X(archive_entry_set_perm)        \
-                              X(archive_entry_set_mtime) X(archive_entry_set_size)       \
-                                  X(archive_write_header) X(archive_write_data)          \
-                                      X(archive_write_close) X(archive_write_free)       \
-                                          X(archive_entry_free)
+// One function a line (clang-format staircases an X-macro list).
+// clang-format off
+#define RDMASCOPE_LIBARCHIVE(X) \
+  X(archive_read_new) \
+  X(archive_read_support_filter_gzip) \
+  X(archive_read_support_format_tar) \
+  X(archive_read_open_fd) \
+  X(archive_error_string) \
+  X(archive_read_next_header) \
+  X(archive_entry_pathname) \
+  X(archive_entry_filetype) \
+  X(archive_entry_hardlink) \
+  X(archive_entry_size_is_set) \
+  X(archive_entry_size) \
+  X(archive_read_data) \
+  X(archive_read_free) \
+  X(archive_write_new) \
+  X(archive_write_add_filter_gzip) \
+  X(archive_write_set_format_pax_restricted) \
+  X(archive_write_open_fd) \
+  X(archive_entry_new) \
+  X(archive_entry_set_pathname) \
+  X(archive_entry_set_filetype) \
+  X(archive_entry_set_perm) \
+  X(archive_entry_set_mtime) \
+  X(archive_entry_set_size) \
+  X(archive_write_header) \
+  X(archive_write_data) \
+  X(archive_write_close) \
+  X(archive_write_free) \
+  X(archive_entry_free)
+// clang-format on
 
 struct Libarchive {
 #define RDMASCOPE_MEMBER(name) decltype(&::name) name = nullptr;
