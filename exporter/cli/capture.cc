@@ -240,14 +240,17 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
       (*writer)->File("metrics.prom", WriteTextFormat(families));
       // And what doctor made of the samples so far, with the last one: `doctor --replay`
       // finds the same.
-      const std::vector<std::string> times = (*writer)->sample_times();
-      const auto offsets = capture::SecondsSinceFirst(times);
-      doctor::Snapshot now =
-          doctor::SnapshotOf(runner, families, probe_errors, offsets ? offsets->back() : 0);
-      if (sample == options.samples) {
-        (*writer)->File("doctor.json", LiveDoctorReport(now, first ? &*first : nullptr, times));
-      } else if (sample == 1) {
-        first = std::move(now);
+      // Only the first and the last sample are judged: the ones between are not made snapshots.
+      if (sample == 1 || sample == options.samples) {
+        const std::vector<std::string> times = (*writer)->sample_times();
+        const auto offsets = capture::SecondsSinceFirst(times);
+        doctor::Snapshot now =
+            doctor::SnapshotOf(runner, families, probe_errors, offsets ? offsets->back() : 0);
+        if (sample == options.samples) {
+          (*writer)->File("doctor.json", LiveDoctorReport(now, first ? &*first : nullptr, times));
+        } else {
+          first = std::move(now);
+        }
       }
     }
     RecordExporterAnswers(options.exporter, **writer, redactor != nullptr);
@@ -285,10 +288,8 @@ void StartReplay(ServeConfig& config) {
   if (!reader) throw std::runtime_error("--replay: " + reader.error());
   log::Info("replaying a capture", {{"path", config.replay.string()},
                                     {"samples", std::to_string(reader->sample_count())}});
-  ConfigureForCapture(config, "replay");
-  if (const auto facts = capture::ReadIndexFacts(reader->index_text())) {
-    KeepRecordedCollectors(config, facts->collectors);
-  }
+  const auto facts = capture::ReadIndexFacts(reader->index_text());
+  ConfigureForReplay(config, facts ? facts->collectors : std::vector<std::string>{});
   InstalledSession() =
       capture::Session::Replaying(capture::Layout(config.sysfs, config.procfs), std::move(*reader));
   capture::Install(InstalledSession().get());

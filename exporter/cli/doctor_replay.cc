@@ -48,8 +48,7 @@ doctor::ReplayedHost ReplayOne(const ServeConfig& base, const std::string& path,
   }
   ServeConfig config = base;
   config.replay = path;
-  ConfigureForCapture(config, "replay");
-  KeepRecordedCollectors(config, facts->collectors);
+  ConfigureForReplay(config, facts->collectors);
   InstalledReplay replay(capture::Session::Replaying(capture::Layout(config.sysfs, config.procfs),
                                                      std::move(*reader)));
   // Built while the capture is installed: device lists and PMUs come from its first sample.

@@ -52,4 +52,9 @@ void KeepRecordedCollectors(CollectorsConfig& config, const std::vector<std::str
   }
 }
 
+void ConfigureForReplay(CollectorsConfig& config, const std::vector<std::string>& recorded) {
+  ConfigureForCapture(config, "replay");
+  KeepRecordedCollectors(config, recorded);
+}
+
 }  // namespace rdmascope

@@ -32,4 +32,8 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
 // asked. Each one turned off is logged.
 void KeepRecordedCollectors(CollectorsConfig& config, const std::vector<std::string>& recorded);
 
+// Both, for `--replay` (serve, check, doctor): what `capture` turns off, and what the capture
+// did not record.
+void ConfigureForReplay(CollectorsConfig& config, const std::vector<std::string>& recorded);
+
 }  // namespace rdmascope

@@ -173,6 +173,25 @@ TEST(CaptureCache, ScrapesAtOnceSeeOneTree) {
   for (const std::string& out : seen) EXPECT_EQ(out, expected);
 }
 
+// What --replay names is opened without blocking and read only as a directory or a regular
+// file: a FIFO (a user's, in a shared directory) is refused at once, as is a symbolic link to
+// one or a device.
+TEST(CaptureArchive, AFifoOrDeviceNamedAsTheCaptureIsRefusedAtOnce) {
+  TempDir dir;
+  const fs::path fifo = dir.path() / "capture.tar.gz";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const auto from_fifo = Reader::Open(fifo);
+  ASSERT_FALSE(from_fifo);
+  EXPECT_NE(from_fifo.error().find("neither a capture directory nor a .tar.gz"), std::string::npos)
+      << from_fifo.error();
+  fs::create_symlink(fifo, dir.path() / "link.tar.gz");
+  EXPECT_FALSE(Reader::Open(dir.path() / "link.tar.gz"));
+  EXPECT_FALSE(Reader::Open("/dev/null"));
+  // A regular file that is neither: refused by its content, whatever its name.
+  std::ofstream(dir.path() / "x.tar.gz") << "not gzip";
+  EXPECT_FALSE(Reader::Open(dir.path() / "x.tar.gz"));
+}
+
 TEST(CaptureArchive, RoundTripAnswersAsTheDirectory) {
   TempDir dir;
   const fs::path root = MakeCapture(dir.path() / "cap");
