@@ -1,10 +1,11 @@
 // The capture reader (core/capture.h, docs/capture.md) on a hostile capture: index.json, then
 // one file of sample 0001 read and parsed as replay parses it (the ethtool tool's text, a
-// netlink reply with its headers rewritten, its review JSON). Input: a selector byte (which
-// file, and whether it is stored as an .errno), the index text, a NUL, the file's bytes. Or,
-// when it starts with gzip's magic, a whole capture as a .tar.gz (core/capture_tree.h), opened
-// by content as `--replay` opens it, every Reader method asked of its first samples.
+// netlink reply with its headers rewritten, its review JSON, a libpfm4 encoding). Input: a selector
+// byte (which file, and whether it is stored as an .errno), the index text, a NUL, the file's
+// bytes. Or, when it starts with gzip's magic, a whole capture as a .tar.gz (core/capture_tree.h),
+// opened by content as `--replay` opens it, every Reader method asked of its first samples.
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,6 +16,7 @@
 #include "fuzz_input.h"
 #include "fuzz_tree.h"
 #include "sys/ethtool_capture.h"
+#include "sys/libpfm_capture.h"
 #include "sys/netlink_capture.h"
 #include "sys/rdma_netlink.h"
 
@@ -22,7 +24,8 @@ namespace {
 
 constexpr const char* kFiles[] = {"ethtool/eth0/statistics", "ethtool/eth0/driver",
                                   "ethtool/eth0/coalesce",   "ethtool/eth0/priv-flags",
-                                  "netlink/rdma/get.bin",    "sys/class/net/eth0/mtu"};
+                                  "netlink/rdma/get.bin",    "sys/class/net/eth0/mtu",
+                                  "perf/libpfm/cycles"};
 
 std::filesystem::path Root() {
   static const std::filesystem::path root = [] {
@@ -109,6 +112,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     sys::RewriteNetlinkHeaders(*bytes, 7, 0);
     std::vector<sys::RdmaDeviceResources> devices;
     (void)sys::ParseDeviceReply(bytes->data(), bytes->size(), 7, devices);
+    // An encoding the replay accepts is one its own text gives back exactly.
+    if (const auto answer = sys::ParseLibpfmAnswer(*bytes)) {
+      const auto again = sys::ParseLibpfmAnswer(sys::FormatLibpfmAnswer(*answer));
+      if (!again || again->has_value() != answer->has_value()) std::abort();
+      if (answer->has_value() && std::memcmp(&**again, &**answer, sizeof(perf_event_attr)) != 0) {
+        std::abort();
+      }
+    }
   }
   return 0;
 }

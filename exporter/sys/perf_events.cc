@@ -11,15 +11,16 @@
 #include <utility>
 
 #include "core/sysfs.h"
-#include "sys/pmu_libpfm.h"
+#include "sys/libpfm_capture.h"
 #include "sys/pmu_sysfs.h"
 
 namespace rdmascope::sys {
 namespace {
 
-// libpfm4 is loaded for the call (sys/pmu_libpfm.*) unless the caller holds a LibpfmScope.
+// libpfm4 is loaded for the call (sys/pmu_libpfm.*) unless the caller holds a LibpfmScope;
+// a capture records its answer, a replay answers from the capture (sys/libpfm_capture.h).
 std::expected<PerfEventSpec, std::string> EncodeWithLibpfm(std::string_view name) {
-  auto attr = LibpfmEncode(name);
+  auto attr = CapturedLibpfmEncode(name);
   if (!attr) return std::unexpected(attr.error());
   return PerfEventSpec{.name = std::string(name), .attr = *attr};
 }

@@ -5,6 +5,8 @@
 
 #include <mutex>
 
+#include "core/capture.h"
+
 namespace rdmascope::sys {
 namespace {
 
@@ -66,12 +68,16 @@ void Unload(Libpfm& pfm) {
 }  // namespace
 
 LibpfmScope::LibpfmScope() {
+  const capture::Session* session = capture::Active();
+  if (session != nullptr && session->replaying()) return;
+  held_ = true;
   Libpfm& pfm = State();
   std::lock_guard lock(pfm.mutex);
   if (pfm.refs++ == 0) Load(pfm);
 }
 
 LibpfmScope::~LibpfmScope() {
+  if (!held_) return;
   Libpfm& pfm = State();
   std::lock_guard lock(pfm.mutex);
   if (--pfm.refs == 0) Unload(pfm);

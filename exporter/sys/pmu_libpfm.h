@@ -13,13 +13,18 @@
 namespace rdmascope::sys {
 
 // Keeps libpfm4 loaded and initialised for its lifetime, so that resolving a list of names
-// loads it once. Scopes nest and may live on several threads; the last one unloads it.
+// loads it once. Scopes nest and may live on several threads; the last one unloads it. A
+// replaying process (core/capture.h) never loads it: the capture holds the encodings
+// (sys/libpfm_capture.h), and pfm_initialize would read the replaying host's /proc and sysfs.
 class LibpfmScope {
  public:
   LibpfmScope();
   ~LibpfmScope();
   LibpfmScope(const LibpfmScope&) = delete;
   LibpfmScope& operator=(const LibpfmScope&) = delete;
+
+ private:
+  bool held_ = false;
 };
 
 // An event name ("cycles", "LLC-load-misses", "INST_RETIRED:ANY_P") -> perf_event_attr, counting

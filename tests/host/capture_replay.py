@@ -146,10 +146,9 @@ def main(binary):
 
 
 # What a replay must not open: the host's sysfs, devices, runtime sockets and any /proc but
-# the process's own. /proc/mounts is libpfm4's pfm_initialize (the perf collector resolves its
-# event names with the replaying host's libpfm4, docs/capture.md "perf"): nothing of it reaches
-# a series.
-HOST_PATHS = re.compile(r'"(/sys/|/dev/|/run/|/proc/(?!self/|thread-self/|stat"|mounts"))')
+# the process's own (libpfm4 is not loaded either: its pfm_initialize reads /proc/mounts and
+# sysfs; the capture holds its encodings, docs/capture.md "perf").
+HOST_PATHS = re.compile(r'"(/sys/|/dev/|/run/|/proc/(?!self/|thread-self/|stat"))')
 
 
 def strace_replay(binary, capture, work):
