@@ -148,8 +148,10 @@ std::optional<std::string> Layout::Relative(const std::filesystem::path& host) c
 
 namespace {
 
-// The suffixes the format adds to a host's name; a listing shows the name without them.
+// The suffixes the format adds to a host's name; a listing shows the name without them, and
+// without the marker of a directory listed but not read beneath.
 std::vector<std::string> HostNames(std::vector<std::string> stored) {
+  std::erase(stored, kListedMarker);
   for (std::string& name : stored) {
     for (bool stripped = true; stripped;) {
       stripped = false;
@@ -672,10 +674,9 @@ std::expected<void, std::string> Writer::CommitSample() {
         return ::fstatat(sample_fd_, rel.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
       };
       if (present(base) || present(base + ".errno") || present(base + ".link")) continue;
-      // Listed but nothing under it read: an empty directory keeps the name in the listing.
-      std::string leaf;
-      const int fd = ParentFd(base + "/.", leaf);
-      if (fd >= 0) ::close(fd);
+      // Listed but nothing under it read: a directory keeps the name in the listing, with the
+      // marker in it so that git and other tools that drop empty directories keep it too.
+      Put(base + "/" + std::string(kListedMarker), "");
     }
   }
   listings_.clear();

@@ -34,6 +34,10 @@ namespace rdmascope::capture {
 // without telling anything of it (two captures with one id hash a value alike).
 inline constexpr std::string_view kRedactionKeyIdKind = "redaction-key-id";
 
+// The empty file in a directory the host listed and no collector read beneath (so that git,
+// which keeps no empty directory, keeps the name); a listing never shows it.
+inline constexpr std::string_view kListedMarker = ".listed";
+
 // index.json's "format_version"; a reader refuses a capture of a newer one.
 constexpr int kFormatVersion = 1;
 // index.json itself: a few KiB per netdev; anything near this is not an index.

@@ -22,8 +22,8 @@ free number from 100), `ethtool -i` with its spec; `ethtool -S` without a statis
 are the RDMA and DCB netlink sockets (the port netdevs come from sysfs alone, as the matrix's rows
 say). index.json lists each of those under not_recorded.
 
-git keeps no empty directory, and a capture lists a directory's names from its entries, so a
-spec whose tree has an empty directory is refused: give it the file a collector reads there.
+An empty directory of a spec's tree is written with the capture format's `.listed` marker in it
+(docs/capture.md "A listing"), so that git keeps it.
 
 Usage: make_capture.py SOURCE_DIR [SHAPE...]            writes tests/captures/SHAPE/
        make_capture.py SOURCE_DIR --check [SHAPE...]    exit 1 if a committed capture differs
@@ -98,6 +98,10 @@ def select(source, spec_tree):
     return taken
 
 
+# core/capture.h kListedMarker: the file in a directory listed and not read beneath.
+LISTED_MARKER = ".listed"
+
+
 def sysfs_entries(source, spec):
     """{sample-relative path: (kind, value)} of the sysfs part, conflicts refused."""
     entries = {}
@@ -110,10 +114,6 @@ def sysfs_entries(source, spec):
         if rel in entries and entries[rel] != (kind, value):
             raise SpecError(f"{path}: two trees disagree ({entries[rel]} and {(kind, value)})")
         entries[rel] = (kind, value)
-    for rel, (kind, _) in entries.items():
-        if kind == "dir" and not any(other.startswith(rel + "/") for other in entries):
-            raise SpecError(f"{rel[4:]}/ is an empty directory: git does not keep it (give it "
-                            "the file a collector reads there)")
     return entries
 
 
@@ -169,6 +169,8 @@ def build(source, shape, out):
             path = os.path.join(root, rel)
             if kind == "dir":
                 os.makedirs(path, exist_ok=True)
+                if not any(other.startswith(rel + "/") for other in entries):
+                    write(os.path.join(path, LISTED_MARKER), "")
             elif kind == "link":
                 write(path + ".link", value)  # the target as readlink gives it, no newline
             else:

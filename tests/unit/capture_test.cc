@@ -273,6 +273,11 @@ TEST(CaptureWriter, SampleAppearsOnlyWhenWholeWithPrivateModes) {
   EXPECT_EQ(st.st_mode & 0777, 0700U);
   const Reader reader = Reader::Open(dir.path() / "cap").value();
   EXPECT_EQ(reader.List(1, "sys/class/net").value(), (std::vector<std::string>{"eth0", "lo"}));
+  // The marker keeps `lo` where empty directories are dropped (git), and is never listed.
+  EXPECT_TRUE(fs::is_regular_file(sample / "sys/class/net/lo" / kListedMarker));
+  EXPECT_FALSE(fs::exists(sample / "sys/class/net/eth0" / kListedMarker));
+  EXPECT_EQ(reader.List(1, "sys/class/net/lo").value(), std::vector<std::string>{});
+  EXPECT_EQ(reader.CheckDirectory(1, "sys/class/net/lo"), 0);
 }
 
 // --redact: the files as core/redact's rules make them, the index's host name hashed; the
