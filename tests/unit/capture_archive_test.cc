@@ -22,11 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-void WriteFile(const fs::path& path, std::string_view text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
+using testing::WriteText;
 
 std::string Index(int samples, int version = 1) {
   std::string list;
@@ -39,26 +35,26 @@ std::string Index(int samples, int version = 1) {
 // A capture with every kind of name the format has: files, .errno, .link, empty directories,
 // a directory refused as a whole, nested counters; sample 2 listed but absent.
 fs::path MakeCapture(const fs::path& root) {
-  WriteFile(root / "index.json", Index(3));
+  WriteText(root / "index.json", Index(3));
   const fs::path s1 = root / "samples/0001";
-  WriteFile(s1 / "sys/class/net/eth0/mtu", "1500\n");
-  WriteFile(s1 / "sys/class/net/eth0/speed.errno", "EINVAL\n");
-  WriteFile(s1 / "sys/class/net/eth0/device.link", "../../../devices/pci0000:00/0000:00:01.0");
-  WriteFile(s1 / "sys/class/net/eth0/big", std::string(5000, 'x'));
-  WriteFile(s1 / "sys/class/net/eth0/errno_garbage.errno", "NOT_AN_ERRNO\n");
+  WriteText(s1 / "sys/class/net/eth0/mtu", "1500\n");
+  WriteText(s1 / "sys/class/net/eth0/speed.errno", "EINVAL\n");
+  WriteText(s1 / "sys/class/net/eth0/device.link", "../../../devices/pci0000:00/0000:00:01.0");
+  WriteText(s1 / "sys/class/net/eth0/big", std::string(5000, 'x'));
+  WriteText(s1 / "sys/class/net/eth0/errno_garbage.errno", "NOT_AN_ERRNO\n");
   fs::create_directories(s1 / "sys/class/net/eth1");  // listed, nothing read beneath
-  WriteFile(s1 / "sys/class/infiniband.errno", "EACCES\n");
+  WriteText(s1 / "sys/class/infiniband.errno", "EACCES\n");
   for (int i = 0; i < 20; ++i) {
-    WriteFile(
+    WriteText(
         s1 / "sys/class/infiniband_verbs/mlx5_0/ports/1/hw_counters" / ("c" + std::to_string(i)),
         std::to_string(i * 7) + "\n");
   }
-  WriteFile(s1 / "sys/class/infiniband_verbs/mlx5_0/ports/1/hw_counters/np_cnp_sent.errno",
+  WriteText(s1 / "sys/class/infiniband_verbs/mlx5_0/ports/1/hw_counters/np_cnp_sent.errno",
             "EOPNOTSUPP\n");
-  WriteFile(s1 / "ethtool/eth0/coalesce.errno", "EOPNOTSUPP\n");
-  WriteFile(s1 / "ethtool/eth0/statistics", "NIC statistics:\n     rx_packets: 12\n");
-  WriteFile(s1 / "netlink/rdma/get.bin", std::string("\x10\0\0\0\x01\x14", 6));
-  WriteFile(root / "samples/0003/proc/meminfo", "MemTotal: 1 kB\n");
+  WriteText(s1 / "ethtool/eth0/coalesce.errno", "EOPNOTSUPP\n");
+  WriteText(s1 / "ethtool/eth0/statistics", "NIC statistics:\n     rx_packets: 12\n");
+  WriteText(s1 / "netlink/rdma/get.bin", std::string("\x10\0\0\0\x01\x14", 6));
+  WriteText(root / "samples/0003/proc/meminfo", "MemTotal: 1 kB\n");
   return root;
 }
 
@@ -156,7 +152,7 @@ TEST(CaptureCache, SampleOverTheBudgetIsReadFromItsFiles) {
   EXPECT_LE(small, 2048U);
   EXPECT_EQ(reader.ReadFile(1, "sys/class/net/eth0/mtu", 4096).value(), "1500\n");
   EXPECT_EQ(reader.cached_bytes(), small);
-  WriteFile(root / "samples/0001/sys/class/net/eth0/mtu", "9000\n");  // read from the file
+  WriteText(root / "samples/0001/sys/class/net/eth0/mtu", "9000\n");  // read from the file
   EXPECT_EQ(reader.ReadFile(1, "sys/class/net/eth0/mtu", 4096).value(), "9000\n");
 }
 
@@ -354,9 +350,9 @@ TEST(CaptureArchive, NewerFormatInsideAndNotAnArchive) {
       << Refusal(newer);
   const fs::path none = MakeArchive(dir.path() / "none.tar.gz", {{.name = "a", .data = "b"}});
   EXPECT_NE(Refusal(none).find("no readable index.json"), std::string::npos) << Refusal(none);
-  WriteFile(dir.path() / "plain", "index.json");
+  WriteText(dir.path() / "plain", "index.json");
   EXPECT_NE(Refusal(dir.path() / "plain").find("a gzip'd tar"), std::string::npos);
-  WriteFile(dir.path() / "gzip-not-tar", "\x1f\x8b garbage");
+  WriteText(dir.path() / "gzip-not-tar", "\x1f\x8b garbage");
   EXPECT_NE(Refusal(dir.path() / "gzip-not-tar").find("archive"), std::string::npos);
 }
 

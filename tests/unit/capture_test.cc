@@ -35,11 +35,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-void WriteFile(const fs::path& path, std::string_view text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
+using testing::WriteText;
 
 // A hand-made capture of `samples` samples, sample directories made.
 struct HandCapture {
@@ -50,7 +46,7 @@ struct HandCapture {
       list += std::string(i > 1 ? "," : "") + "{\"name\":\"000" + std::to_string(i) + "\"}";
       fs::create_directories(dir.path() / "samples" / ("000" + std::to_string(i)));
     }
-    WriteFile(dir.path() / "index.json",
+    WriteText(dir.path() / "index.json",
               "{\"format_version\":" + std::to_string(version) + ",\"samples\":[" + list + "]}");
   }
   fs::path sample(int n = 1) const { return dir.path() / "samples" / ("000" + std::to_string(n)); }
@@ -65,8 +61,8 @@ using Installed = testing::InstalledSession;
 
 TEST(CaptureReader, ReadsFilesAndStoredErrnos) {
   HandCapture capture;
-  WriteFile(capture.sample() / "sys/class/net/eth0/mtu", "1500\n");
-  WriteFile(capture.sample() / "ethtool/eth0/coalesce.errno", "EOPNOTSUPP\n");
+  WriteText(capture.sample() / "sys/class/net/eth0/mtu", "1500\n");
+  WriteText(capture.sample() / "ethtool/eth0/coalesce.errno", "EOPNOTSUPP\n");
   const Reader reader = capture.Open();
   EXPECT_EQ(reader.ReadFile(1, "sys/class/net/eth0/mtu", 4096).value(), "1500\n");
   EXPECT_EQ(reader.ReadFile(1, "ethtool/eth0/coalesce", 4096).error(), EOPNOTSUPP);
@@ -89,12 +85,12 @@ TEST(CaptureReader, NewerFormatVersionIsRefusedWithAClearMessage) {
 // is ignored by the Reader and by the index facts doctor --replay reads: no new format version.
 TEST(CaptureReader, UnknownIndexFieldsAreIgnored) {
   HandCapture capture;
-  WriteFile(capture.dir.path() / "index.json",
+  WriteText(capture.dir.path() / "index.json",
             R"({"format_version":1,"hostname":"matrix-rxe",)"
             R"("origin":{"kind":"synthetic","from":"sw/rxe/rxe_verbs.c rxe_query_port"},)"
             R"("not_yet":[1,{"deep":null}],"redacted":"a list one day",)"
             R"("samples":[{"name":"0001","time":"2026-12-06T12:00:00.000Z","extra":true}]})");
-  WriteFile(capture.sample() / "sys/class/infiniband/rxe0/ports/1/state", "4: ACTIVE\n");
+  WriteText(capture.sample() / "sys/class/infiniband/rxe0/ports/1/state", "4: ACTIVE\n");
   const Reader reader = capture.Open();
   EXPECT_EQ(reader.sample_count(), 1u);
   EXPECT_EQ(reader.ReadFile(1, "sys/class/infiniband/rxe0/ports/1/state", 4096).value(),
@@ -108,7 +104,7 @@ TEST(CaptureReader, UnknownIndexFieldsAreIgnored) {
 
 TEST(CaptureReader, TruncatedOrMissingIndexIsRefused) {
   HandCapture capture;
-  WriteFile(capture.dir.path() / "index.json", "{\"format_version\":1,\"samples\":[{\"na");
+  WriteText(capture.dir.path() / "index.json", "{\"format_version\":1,\"samples\":[{\"na");
   auto reader = Reader::Open(capture.dir.path());
   ASSERT_FALSE(reader.has_value());
   EXPECT_NE(reader.error().find("not a JSON object"), std::string::npos) << reader.error();
@@ -120,7 +116,7 @@ TEST(CaptureReader, TruncatedOrMissingIndexIsRefused) {
 
 TEST(CaptureReader, MissingSampleIsENOENT) {
   HandCapture capture(2);
-  WriteFile(capture.sample(1) / "proc/meminfo", "x");
+  WriteText(capture.sample(1) / "proc/meminfo", "x");
   fs::remove_all(capture.sample(2));  // the index lists it, the directory is gone
   const Reader reader = capture.Open();
   EXPECT_EQ(reader.ReadFile(2, "proc/meminfo", 4096).error(), ENOENT);
@@ -131,7 +127,7 @@ TEST(CaptureReader, MissingSampleIsENOENT) {
 
 TEST(CaptureReader, TruncatedEthtoolTextIsRefused) {
   HandCapture capture;
-  WriteFile(capture.sample() / "ethtool/eth0/statistics",
+  WriteText(capture.sample() / "ethtool/eth0/statistics",
             "NIC statistics:\n     rx_packets: 12\n     tx_pack");
   const Reader reader = capture.Open();
   const auto text = reader.ReadFile(1, "ethtool/eth0/statistics", 4096);
@@ -147,7 +143,7 @@ TEST(CaptureReader, TruncatedEthtoolTextIsRefused) {
 TEST(CaptureReader, SymlinksOutOfTheCaptureAreNeverFollowed) {
   HandCapture capture;
   TempDir outside;
-  WriteFile(outside.path() / "secret", "do not read");
+  WriteText(outside.path() / "secret", "do not read");
   fs::create_directories(capture.sample() / "sys/class/net/eth0");
   fs::create_symlink(outside.path() / "secret", capture.sample() / "sys/class/net/eth0/mtu");
   // Seven levels up from eth0/ is the capture's parent, where `outside` also is.
@@ -203,7 +199,7 @@ TEST(CaptureReader, NetlinkReplyCutShortIsRefused) {
   header.nlmsg_len = 100;
   header.nlmsg_type = RDMA_NL_GET_TYPE(RDMA_NL_NLDEV, RDMA_NLDEV_CMD_GET);
   std::memcpy(bytes, &header, sizeof header);
-  WriteFile(capture.sample() / "netlink/rdma/get.bin", std::string_view(bytes, sizeof bytes));
+  WriteText(capture.sample() / "netlink/rdma/get.bin", std::string_view(bytes, sizeof bytes));
   Installed session(Session::Replaying(Layout("/sys", "/proc"), capture.Open()));
   auto netlink = sys::RdmaNetlink::Open();
   ASSERT_TRUE(netlink.has_value());
@@ -212,8 +208,8 @@ TEST(CaptureReader, NetlinkReplyCutShortIsRefused) {
 
 TEST(CaptureSession, OneSamplePerCollectionTheLastRepeating) {
   HandCapture capture(2);
-  WriteFile(capture.sample(1) / "proc/loadavg", "first");
-  WriteFile(capture.sample(2) / "proc/loadavg", "second");
+  WriteText(capture.sample(1) / "proc/loadavg", "first");
+  WriteText(capture.sample(2) / "proc/loadavg", "second");
   Installed session(Session::Replaying(Layout("/sys", "/proc"), capture.Open()));
   // Before any collection (the collectors being built): sample 1.
   EXPECT_EQ(sysfs::ReadFile("/proc/loadavg", 64).value_or(""), "first");
@@ -240,7 +236,7 @@ TEST(CaptureLayout, HostPathsMirrorUnderSysProcAndTheirOwnName) {
 
 TEST(CaptureWriter, RefusesANonEmptyOutputOrASymlink) {
   TempDir dir;
-  WriteFile(dir.path() / "out/notes.txt", "mine");
+  WriteText(dir.path() / "out/notes.txt", "mine");
   auto writer = Writer::Create(dir.path() / "out", false);
   ASSERT_FALSE(writer.has_value());
   EXPECT_NE(writer.error().find("not empty"), std::string::npos);
@@ -362,7 +358,7 @@ TEST(CaptureRoundTrip, RdmaCollectorFromSysfsFilesAndSysfsDir) {
 TEST(CaptureRoundTrip, HostTuningFromSysfsAndProcfs) {
   TempDir root;
   testing::MaterialiseTree(testing::FixturePath("sysfs/host_tuning.tree"), root.path());
-  WriteFile(root.path() / "proc/meminfo", "HugePages_Total:       4\nHugepagesize:    2048 kB\n");
+  WriteText(root.path() / "proc/meminfo", "HugePages_Total:       4\nHugepagesize:    2048 kB\n");
   const auto [live, replayed] = RoundTrip(root.path() / "sys", root.path() / "proc", [&] {
     HostTuningCollector collector(root.path() / "sys", root.path() / "proc");
     MetricSet out;
@@ -564,7 +560,7 @@ TEST(CaptureRoundTrip, DcbReplyAndAMissingOneIsAnErrno) {
   m->nlmsg_seq = 99;
   auto* error = static_cast<nlmsgerr*>(mnl_nlmsg_put_extra_header(m, sizeof(nlmsgerr)));
   error->error = -EOPNOTSUPP;
-  WriteFile(capture.sample() / "netlink/dcb/ieee_get-eth0.bin",
+  WriteText(capture.sample() / "netlink/dcb/ieee_get-eth0.bin",
             std::string_view(buf, m->nlmsg_len));
   Installed session(Session::Replaying(Layout("/sys", "/proc"), capture.Open()));
   auto dcb = sys::DcbNetlink::Open();

@@ -27,6 +27,7 @@ namespace rdmascope {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::WriteText;
 
 // Installs a fault for the paths whose string ends with `suffix`; removed with the object.
 class ScopedFault {
@@ -43,11 +44,6 @@ class ScopedFault {
   ScopedFault& operator=(const ScopedFault&) = delete;
 };
 
-void WriteFile(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
-
 // The errno of a failed read, 0 when it succeeded.
 template <typename T>
 int ErrorOf(const std::expected<T, int>& result) {
@@ -58,8 +54,8 @@ int ErrorOf(const std::expected<T, int>& result) {
 
 TEST(SysfsFaultSeam, FailShortAndVanish) {
   testing::TempDir root;
-  WriteFile(root.path() / "attr", "123456\n");
-  WriteFile(root.path() / "dir" / "a", "");
+  WriteText(root.path() / "attr", "123456\n");
+  WriteText(root.path() / "dir" / "a", "");
   {
     const ScopedFault fault("/attr", {.error = EIO});
     EXPECT_EQ(ErrorOf(sysfs::ReadFileChecked(root.path() / "attr", 4096)), EIO);
@@ -110,10 +106,10 @@ TEST(ProcStatShortRead, LiveProcessIsNotGone) {
   testing::TempDir procfs;
   const std::string line = StatLine(42, "500012");
   const uint64_t start_ns = 500012 * kNsPerTick + 5;
-  WriteFile(procfs.path() / "42" / "stat", line.substr(0, line.find(" 500012 ") + 5));
+  WriteText(procfs.path() / "42" / "stat", line.substr(0, line.find(" 500012 ") + 5));
   EXPECT_EQ(ProcessLiveness(procfs.path(), 42, start_ns, kNsPerTick), Liveness::kUnknown)
       << "a file cut inside starttime";
-  WriteFile(procfs.path() / "42" / "stat", line);
+  WriteText(procfs.path() / "42" / "stat", line);
   {
     const ScopedFault fault("/42/stat", {.short_read = line.find(" 500012 ") + 4});
     EXPECT_EQ(ProcessLiveness(procfs.path(), 42, start_ns, kNsPerTick), Liveness::kUnknown)
@@ -136,8 +132,8 @@ TEST(ProcStatShortRead, LiveProcessIsNotGone) {
 void MakeRdmaProcess(const fs::path& procfs, int pid, const std::string& comm) {
   const fs::path dir = procfs / std::to_string(pid);
   fs::create_directories(dir / "fd");
-  WriteFile(dir / "comm", comm + "\n");
-  WriteFile(dir / "status", "Name:\t" + comm + "\nVmPin:\t   4 kB\nThreads:\t1\n");
+  WriteText(dir / "comm", comm + "\n");
+  WriteText(dir / "status", "Name:\t" + comm + "\nVmPin:\t   4 kB\nThreads:\t1\n");
   fs::create_symlink("/dev/infiniband/uverbs0", dir / "fd" / "3");
 }
 
@@ -181,7 +177,7 @@ TEST(CommUnreadable, ResourcesOwnerIsUnknownNotEmpty) {
   EXPECT_NE(text.find("pid=\"100\",comm=\"unknown\""), std::string::npos) << text;
 
   testing::TempDir procfs;
-  WriteFile(procfs.path() / "100" / "comm", "trainer\n");
+  WriteText(procfs.path() / "100" / "comm", "trainer\n");
   {
     const ScopedFault fault("/100/comm", {.error = ENOENT});
     EXPECT_EQ(ProcessComm(procfs.path(), 100), "unknown");
@@ -302,7 +298,7 @@ class PerfCollectorFaults : public PerfFaults {
  protected:
   void SetUp() override {
     PerfFaults::SetUp();
-    WriteFile(sysfs_.path() / "devices/system/cpu/online", "0\n");
+    WriteText(sysfs_.path() / "devices/system/cpu/online", "0\n");
   }
   std::unique_ptr<PerfCollector> Make() {
     return std::make_unique<PerfCollector>(

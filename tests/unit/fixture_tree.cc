@@ -25,6 +25,11 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+void WriteText(const fs::path& path, std::string_view text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << text;
+}
+
 std::string ReadText(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path.string());

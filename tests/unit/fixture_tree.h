@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sys/ethtool_ioctl.h"
@@ -34,6 +35,8 @@ void MaterialiseTree(const std::filesystem::path& tree_file, const std::filesyst
 // Parses `ethtool -S` output ("     name: value" lines).
 sys::EthtoolStats ParseEthtoolS(const std::string& text);
 std::string ReadText(const std::filesystem::path& path);
+// Writes `text` (bytes as they are) to `path`, its parent directories made.
+void WriteText(const std::filesystem::path& path, std::string_view text);
 
 std::string Serialise(const std::vector<prometheus::MetricFamily>& families);
 

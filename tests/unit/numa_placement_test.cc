@@ -15,11 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-void Write(const fs::path& path, const std::string& text) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path) << text;
-}
+using testing::WriteText;
 
 // A /proc/PID/task/TID/stat line (proc(5) fields 1..52) with `cpu` as field 39. Fields 4..38
 // are 3: a parser that splits after the first ')' of a comm holding ") 9 9 (" reads field 36
@@ -36,15 +32,15 @@ class NumaFixture : public ::testing::Test {
  protected:
   void SetUp() override {
     // Two nodes: CPUs 0-1 on node 0, 2-3 on node 1.
-    Write(sysfs() / "devices/system/cpu/online", "0-3\n");
-    Write(sysfs() / "devices/system/node/node0/cpulist", "0-1\n");
-    Write(sysfs() / "devices/system/node/node1/cpulist", "2-3\n");
+    WriteText(sysfs() / "devices/system/cpu/online", "0-3\n");
+    WriteText(sysfs() / "devices/system/node/node0/cpulist", "0-1\n");
+    WriteText(sysfs() / "devices/system/node/node1/cpulist", "2-3\n");
   }
   fs::path sysfs() const { return dir_.path() / "sys"; }
   fs::path procfs() const { return dir_.path() / "proc"; }
   void Task(uint32_t pid, uint32_t tid, const std::string& comm, int cpu, char state = 'S') {
-    Write(procfs() / std::to_string(pid) / "task" / std::to_string(tid) / "stat",
-          StatLine(tid, comm, cpu, state));
+    WriteText(procfs() / std::to_string(pid) / "task" / std::to_string(tid) / "stat",
+              StatLine(tid, comm, cpu, state));
   }
   sys::CpuTopology Topology() const { return sys::ReadCpuTopology(sysfs()); }
 
@@ -69,9 +65,9 @@ TEST_F(NumaFixture, ReadsEachThreadsNodeSkippingVanishedZombiesAndUnknownCpus) {
   Task(100, 101, "x) 9 9 (y", 1);  // node 0, not CPU 3's node 1
   Task(100, 102, "poller", 2);
   Task(100, 103, "gone", 3, 'Z');
-  Task(100, 104, "offline", 9);                       // a CPU of no known node: not node 0
-  fs::create_directories(procfs() / "100/task/105");  // exited between listing and reading
-  Write(procfs() / "100/task/106/stat", "106 (cut");  // malformed
+  Task(100, 104, "offline", 9);                           // a CPU of no known node: not node 0
+  fs::create_directories(procfs() / "100/task/105");      // exited between listing and reading
+  WriteText(procfs() / "100/task/106/stat", "106 (cut");  // malformed
   const auto threads = sys::ReadThreadCpus(procfs(), 100, Topology());
   ASSERT_EQ(threads.size(), 3u);
   EXPECT_EQ(threads[0].tid, 100u);
@@ -114,9 +110,9 @@ TEST(NumaMaps, MalformedLinesAreSkippedNeverZeroFilled) {
 TEST_F(NumaFixture, SamplerHistogramMajorityAndOffNicShare) {
   Task(200, 200, "main", 0);
   Task(200, 201, "worker", 2);
-  Write(procfs() / "200/numa_maps",
-        "7f0000000000 default anon=3 N0=1 N1=3 kernelpagesize_kB=4\n"
-        "garbage N0=1 kernelpagesize_kB=4\n");
+  WriteText(procfs() / "200/numa_maps",
+            "7f0000000000 default anon=3 N0=1 N1=3 kernelpagesize_kB=4\n"
+            "garbage N0=1 kernelpagesize_kB=4\n");
   profile::NumaSampler sampler(procfs(), Topology(), 200);
   sampler.Sample();
   Task(200, 201, "worker", 3);  // still node 1
@@ -150,12 +146,12 @@ TEST_F(NumaFixture, SamplerHistogramMajorityAndOffNicShare) {
 
 TEST_F(NumaFixture, ExitedProcessKeepsItsLastReadingAndAddsNoSample) {
   Task(300, 300, "main", 2);
-  Write(procfs() / "300/numa_maps", "7f0000000000 default anon=2 N1=2 kernelpagesize_kB=4\n");
+  WriteText(procfs() / "300/numa_maps", "7f0000000000 default anon=2 N1=2 kernelpagesize_kB=4\n");
   profile::NumaSampler sampler(procfs(), Topology(), 300);
   sampler.Sample();
   // A zombie: its task reads Z, its numa_maps is empty.
   Task(300, 300, "main", 0, 'Z');
-  Write(procfs() / "300/numa_maps", "");
+  WriteText(procfs() / "300/numa_maps", "");
   sampler.Sample();
   fs::remove_all(procfs() / "300");  // reaped
   sampler.Sample();
