@@ -121,8 +121,8 @@ def main(binary):
                 while time.monotonic() < deadline and len(live_both) < 2:
                     live_both = devices(live)
                     time.sleep(0.2)
-                # --redact: no name, id or path of the host's survives in any file of the
-                # capture.
+                # --redact, the live exporter's /debug/workloads kept too: no name, id or path
+                # of the host's survives in any file of the capture.
                 redacted = os.path.join(d, "redacted")
                 run = subprocess.run([binary, "capture", "--output", redacted, "--samples", "1",
                                       "--redact", "--exporter", f"http://127.0.0.1:{live.port}",
@@ -182,9 +182,10 @@ def main(binary):
                     text = f.read().decode(errors="replace")
                 kept.append(os.path.relpath(os.path.join(top, name), redacted))
                 survivors += [f"{name}: {o}" for o in originals if o in text]
-        check.expect("redacted: grpc/*.json kept",
+        check.expect("redacted: grpc/*.json and exporter/debug/workloads.json kept",
                      all(f"samples/0001/{name}" in kept for name in (
-                         "grpc/cri.json", "grpc/podresources.json")), True)
+                         "grpc/cri.json", "grpc/podresources.json",
+                         "exporter/debug/workloads.json")), True)
         check.expect("redacted: no original name, id or path in any file", survivors, [])
         with open(os.path.join(capture, "index.json")) as f:
             index = json.load(f)
