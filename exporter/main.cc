@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     rdmascope::FinishServeConfig(config);
     if (doctor->parsed()) rdmascope::FinishDoctorOptions(doctor_options);
+    if (capture->parsed()) rdmascope::FinishCaptureOptions(capture_options);
     // A profile follows serve's MR tracking: with DWARF unwinding of the captured stacks
     // (issue 27) the kernel path's call sites go through libibverbs without frame pointers.
     if (profile->parsed()) rdmascope::FinishProfileOptions(profile_options);

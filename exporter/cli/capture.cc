@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "cli/client_access_flags.h"
 #include "collectors/build.h"
 #include "collectors/capture_config.h"
 #include "collectors/registry.h"
@@ -150,6 +151,10 @@ void AddCaptureFlags(CLI::App& app, CaptureOptions& options) {
   AddCaptureExporterFlags(app, options.exporter);
 }
 
+void FinishCaptureOptions(const CaptureOptions& options) {
+  CheckClientAccess("--exporter", options.exporter.access);
+}
+
 namespace {
 
 // The redactor of --redact, or null.
@@ -253,7 +258,7 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
         }
       }
     }
-    RecordExporterAnswers(options.exporter, **writer, redactor != nullptr);
+    RecordExporterAnswers(options.exporter, **writer, redactor.get());
     if (auto committed = (*writer)->CommitSample(); !committed) {
       throw std::runtime_error(committed.error());
     }

@@ -29,6 +29,9 @@ struct CaptureOptions {
 // Registers capture's own flags (--output, --force, --samples, --interval, --redact,
 // --redact.key-file, --exporter, --exporter.timeout).
 void AddCaptureFlags(CLI::App& capture, CaptureOptions& options);
+// After parsing: what CLI11 cannot check (--exporter.* pairs, as doctor's). Throws
+// CLI::ValidationError.
+void FinishCaptureOptions(const CaptureOptions& options);
 int RunCapture(ServeConfig config, const CaptureOptions& options);
 
 // --replay PATH: the collectors that cannot be replayed are turned off in `config`, and the

@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "cli/capture_redact.h"
+#include "cli/client_access_flags.h"
 #include "core/capture.h"
 #include "core/default_port.h"
 #include "core/duration.h"
@@ -47,19 +49,13 @@ void AddCaptureExporterFlags(CLI::App& app, CaptureExporterOptions& options) {
       })
       ->default_str("5s")
       ->group("Capture");
+  AddClientAccessFlags(app, "exporter", "the exporter", options.access, "Capture");
 }
 
 void RecordExporterAnswers(const CaptureExporterOptions& options, capture::Writer& writer,
-                           bool redacting) {
+                           const redact::Redactor* redactor) {
   if (options.exporter == "none") {
     MissAll(writer, "--exporter none");
-    return;
-  }
-  // The answers name processes, cgroups, pods and code: --redact has no rules for them yet.
-  if (redacting) {
-    MissAll(writer,
-            "not recorded under --redact: its process, pod and symbol names are not "
-            "redacted");
     return;
   }
   const bool automatic = options.exporter == "auto";
@@ -77,18 +73,29 @@ void RecordExporterAnswers(const CaptureExporterOptions& options, capture::Write
       return;
     }
   }
+  HttpClientOptions client;
+  try {
+    client = ClientOptions(options.access, "exporter");
+  } catch (const std::exception& error) {  // a password or token file unreadable since parsing
+    MissAll(writer, error.what());
+    return;
+  }
   for (const CapturedRoute& route : kCapturedExporterRoutes) {
     const std::string source = "exporter " + std::string(route.route);
     const auto answer =
-        HttpGet(*parsed, std::string(route.route), options.timeout, {}, kMaxExporterAnswer);
+        HttpGet(*parsed, std::string(route.route), options.timeout, client, kMaxExporterAnswer);
     if (!answer) {
       writer.Missed(source, url + ": " + answer.error().message);
     } else if (answer->status != 200) {
       writer.Missed(source, url + ": " + Status(*answer));  // 404: its collector is off there
     } else if (!nlohmann::json::accept(answer->body)) {
       writer.Missed(source, url + ": the answer is not JSON");
-    } else {
+    } else if (redactor == nullptr) {
       writer.File(route.file, answer->body);
+    } else if (auto redacted = RedactExporterAnswer(*redactor, route.route, answer->body)) {
+      writer.File(route.file, *redacted);
+    } else {
+      writer.Missed(source, url + ": not kept under --redact: " + redacted.error());
     }
   }
 }

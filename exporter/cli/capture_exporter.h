@@ -14,6 +14,7 @@
 
 #include "core/capture.h"
 #include "core/collector.h"
+#include "doctor/options.h"
 
 namespace rdmascope {
 
@@ -21,6 +22,8 @@ struct CaptureExporterOptions {
   // A URL, "auto" (root's rdmascope on the default port, as doctor finds it) or "none".
   std::string exporter = "auto";
   std::chrono::milliseconds timeout = std::chrono::seconds(5);
+  // --exporter.ca-file...: an exporter behind --web.config.file (TLS, basic auth), as doctor's.
+  doctor::ClientAccess access;
 };
 
 struct CapturedRoute {
@@ -35,14 +38,17 @@ inline constexpr std::array<CapturedRoute, 2> kCapturedExporterRoutes{{
 // well below it; anything larger is refused when recorded and when replayed.
 inline constexpr size_t kMaxExporterAnswer = 16 << 20;
 
-// --exporter, --exporter.timeout.
+// --exporter, --exporter.timeout, and doctor's --exporter.* TLS and auth flags
+// (cli/client_access_flags.h).
 void AddCaptureExporterFlags(CLI::App& capture, CaptureExporterOptions& options);
 
 // Asks the exporter for each route and writes the 200 answers into the writer's open sample;
 // why one is not recorded (nobody answers, not root's rdmascope, HTTP 404 with its collector
-// off, --redact) goes to the index's "not_recorded".
+// off) goes to the index's "not_recorded". `redactor`: --redact's, the answers' names and
+// addresses hashed (cli/capture_redact.h); null: kept as answered. Throws when a password or
+// token file of --exporter.* cannot be read (before anything is asked).
 void RecordExporterAnswers(const CaptureExporterOptions& options, capture::Writer& writer,
-                           bool redacting);
+                           const redact::Redactor* redactor);
 
 // serve --replay (the capture installed): each route no collector serves and some sample
 // holds is answered from the sample replayed now, byte for byte if it is JSON; a sample

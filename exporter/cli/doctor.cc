@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "cli/client_access_flags.h"
 #include "cli/doctor_replay.h"
 #include "collectors/build.h"
 #include "core/collector_runner.h"
@@ -44,49 +45,6 @@ bool DoctorColourWanted() {
   const char* no_colour = std::getenv("NO_COLOR");  // https://no-color.org: set and not empty
   return isatty(STDOUT_FILENO) == 1 && (no_colour == nullptr || *no_colour == '\0');
 }
-
-namespace {
-
-// The client side of a server's TLS and authentication (`--PREFIX.ca-file`...), named as
-// Prometheus' scrape config and node_exporter's flags name them.
-void AddClientAccessFlags(CLI::App& doctor, const std::string& prefix, const std::string& server,
-                          doctor::ClientAccess& access) {
-  struct ClientFlag {
-    const char* name;
-    std::string doctor::ClientAccess::*member;
-    bool existing_file;
-    std::string help;
-  };
-  const ClientFlag flags[] = {
-      {"ca-file", &doctor::ClientAccess::ca_file, true,
-       "CA certificate(s) " + server +
-           "'s TLS certificate must chain to (https://; default: the system's)"},
-      {"cert-file", &doctor::ClientAccess::cert_file, true,
-       "Client certificate for " + server + " when it verifies clients (mutual TLS)"},
-      {"key-file", &doctor::ClientAccess::key_file, true,
-       "Private key of --" + prefix + ".cert-file"},
-      {"username", &doctor::ClientAccess::username, false,
-       "User name for " + server + "'s basic auth (with --" + prefix + ".password-file)"},
-      {"password-file", &doctor::ClientAccess::password_file, true,
-       "File holding the basic auth password (surrounding whitespace ignored); never a password "
-       "on the command line"},
-      {"bearer-token-file", &doctor::ClientAccess::bearer_token_file, true,
-       "File holding a bearer token sent to " + server +
-           " (Authorization: Bearer; surrounding whitespace ignored)"},
-  };
-  for (const ClientFlag& flag : flags) {
-    CLI::Option* option =
-        doctor.add_option("--" + prefix + "." + flag.name, access.*flag.member, flag.help);
-    if (flag.existing_file) option->check(CLI::ExistingFile);
-    option->group("Doctor");
-  }
-  doctor
-      .add_flag("--" + prefix + ".insecure-skip-verify", access.insecure_skip_verify,
-                "Accept any TLS certificate of " + server + " (no CA, no name check)")
-      ->group("Doctor");
-}
-
-}  // namespace
 
 void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
   doctor
@@ -127,7 +85,7 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       })
       ->default_str("5s")
       ->group("Doctor");
-  AddClientAccessFlags(doctor, "exporter", "the exporter", options.exporter_access);
+  AddClientAccessFlags(doctor, "exporter", "the exporter", options.exporter_access, "Doctor");
   doctor
       .add_option("--prometheus", options.prometheus,
                   "URL of a Prometheus (or Thanos, Mimir: its query API) scraping rdmascope: run "
@@ -182,7 +140,7 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
       ->check(CLI::Range(1, 64))
       ->default_str("4")
       ->group("Doctor fleet");
-  AddClientAccessFlags(doctor, "prometheus", "the Prometheus", options.prometheus_access);
+  AddClientAccessFlags(doctor, "prometheus", "the Prometheus", options.prometheus_access, "Doctor");
   doctor
       .add_option("--replay", options.replay,
                   "A capture (rdmascope capture; docs/capture.md) to diagnose instead of this "
@@ -284,21 +242,8 @@ void AddDoctorFlags(CLI::App& doctor, doctor::DoctorOptions& options) {
 }
 
 void FinishDoctorOptions(const doctor::DoctorOptions& options) {
-  for (const auto& [prefix, access] : {std::pair{"--exporter", &options.exporter_access},
-                                       std::pair{"--prometheus", &options.prometheus_access}}) {
-    const std::string flag(prefix);
-    if (access->cert_file.empty() != access->key_file.empty()) {
-      throw CLI::ValidationError(flag + ".cert-file/" + flag + ".key-file", "give both or neither");
-    }
-    if (access->username.empty() != access->password_file.empty()) {
-      throw CLI::ValidationError(flag + ".username/" + flag + ".password-file",
-                                 "give both or neither");
-    }
-    if (!access->username.empty() && !access->bearer_token_file.empty()) {
-      throw CLI::ValidationError(flag + ".username/" + flag + ".bearer-token-file",
-                                 "give one or the other");
-    }
-  }
+  CheckClientAccess("--exporter", options.exporter_access);
+  CheckClientAccess("--prometheus", options.prometheus_access);
   if (!options.replay.empty() && !options.prometheus.empty()) {
     throw CLI::ValidationError("--replay/--prometheus", "give one or the other");
   }

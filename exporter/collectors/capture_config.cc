@@ -8,14 +8,10 @@
 namespace rdmascope {
 namespace {
 
-constexpr std::array<UnreplayableSource, 5> kUnreplayable{{
+constexpr std::array<UnreplayableSource, 3> kUnreplayable{{
     {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
     {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
     {"occupancy", "the preload library's shared stats files are not recorded in format 1", true},
-    {"workload: container runtime",
-     "the CRI socket's gRPC answers are not recorded in format 1 (container names)", false},
-    {"workload: kubelet PodResources",
-     "the kubelet's gRPC answers are not recorded in format 1 (devices of pods)", false},
 }};
 
 }  // namespace
@@ -25,7 +21,6 @@ std::span<const UnreplayableSource> UnreplayableSources() { return kUnreplayable
 std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
                                                     std::string_view mode) {
   std::vector<UnreplayableSource> off;
-  config.replayable_only = true;
   for (const UnreplayableSource& source : kUnreplayable) {
     const std::string collector(source.source.substr(0, source.source.find(':')));
     const auto enabled = config.collector_enabled.find(collector);
@@ -38,6 +33,10 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
   }
   // Each sample holds the settings it replays: none is served from an earlier reading.
   config.ethtool.refresh_interval = std::chrono::nanoseconds(0);
+  // Likewise the container runtime's and the kubelet's answers: asked at each collection, on
+  // its thread (sys/background_refresh.h, interval 0), so each sample records its own.
+  config.workload.cri_refresh_interval = std::chrono::milliseconds(0);
+  config.workload_kubelet.refresh_interval = std::chrono::milliseconds(0);
   return off;
 }
 

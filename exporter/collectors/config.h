@@ -27,9 +27,6 @@ struct CollectorsConfig {
   std::map<std::string, bool> collector_explicit;  // --collector.NAME / --no-collector.NAME
   bool disable_default_collectors = false;
   bool probe_strict = false;  // an eBPF probe set that cannot attach is fatal
-  // `capture` or `--replay` (collectors/capture_config.h): only the sources whose bytes pass
-  // the host boundary (core/capture.h); libibverbs and gRPC sources are not built.
-  bool replayable_only = false;
   EthtoolOptions ethtool;
   RdmaOptions rdma;
   ResourcesOptions resources;

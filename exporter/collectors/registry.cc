@@ -13,7 +13,9 @@
 #include "collectors/verbs.h"
 #include "collectors/verbs_ports_capture.h"
 #include "collectors/workload.h"
+#include "core/capture.h"
 #include "core/log.h"
+#include "sys/grpc_capture.h"
 
 namespace rdmascope {
 namespace {
@@ -60,26 +62,59 @@ std::unique_ptr<Collector> MakeHostTuning(const CollectorsConfig& config) {
   return std::make_unique<HostTuningCollector>(config.sysfs, config.procfs, config.host);
 }
 
-std::unique_ptr<Collector> MakeWorkload(const CollectorsConfig& config) {
+// Replaying: the container runtime and the kubelet the capture recorded, answered from each
+// sample's grpc/*.json (sys/grpc_capture.h): no socket, no gRPC library. A source the capture
+// did not record (the host had none to ask) is not there, as on that host.
+std::unique_ptr<Collector> MakeReplayedWorkload(const CollectorsConfig& config) {
   std::unique_ptr<sys::ContainerNames> names;
-  if (config.replayable_only) {
-    return std::make_unique<WorkloadCollector>(config.procfs, nullptr, nullptr,
-                                               config.workload.recheck_interval);
+  if (const auto endpoint = sys::RecordedEndpoint(sys::kCriAnswerFile)) {
+    log::Info("container names from the capture", {{"endpoint", *endpoint}});
+    // Interval 0: in step with the samples, whatever the flags said.
+    names = std::make_unique<sys::ContainerNames>(
+        sys::CriOptions{.endpoint = *endpoint, .refresh_interval = std::chrono::milliseconds(0)});
   }
+  std::unique_ptr<DeviceWorkloads> devices;
+  if (const auto endpoint = sys::RecordedEndpoint(sys::kPodResourcesAnswerFile)) {
+    log::Info("devices of pods from the capture", {{"endpoint", *endpoint}});
+    devices = std::make_unique<DeviceWorkloads>(
+        config.sysfs,
+        std::make_unique<sys::PodResources>(sys::PodResourcesOptions{
+            .endpoint = *endpoint, .refresh_interval = std::chrono::milliseconds(0)}));
+  }
+  return std::make_unique<WorkloadCollector>(config.procfs, std::move(names), std::move(devices),
+                                             config.workload.recheck_interval);
+}
+
+// The gRPC library for a source at `endpoint`, or why there is none (recorded in a capture's
+// index: the source was there and could not be asked).
+std::optional<std::filesystem::path> GrpcLibraryFor(const char* source,
+                                                    const std::string& endpoint) {
+  std::error_code ec;
+  auto library =
+      sys::FindGrpcLibrary(std::filesystem::read_symlink("/proc/self/exe", ec).parent_path());
+  if (library) return *library;
+  log::Warn(std::string("no ") + source + ": the gRPC library is missing",
+            {{"err", library.error()}});
+  if (capture::Session* session = capture::Active(); session && session->writer()) {
+    session->writer()->Missed(std::string("workload: ") + source + " at " + endpoint,
+                              "the gRPC library is missing: " + library.error());
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<Collector> MakeWorkload(const CollectorsConfig& config) {
+  const capture::Session* session = capture::Active();
+  if (session != nullptr && session->replaying()) return MakeReplayedWorkload(config);
+  std::unique_ptr<sys::ContainerNames> names;
   const std::string endpoint = ResolveCriEndpoint(config.workload.cri_endpoint, "/");
   if (!endpoint.empty()) {
-    std::error_code ec;
-    auto library =
-        sys::FindGrpcLibrary(std::filesystem::read_symlink("/proc/self/exe", ec).parent_path());
-    if (library) {
+    if (const auto library = GrpcLibraryFor("container names", endpoint)) {
       log::Info("container names from the container runtime", {{"endpoint", endpoint}});
       names = std::make_unique<sys::ContainerNames>(
           sys::CriOptions{.endpoint = endpoint,
                           .timeout = config.workload.cri_timeout,
                           .refresh_interval = config.workload.cri_refresh_interval,
                           .library = *library});
-    } else {
-      log::Warn("no container names: the gRPC library is missing", {{"err", library.error()}});
     }
   } else if (config.workload.cri_endpoint == "auto") {
     log::Debug("no container runtime socket found: container names are not asked for");
@@ -87,10 +122,7 @@ std::unique_ptr<Collector> MakeWorkload(const CollectorsConfig& config) {
   std::unique_ptr<DeviceWorkloads> devices;
   const std::string kubelet = ResolveKubeletSocket(config.workload_kubelet.socket, "/");
   if (!kubelet.empty()) {
-    std::error_code ec;
-    auto library =
-        sys::FindGrpcLibrary(std::filesystem::read_symlink("/proc/self/exe", ec).parent_path());
-    if (library) {
+    if (const auto library = GrpcLibraryFor("devices of pods", kubelet)) {
       log::Info("devices of pods from the kubelet's PodResources API", {{"endpoint", kubelet}});
       devices = std::make_unique<DeviceWorkloads>(
           config.sysfs, std::make_unique<sys::PodResources>(sys::PodResourcesOptions{
@@ -98,8 +130,6 @@ std::unique_ptr<Collector> MakeWorkload(const CollectorsConfig& config) {
                             .timeout = config.workload_kubelet.timeout,
                             .refresh_interval = config.workload_kubelet.refresh_interval,
                             .library = *library}));
-    } else {
-      log::Warn("no devices of pods: the gRPC library is missing", {{"err", library.error()}});
     }
   } else if (config.workload_kubelet.socket == "auto") {
     log::Debug("no kubelet PodResources socket found: devices of pods are not asked for");

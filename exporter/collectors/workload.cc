@@ -264,6 +264,9 @@ std::string WorkloadCollector::WorkloadsJson() const {
 }
 
 CollectResult WorkloadCollector::CollectAfter(EarlierFamilies earlier, MetricSet& out) const {
+  // Capture and replay: the runtime's answer of this sample, whatever the processes (each
+  // sample holds one).
+  if (names_ != nullptr) names_->CollectionStarts();
   // The kubelet's devices of pods, whatever the processes.
   const std::string devices = devices_ ? "; " + devices_->Collect(out) : "";
   size_t namespace_local = 0;

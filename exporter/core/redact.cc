@@ -406,6 +406,102 @@ std::string RedactCgroup(const Redactor& redactor, std::string_view text) {
 
 }  // namespace
 
+std::string CgroupIds(const Redactor& redactor, std::string_view text) {
+  return RedactCgroup(redactor, text);
+}
+
+std::string WorkloadLabel(const Redactor& redactor, std::string_view label,
+                          std::string_view value) {
+  if (value.empty()) return "";
+  if (label == "pod_uid" || label == "container_id") {
+    std::string hashed = RedactCgroup(redactor, value);
+    // No id of the shapes the cgroup rules know (a runtime with other ids): hashed whole,
+    // never kept.
+    return hashed != value ? hashed : redactor.Name(label, value);
+  }
+  if (label == "slurm_job_id" || label == "slurm_step_id") return redactor.Serial(value);
+  if (label == "systemd_unit") {
+    // The unit's type ("service", "scope") says how it runs, not whose it is.
+    const size_t dot = value.rfind('.');
+    const bool typed = dot != std::string_view::npos && dot > 0 && value.size() - dot <= 10;
+    return redactor.Name("unit", typed ? value.substr(0, dot) : value) +
+           std::string(typed ? value.substr(dot) : "");
+  }
+  return redactor.Name(label, value);
+}
+
+namespace {
+
+bool IsIpv4(std::string_view word) {
+  in_addr addr{};
+  return inet_pton(AF_INET, std::string(word).c_str(), &addr) == 1;
+}
+
+// Labels of letters, digits and '-', at least two, the last of letters only ("node17.example.com";
+// not "libibverbs.so.1", "3.5").
+bool IsDnsName(std::string_view word) {
+  size_t labels = 0;
+  std::string_view last;
+  while (true) {
+    const size_t dot = word.find('.');
+    const std::string_view label = word.substr(0, dot);
+    if (label.empty() || label.size() > 63) return false;
+    for (const char c : label) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return false;
+    }
+    ++labels;
+    last = label;
+    if (dot == std::string_view::npos) break;
+    word.remove_prefix(dot + 1);
+  }
+  return labels >= 2 && std::all_of(last.begin(), last.end(), [](char c) {
+           return std::isalpha(static_cast<unsigned char>(c));
+         });
+}
+
+std::string FreeWord(const Redactor& redactor, std::string_view word) {
+  if (word.find('/') != std::string_view::npos) {
+    const size_t slash = word.rfind('/');
+    const std::string_view file = word.substr(slash + 1);
+    const bool library = file.starts_with("lib") && file.find(".so") != std::string_view::npos;
+    if (!library) return redactor.Name("path", word);
+    return redactor.Name("path", word.substr(0, slash)) + "/" + std::string(file);
+  }
+  if (IsIpv4(word)) return redactor.Ipv4(word);
+  if (const size_t colon = word.rfind(':');
+      colon != std::string_view::npos && IsIpv4(word.substr(0, colon))) {
+    return redactor.Ipv4(word.substr(0, colon)) + std::string(word.substr(colon));
+  }
+  if (word.find(':') != std::string_view::npos) {
+    in6_addr addr{};
+    if (inet_pton(AF_INET6, std::string(word).c_str(), &addr) == 1) return redactor.Gid(word);
+  }
+  if (IsDnsName(word)) return redactor.Name("host", word);
+  return std::string(word);
+}
+
+}  // namespace
+
+std::string FreeText(const Redactor& redactor, std::string_view text) {
+  std::string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    const size_t end = std::min(text.find_first_of(" \t\n\r\"'()[]{},;=<>", i), text.size());
+    if (end == i) {
+      out += text[i++];
+      continue;
+    }
+    std::string_view word = text.substr(i, end - i);
+    i = end;
+    // Punctuation after a word ("/x/y: not found", "... at node17.example.com.") stays.
+    size_t kept = word.size();
+    while (kept > 0 && (word[kept - 1] == ':' || word[kept - 1] == '.')) --kept;
+    out += FreeWord(redactor, word.substr(0, kept));
+    out += word.substr(kept);
+  }
+  return out;
+}
+
 std::string RedactFile(const Redactor& redactor, std::string_view path, std::string_view bytes) {
   const auto parts = Components(path);
   const auto [value, line_end] = SplitLineEnd(bytes);

@@ -65,6 +65,33 @@ class Redactor {
   std::string key_;
 };
 
+// Container ids (64 lowercase hex digits) and pod UIDs (8-4-4-4-12, '-' or '_') anywhere in
+// `text`, each hashed into the same shape, as proc/*/cgroup's are: the id a container runtime
+// or a debug answer gives hashes alike to the one in the cgroup path, so lookups still match.
+std::string CgroupIds(const Redactor& redactor, std::string_view text);
+
+// One value of a workload label (rdma_process_workload_info's, the container runtime's and the
+// kubelet's names): what identifies a tenant's workload, hashed in a shape the label still
+// takes, alike wherever the capture holds it (grpc/*.json, exporter/debug/*.json):
+//   namespace, pod, container    -> Name(label, value): "pod-3f9a2c1b07"
+//   pod_uid, container_id        -> CgroupIds (a value with no id in it: Name(label, value))
+//   slurm_job_id, slurm_step_id  -> Serial: digits stay digits, same length
+//   systemd_unit                 -> "unit-TOKEN" with the unit's type suffix kept (".service")
+//   any other label              -> Name(label, value)
+// An empty value stays empty (a label without a value is left out, not made up).
+std::string WorkloadLabel(const Redactor& redactor, std::string_view label, std::string_view value);
+
+// Free text that may carry paths, addresses and host names (an error message, a module path,
+// a reason a stack has no symbols), word by word:
+//   a word with a '/'          Name("path", word), keeping a shared library's file name
+//                              (".../libibverbs.so.1" -> "path-TOKEN/libibverbs.so.1"): which
+//                              library is what a support case needs
+//   an IPv4 address (":port")  Ipv4, the port kept
+//   an IPv6 address            Gid
+//   a DNS name (a.b.tld)       Name("host", word)
+// other words stay; trailing ':' and '.' stay punctuation.
+std::string FreeText(const Redactor& redactor, std::string_view text);
+
 // One file of a capture (its path in a sample, "sys/class/infiniband/mlx5_0/node_guid"), its
 // bytes as redacted: the rules of docs/capture.md "Redaction" by path. Files no rule names come
 // back as they are.

@@ -19,13 +19,13 @@ BackgroundRefresh::~BackgroundRefresh() {
 }
 
 void BackgroundRefresh::StartLocked() {
-  if (started_) return;
+  if (started_ || in_step()) return;
   started_ = true;
   thread_ = std::thread([this] { Run(); });
 }
 
 void BackgroundRefresh::MissLocked() {
-  if (miss_) return;
+  if (miss_ || in_step()) return;
   miss_ = true;
   changed_.notify_all();
 }
@@ -56,24 +56,35 @@ void BackgroundRefresh::Run() {
     }
     last_attempt = now;
     miss_ = false;
-    if (steps_.before) steps_.before();
-    lock.unlock();
-    const std::string error = steps_.fetch();
-    lock.lock();
-    ++status_.attempts;
-    const bool ok = error.empty();
-    steps_.after(ok);
-    if (ok) {
-      status_.last_success = Clock::now();
-      if (!status_.last_error.empty()) {
-        log::Info(options_.recovered_message, {{"endpoint", options_.endpoint}});
-      }
-    } else if (status_.last_error != error) {
-      log::Warn(options_.failed_message, {{"endpoint", options_.endpoint}, {"err", error}});
-    }
-    status_.last_error = error;
-    changed_.notify_all();
+    AttemptLocked(lock);
   }
+}
+
+void BackgroundRefresh::FetchNow() {
+  if (!in_step()) return;
+  const std::lock_guard one_at_a_time(fetch_now_);
+  std::unique_lock lock(mutex_);
+  AttemptLocked(lock);
+}
+
+void BackgroundRefresh::AttemptLocked(std::unique_lock<std::mutex>& lock) {
+  if (steps_.before) steps_.before();
+  lock.unlock();
+  const std::string error = steps_.fetch();
+  lock.lock();
+  ++status_.attempts;
+  const bool ok = error.empty();
+  steps_.after(ok);
+  if (ok) {
+    status_.last_success = Clock::now();
+    if (!status_.last_error.empty()) {
+      log::Info(options_.recovered_message, {{"endpoint", options_.endpoint}});
+    }
+  } else if (status_.last_error != error) {
+    log::Warn(options_.failed_message, {{"endpoint", options_.endpoint}, {"err", error}});
+  }
+  status_.last_error = error;
+  changed_.notify_all();
 }
 
 }  // namespace rdmascope::sys

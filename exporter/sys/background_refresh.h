@@ -9,6 +9,10 @@
 // Nothing starts before StartLocked (the first lookup, i.e. the first scrape): `serve` drops
 // its capabilities while it has one thread only, and the gRPC library starts threads of its own.
 //
+// A refresh interval of 0 is "in step with the collections" (`capture` and `--replay`, where
+// each sample holds the answer it was collected with, docs/capture.md): no thread; the owner
+// calls FetchNow once per collection, which asks the source on the collecting thread.
+//
 // The owner's data is guarded by this object's lock (Lock()): the `before` and `after` steps
 // run with it held, `fetch` without it, so readers are never blocked by a call in flight.
 #pragma once
@@ -71,16 +75,25 @@ class BackgroundRefresh {
   // With Lock() held.
   const Status& StatusLocked() const { return status_; }
 
+  // Refresh interval 0: no thread, FetchNow at each collection.
+  bool in_step() const { return options_.refresh_interval.count() == 0; }
+  // Without Lock() held: one attempt now, on this thread (in step only; else nothing). Two
+  // collections at once attempt one after the other.
+  void FetchNow();
+
   Status status() const;
   // Waits until `attempts` attempts in all were made (tests).
   bool WaitForAttempts(uint64_t attempts, std::chrono::milliseconds timeout) const;
 
  private:
   void Run();
+  // One attempt: `before`, `fetch` with `lock` released, `after`, the status. `lock` is held.
+  void AttemptLocked(std::unique_lock<std::mutex>& lock);
 
   const Options options_;
   const Steps steps_;
   mutable std::mutex mutex_;
+  std::mutex fetch_now_;  // one FetchNow at a time: `fetch` keeps its answer in one place
   mutable std::condition_variable changed_;
   Status status_;
   bool started_ = false;

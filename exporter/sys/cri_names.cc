@@ -1,6 +1,7 @@
 #include "sys/cri_names.h"
 
 #include "core/log.h"
+#include "sys/grpc_capture.h"
 
 namespace rdmascope::sys {
 
@@ -72,7 +73,10 @@ std::expected<std::vector<CriContainer>, std::string> ContainerNames::ListThroug
 }
 
 std::string ContainerNames::Fetch() {
-  fetched_ = list_ ? list_() : ListThroughLibrary();
+  // Through the capture's boundary: replaying, the sample's recorded answer, and the library
+  // is never loaded.
+  fetched_ =
+      CapturedCriList(options_.endpoint, [this] { return list_ ? list_() : ListThroughLibrary(); });
   return fetched_ ? std::string() : fetched_.error();
 }
 

@@ -49,6 +49,11 @@ class ContainerNames {
   ContainerNames(const ContainerNames&) = delete;
   ContainerNames& operator=(const ContainerNames&) = delete;
 
+  // A collection begins: with a refresh interval of 0 (capture and replay: each sample holds
+  // the answer it was collected with) the runtime is asked now, on this thread; otherwise
+  // nothing (the refresher keeps the answer fresh).
+  void CollectionStarts() { refresh_.FetchNow(); }
+
   // The runtime's last word on the container with this 64-hex ID; nullopt when it has not
   // named it (yet). Never blocks on the runtime.
   std::optional<CriContainer> Lookup(std::string_view id);

@@ -1,5 +1,6 @@
 #include "sys/pod_resources.h"
 
+#include "sys/grpc_capture.h"
 #include "sys/grpc_library.h"
 
 namespace rdmascope::sys {
@@ -13,28 +14,30 @@ PodResources::PodResources(PodResourcesOptions options, ListFn list)
     : options_(std::move(options)),
       list_(std::move(list)),
       devices_(std::make_shared<const std::vector<PodDevices>>()),
-      refresh_({.refresh_interval = options_.refresh_interval,
-                // No reader asks sooner: a device handed to a pod shows at the next refresh.
-                .miss_interval = options_.refresh_interval,
-                .failed_message = "kubelet PodResources did not answer; the pods of devices are "
-                                  "the last known",
-                .recovered_message = "kubelet PodResources answers again",
-                .endpoint = options_.endpoint},
-               {.fetch =
-                    [this] {
-                      fetched_ = list_ ? list_() : ListThroughLibrary();
-                      return fetched_ ? std::string() : fetched_.error();
-                    },
-                .after =
-                    [this](bool ok) {
-                      // A failure keeps the last answer: a kubelet restarting must not strip
-                      // every device of its pod.
-                      if (ok) {
-                        devices_ =
-                            std::make_shared<const std::vector<PodDevices>>(std::move(*fetched_));
-                        fetched_->clear();
-                      }
-                    }}) {}
+      refresh_(
+          {.refresh_interval = options_.refresh_interval,
+           // No reader asks sooner: a device handed to a pod shows at the next refresh.
+           .miss_interval = options_.refresh_interval,
+           .failed_message = "kubelet PodResources did not answer; the pods of devices are "
+                             "the last known",
+           .recovered_message = "kubelet PodResources answers again",
+           .endpoint = options_.endpoint},
+          {.fetch =
+               [this] {
+                 // Replaying: the sample's recorded answer, no library loaded.
+                 fetched_ = CapturedPodResourcesList(
+                     options_.endpoint, [this] { return list_ ? list_() : ListThroughLibrary(); });
+                 return fetched_ ? std::string() : fetched_.error();
+               },
+           .after =
+               [this](bool ok) {
+                 // A failure keeps the last answer: a kubelet restarting must not strip
+                 // every device of its pod.
+                 if (ok) {
+                   devices_ = std::make_shared<const std::vector<PodDevices>>(std::move(*fetched_));
+                   fetched_->clear();
+                 }
+               }}) {}
 
 PodResources::~PodResources() = default;
 

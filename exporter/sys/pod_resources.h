@@ -42,6 +42,10 @@ class PodResources {
   PodResources(const PodResources&) = delete;
   PodResources& operator=(const PodResources&) = delete;
 
+  // A collection begins: with a refresh interval of 0 (capture and replay) the kubelet is
+  // asked now, on this thread; otherwise nothing.
+  void CollectionStarts() { refresh_.FetchNow(); }
+
   // The kubelet's last answer (empty before the first one). Never blocks on the kubelet.
   std::shared_ptr<const std::vector<PodDevices>> Snapshot();
 

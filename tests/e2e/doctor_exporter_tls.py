@@ -5,6 +5,7 @@ web_security.py): the right CA and password give the exporter's report; a wrong 
 password, no credentials, and a missing client certificate where the exporter requires one each
 give one warning that says what to pass, then the local report. Exit 77 without openssl."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -85,6 +86,38 @@ def main(binary, fixtures):
             check("a user without a password file is refused at start",
                   run.returncode != 0 and "password-file" in run.stderr
                   and REMOTE_LOG not in run.stderr, run.stderr)
+
+            # capture --exporter takes the same flags (cli/client_access_flags.h).
+            def capture(name, *args):
+                out = os.path.join(d, name)
+                run = subprocess.run(
+                    [binary, "capture", "--collector.disable-defaults", "--collector.rdma",
+                     f"--path.sysfs={sysfs}", "--samples=1", f"--output={out}",
+                     f"--exporter={url}", "--exporter.timeout=5s", *args],
+                    capture_output=True, text=True, timeout=60, cwd=d)
+                kept = os.path.isfile(os.path.join(out, "samples", "0001", "exporter", "debug",
+                                                   "workloads.json"))
+                missed = ""
+                if os.path.isfile(os.path.join(out, "index.json")):
+                    with open(os.path.join(out, "index.json")) as f:
+                        missed = json.dumps(json.load(f).get("not_recorded", []))
+                return run, kept, missed
+
+            run, kept, missed = capture("cap-right", *right)
+            check("capture over TLS and basic auth: /debug/workloads kept",
+                  run.returncode == 0 and kept, run.stderr + missed)
+            run, kept, missed = capture("cap-none", "--exporter.ca-file=ca.crt")
+            check("capture without credentials: not kept, HTTP 401 in not_recorded",
+                  run.returncode == 0 and not kept and "HTTP 401" in missed, missed)
+            run, kept, missed = capture("cap-wrong-ca", "--exporter.ca-file=wrong-ca.crt",
+                                        "--exporter.username=alice",
+                                        "--exporter.password-file=right.pw")
+            check("capture with the wrong CA: not kept, the TLS error in not_recorded",
+                  not kept and "not trusted" in missed, missed)
+            run, kept, missed = capture("cap-half", "--exporter.ca-file=ca.crt",
+                                        "--exporter.username=alice")
+            check("capture: a user without a password file is refused at start",
+                  run.returncode != 0 and "password-file" in run.stderr, run.stderr)
 
         # Mutual TLS: the exporter verifies clients against the same CA.
         config = web_security.write_config(

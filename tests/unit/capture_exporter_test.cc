@@ -59,7 +59,7 @@ fs::path Record(const fs::path& dir, int samples, bool stacks) {
                                            "http://127.0.0.1:" + std::to_string(server.port())};
   for (sample = 1; sample <= samples; ++sample) {
     EXPECT_TRUE(writer->BeginSample(static_cast<size_t>(sample)).has_value());
-    RecordExporterAnswers(options, *writer, /*redacting=*/false);
+    RecordExporterAnswers(options, *writer, /*redactor=*/nullptr);
     EXPECT_TRUE(writer->CommitSample().has_value());
   }
   EXPECT_TRUE(writer->WriteIndex("test", {}).has_value());
@@ -115,9 +115,9 @@ TEST(CaptureExporter, WhatNoExporterAnsweredIsNotRecordedAndSaysWhy) {
   auto writer = capture::Writer::Create(none.path() / "cap", false).value();
   ASSERT_TRUE(writer->BeginSample(1).has_value());
   RecordExporterAnswers({.exporter = "http://127.0.0.1:1", .timeout = std::chrono::seconds(2)},
-                        *writer, false);
-  RecordExporterAnswers({.exporter = "none"}, *writer, false);
-  RecordExporterAnswers({}, *writer, /*redacting=*/true);
+                        *writer, nullptr);
+  RecordExporterAnswers({.exporter = "none"}, *writer, nullptr);
+  RecordExporterAnswers({.exporter = "ftp://x"}, *writer, nullptr);
   ASSERT_TRUE(writer->CommitSample().has_value());
   const auto missed = writer->missed();
   EXPECT_EQ(missed.size(), 6U);
