@@ -8,10 +8,9 @@
 namespace rdmascope {
 namespace {
 
-constexpr std::array<UnreplayableSource, 5> kUnreplayable{{
+constexpr std::array<UnreplayableSource, 4> kUnreplayable{{
     {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
     {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
-    {"occupancy", "the preload library's shared stats files are not recorded in format 1", true},
     {"workload: container runtime",
      "the CRI socket's gRPC answers are not recorded in format 1 (container names)", false},
     {"workload: kubelet PodResources",
@@ -38,6 +37,10 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
   }
   // Each sample holds the settings it replays: none is served from an earlier reading.
   config.ethtool.refresh_interval = std::chrono::nanoseconds(0);
+  // The occupancy collector's walks of /proc for other pid namespaces happen when a pid is not
+  // known, at most once per interval: a replay's scrapes come at other times than the
+  // capture's samples, so under both a walk is made whenever one is wanted, alike.
+  config.occupancy.pid_walk_interval = std::chrono::milliseconds(0);
   return off;
 }
 
