@@ -280,20 +280,29 @@ class RecordingSource final : public StatsSource {
 
 // ---- Replaying
 
-// One warning per replay for a capture's files refused (the counter has each one).
-std::atomic<bool> g_refusal_logged{false};
+// One warning per replayed capture for its stats files refused (the counter has each one).
+class RefusalWarning {
+ public:
+  void operator()(const std::string& file, const std::string& why) {
+    if (logged_.exchange(true)) return;
+    log::Warn("capture's preload stats files refused: their series are missing",
+              {{"file", file}, {"err", why}});
+  }
 
-void WarnRefused(const std::string& file, const std::string& why) {
-  if (g_refusal_logged.exchange(true)) return;
-  log::Warn("capture's preload stats files refused: their series are missing",
-            {{"file", file}, {"err", why}});
-}
+ private:
+  std::atomic<bool> logged_{false};
+};
 
 class ReplayFile final : public StatsFile {
  public:
   ReplayFile(const capture::Reader& reader, size_t sample, std::string path, struct stat st,
-             std::optional<bool> held)
-      : reader_(reader), sample_(sample), path_(std::move(path)), stat_(st), held_(held) {}
+             std::optional<bool> held, RefusalWarning& warn)
+      : reader_(reader),
+        sample_(sample),
+        path_(std::move(path)),
+        stat_(st),
+        held_(held),
+        warn_(warn) {}
   const struct stat& stat() const override { return stat_; }
   std::optional<bool> Held() override { return held_; }
   bool ReadHead(void* out, size_t size) override {
@@ -306,7 +315,7 @@ class ReplayFile final : public StatsFile {
     const auto bytes = Bytes();
     out.clear();
     if (!bytes) {
-      WarnRefused(path_, std::strerror(bytes.error()));
+      warn_(path_, std::strerror(bytes.error()));
       switch (bytes.error()) {
         case EFBIG:  // larger than its facts say: they lie, or it grew
           return std::unexpected(sys::Refusal::kTooLarge);
@@ -318,8 +327,8 @@ class ReplayFile final : public StatsFile {
     }
     out.assign(bytes->begin(), bytes->end());
     if (out.size() != static_cast<size_t>(stat_.st_size)) {
-      WarnRefused(path_, "cut short: " + std::to_string(out.size()) + " of " +
-                             std::to_string(stat_.st_size) + " bytes");
+      warn_(path_, "cut short: " + std::to_string(out.size()) + " of " +
+                       std::to_string(stat_.st_size) + " bytes");
       return std::unexpected(sys::Refusal::kShortRead);
     }
     return {};
@@ -335,13 +344,18 @@ class ReplayFile final : public StatsFile {
   const std::string path_;
   const struct stat stat_;
   const std::optional<bool> held_;
+  RefusalWarning& warn_;
 };
 
 class ReplayDirectory final : public StatsDirectory {
  public:
   ReplayDirectory(const capture::Reader& reader, size_t sample, std::string rel,
-                  std::vector<std::string> names)
-      : reader_(reader), sample_(sample), rel_(std::move(rel)), names_(std::move(names)) {}
+                  std::vector<std::string> names, RefusalWarning& warn)
+      : reader_(reader),
+        sample_(sample),
+        rel_(std::move(rel)),
+        names_(std::move(names)),
+        warn_(warn) {}
 
   // As live: owned by the exporter's user, writable by nobody else; here the capturing
   // process's euid. Facts absent or refused: not private, so every claim is checked.
@@ -354,7 +368,7 @@ class ReplayDirectory final : public StatsDirectory {
     const auto euid =
         facts.is_object() ? Unsigned(facts, "exporter_euid", UINT32_MAX) : std::nullopt;
     if (!st || !euid) {
-      WarnRefused(rel_ + std::string(kStatsFactsSuffix), st ? "no \"exporter_euid\"" : st.error());
+      warn_(rel_ + std::string(kStatsFactsSuffix), st ? "no \"exporter_euid\"" : st.error());
       return false;
     }
     return S_ISDIR(st->st_mode) && st->st_uid == *euid && (st->st_mode & 022) == 0;
@@ -365,7 +379,7 @@ class ReplayDirectory final : public StatsDirectory {
     const std::string facts_path = path + std::string(kStatsFactsSuffix);
     const auto text = reader_.ReadFile(sample_, facts_path, kMaxStatsFactsBytes);
     const auto refuse = [&](const std::string& why) {
-      WarnRefused(facts_path, why);
+      warn_(facts_path, why);
       return std::unexpected(facts_path + ": " + why);
     };
     if (!text) {
@@ -406,14 +420,14 @@ class ReplayDirectory final : public StatsDirectory {
                                   : ParseStatFacts(*stat, "stat");
     const auto lstat = ParseStatFacts(facts.at("lstat"), "lstat");
     if (!st) {
-      WarnRefused(path + std::string(kStatsFactsSuffix), st.error());
+      warn_(path + std::string(kStatsFactsSuffix), st.error());
       return std::unexpected(sys::Refusal::kOpenFailed);
     }
     // What OpenUntrusted checks of the file it opened: a regular file, the inode listed,
     // within the bound.
     if (!S_ISREG(st->st_mode) || st->st_dev != lstat->st_dev || st->st_ino != lstat->st_ino) {
-      WarnRefused(path + std::string(kStatsFactsSuffix),
-                  "\"stat\" is not the regular file \"lstat\" names");
+      warn_(path + std::string(kStatsFactsSuffix),
+            "\"stat\" is not the regular file \"lstat\" names");
       return std::unexpected(sys::Refusal::kNotRegular);
     }
     if (static_cast<uint64_t>(st->st_size) > max_size) {
@@ -423,7 +437,7 @@ class ReplayDirectory final : public StatsDirectory {
     if (const auto it = facts.find("held"); it != facts.end() && it->is_boolean()) {
       held = it->get<bool>();
     }
-    return std::make_unique<ReplayFile>(reader_, sample_, path, *st, held);
+    return std::make_unique<ReplayFile>(reader_, sample_, path, *st, held, warn_);
   }
   void RemoveIfSame(const std::string&, const struct stat&) override {}
 
@@ -433,6 +447,7 @@ class ReplayDirectory final : public StatsDirectory {
   const std::string rel_;
   const std::vector<std::string> names_;
   std::map<std::string, json> facts_;  // of the names Lstat accepted
+  RefusalWarning& warn_;
 };
 
 class ReplaySource final : public StatsSource {
@@ -447,7 +462,8 @@ class ReplaySource final : public StatsSource {
     const size_t sample = session->sample();
     auto names = session->reader()->List(sample, *rel_);
     if (!names) return std::unexpected(names.error());
-    return std::make_unique<ReplayDirectory>(*session->reader(), sample, *rel_, std::move(*names));
+    return std::make_unique<ReplayDirectory>(*session->reader(), sample, *rel_, std::move(*names),
+                                             warning_);
   }
   bool deletes() const override { return false; }
   // Maps, status and namespace links through core/sysfs: the capture answers.
@@ -456,6 +472,7 @@ class ReplaySource final : public StatsSource {
  private:
   const std::optional<std::string> rel_;
   const std::shared_ptr<sys::PrivilegedProcfs> procfs_;
+  RefusalWarning warning_;
 };
 
 }  // namespace
