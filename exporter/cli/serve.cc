@@ -89,7 +89,9 @@ caps::CapabilitySet BrokerShare(const ServeConfig& config) {
 std::shared_ptr<sys::CapabilityBroker> StartCapabilityBroker(ServeConfig& config, bool& failed) {
   failed = false;
   const caps::CapabilitySet share = BrokerShare(config);
-  if (share.empty()) return nullptr;
+  // A replay reads other processes in the capture only (core/sysfs answers): no broker, and
+  // its share is dropped with the rest.
+  if (share.empty() || !config.replay.empty()) return nullptr;
   auto broker = sys::CapabilityBroker::Start("/proc/self/exe", share);
   if (!broker) {
     failed = true;

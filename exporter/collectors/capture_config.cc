@@ -8,10 +8,9 @@
 namespace rdmascope {
 namespace {
 
-constexpr std::array<UnreplayableSource, 3> kUnreplayable{{
+constexpr std::array<UnreplayableSource, 2> kUnreplayable{{
     {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
     {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
-    {"occupancy", "the preload library's shared stats files are not recorded in format 1", true},
 }};
 
 }  // namespace
@@ -37,6 +36,10 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
   // its thread (sys/background_refresh.h, interval 0), so each sample records its own.
   config.workload.cri_refresh_interval = std::chrono::milliseconds(0);
   config.workload_kubelet.refresh_interval = std::chrono::milliseconds(0);
+  // The occupancy collector's walks of /proc for other pid namespaces happen when a pid is not
+  // known, at most once per interval: a replay's scrapes come at other times than the
+  // capture's samples, so under both a walk is made whenever one is wanted, alike.
+  config.occupancy.pid_walk_interval = std::chrono::milliseconds(0);
   return off;
 }
 

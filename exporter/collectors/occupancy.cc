@@ -1,9 +1,6 @@
 #include "collectors/occupancy.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
@@ -13,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "collectors/occupancy_capture.h"
 #include "collectors/shared_metrics.h"
 #include "core/log.h"
 #include "core/sysfs.h"
@@ -288,35 +286,6 @@ SkipReason FromAnchor(AnchorFailure failure) {
   return SkipReason::kProcessNotFound;
 }
 
-// A directory only the exporter's user can write (a private one: `rdmascope profile`'s
-// mkdtemp directory, a test's): every file in it was made by that user or root, so there is no
-// other party's claim to check. /run/rdmascope (mode 1777) is not one.
-bool PrivateDirectory(int dir_fd) {
-  struct stat st {};
-  return ::fstat(dir_fd, &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 022) == 0;
-}
-
-// Whether a process holds the file's liveness lock (stats_file.h): an OFD write lock taken by
-// the preload library for its process's life. F_OFD_GETLK takes no lock itself, so a scrape
-// never disturbs an application. nullopt if the kernel cannot tell.
-std::optional<bool> HeldByItsProcess(int fd) {
-  struct flock lock {};
-  lock.l_type = F_WRLCK;
-  lock.l_whence = SEEK_SET;
-  if (fcntl(fd, F_OFD_GETLK, &lock) != 0) return std::nullopt;
-  return lock.l_type != F_UNLCK;
-}
-
-// Deletes `name` if it still is the inode read (an application may have made a new file of
-// that name since), by the directory's descriptor: never a path resolved again.
-void RemoveIfSame(int dir_fd, const std::string& name, const struct stat& read) {
-  struct stat now {};
-  if (::fstatat(dir_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-      now.st_ino == read.st_ino && now.st_dev == read.st_dev) {
-    ::unlinkat(dir_fd, name.c_str(), 0);
-  }
-}
-
 // The stats files' names with their owners, in the order they are read: files whose claim
 // held before first (a flood of new files cannot push a known process out), then by name.
 struct Candidate {
@@ -331,94 +300,15 @@ OccupancyCollector::OccupancyCollector(const OccupancyOptions& options,
                                        std::filesystem::path procfs)
     : dir_(options.dir),
       procfs_(procfs),
-      privileged_(options.privileged ? options.privileged
-                                     : std::make_shared<sys::DirectProcfs>(procfs_)),
+      source_(MakeStatsSource(
+          options.dir, procfs,
+          options.privileged ? options.privileged : std::make_shared<sys::DirectProcfs>(procfs))),
+      privileged_(source_->procfs()),
       max_processes_(options.max_processes),
       max_processes_per_uid_(options.max_processes_per_uid),
-      pids_(std::move(procfs), options.pid_walk_interval, privileged_) {
-  HoldReaderLock();
-}
+      pids_(std::move(procfs), options.pid_walk_interval, privileged_) {}
 
-OccupancyCollector::~OccupancyCollector() {
-  if (reader_fd_ >= 0) ::close(reader_fd_);
-}
-
-void OccupancyCollector::HoldReaderLock() const {
-  {
-    std::lock_guard lock(reader_mutex_);
-    if (reader_fd_ >= 0) return;
-  }
-  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) {
-    std::lock_guard lock(reader_mutex_);
-    if (!reader_failure_logged_) {
-      reader_failure_logged_ = true;
-      log::Debug("preload reader lock not held: no stats directory yet",
-                 {{"path", dir_.string()}, {"err", std::strerror(errno)}});
-    }
-    return;
-  }
-  HoldReaderLock(dir_fd);
-  ::close(dir_fd);
-}
-
-namespace {
-
-// `.readers` as the exporter wants it: a regular file it owns, opened without blocking (a FIFO
-// in its place used to hang start-up: open(2) of a FIFO for reading waits for a writer).
-int OpenOwnReaders(int dir_fd) {
-  constexpr int kFlags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
-  // A few tries: another party may put something back between the removal and the creation.
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    auto existing = sys::OpenUntrusted(dir_fd, OCC_READERS_FILE, 1 << 20);
-    // Its own, or root's (an earlier exporter run as root: no user can make a root-owned file).
-    const uid_t owner = existing ? existing->stat().st_uid : ::geteuid() + 1;
-    if (existing && (owner == ::geteuid() || owner == 0)) {
-      const int fd = ::dup(existing->fd());
-      if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-      return fd;
-    }
-    struct stat st {};
-    if (::fstatat(dir_fd, OCC_READERS_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      // Not ours, or not a regular file: removed (never followed, never opened).
-      log::Warn(
-          "preload directory: replacing a .readers that is not the exporter's own file",
-          {{"mode", std::to_string(st.st_mode & S_IFMT)}, {"uid", std::to_string(st.st_uid)}});
-      if (::unlinkat(dir_fd, OCC_READERS_FILE, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0) {
-        return -1;
-      }
-    }
-    const int fd = ::openat(dir_fd, OCC_READERS_FILE, kFlags | O_CREAT | O_EXCL, 0644);
-    if (fd >= 0) return fd;
-    if (errno != EEXIST) return -1;
-  }
-  errno = EEXIST;
-  return -1;
-}
-
-}  // namespace
-
-void OccupancyCollector::HoldReaderLock(int dir_fd) const {
-  std::lock_guard lock(reader_mutex_);
-  if (reader_fd_ >= 0) return;
-  const int fd = OpenOwnReaders(dir_fd);
-  struct flock shared {};
-  shared.l_type = F_RDLCK;
-  shared.l_whence = SEEK_SET;
-  if (fd >= 0 && fcntl(fd, F_OFD_SETLK, &shared) == 0) {
-    reader_fd_ = fd;
-    return;
-  }
-  const int err = errno;
-  if (fd >= 0) ::close(fd);
-  if (!reader_failure_logged_) {
-    reader_failure_logged_ = true;
-    log::Debug(
-        "preload reader lock not held: exiting processes delete their stats files, so "
-        "their last interval is not served",
-        {{"path", (dir_ / OCC_READERS_FILE).string()}, {"err", std::strerror(err)}});
-  }
-}
+OccupancyCollector::~OccupancyCollector() = default;
 
 void OccupancyCollector::SetFinishedObserver(FinishedObserver observer) {
   std::lock_guard lock(observer_mutex_);
@@ -475,31 +365,44 @@ std::optional<uint32_t> OccupancyCollector::Anchor(const OccupancyProcess& proce
   return *pid;
 }
 
+void OccupancyCollector::Remove(StatsDirectory& dir, const std::string& name,
+                                const struct stat& st) const {
+  dir.RemoveIfSame(name, st);
+  if (source_->deletes()) return;
+  std::lock_guard lock(anchored_mutex_);
+  consumed_.insert({st.st_dev, st.st_ino});
+}
+
 CollectResult OccupancyCollector::Collect(MetricSet& out) const {
-  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) {
+  auto directory = source_->OpenDirectory();
+  if (!directory) {
     AddSkipCounts(out);
     return {.no_data = true,
             .detail = "no process runs with librdmascope_preload.so (no " + dir_.string() + ")"};
   }
-  HoldReaderLock(dir_fd);
-  const bool trusted = PrivateDirectory(dir_fd);
-  const int list_fd = ::dup(dir_fd);
-  DIR* dir = list_fd >= 0 ? ::fdopendir(list_fd) : nullptr;
-  if (dir == nullptr && list_fd >= 0) ::close(list_fd);
-  auto names = dir != nullptr ? sysfs::TakeSortedNames(dir) : std::vector<std::string>{};
-  if (!names) names = std::vector<std::string>{};
+  StatsDirectory& dir = **directory;
+  const bool trusted = dir.Private();
+  std::vector<std::string> names = dir.Names();
 
-  // Owners first (fstatat reads the inode, opens nothing), to apply the caps before any open.
+  // Owners first (lstat reads the inode, opens nothing), to apply the caps before any open.
   std::vector<Candidate> candidates;
+  std::set<Inode> listed;
+  size_t rejected = 0;
   {
     std::lock_guard lock(anchored_mutex_);
-    for (std::string& name : *names) {
+    for (std::string& name : names) {
       if (!name.ends_with(".occ")) continue;
-      struct stat st {};
-      if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
-      const bool known = anchored_.contains({st.st_dev, st.st_ino});
-      candidates.push_back({std::move(name), st, known});
+      auto st = dir.Lstat(name);
+      if (!st) {
+        if (st.error().empty()) continue;  // gone
+        ++rejected;
+        Skip(SkipReason::kInvalid, name, st.error());
+        continue;
+      }
+      listed.insert({st->st_dev, st->st_ino});
+      if (consumed_.contains({st->st_dev, st->st_ino})) continue;  // served: gone, as live
+      const bool known = anchored_.contains({st->st_dev, st->st_ino});
+      candidates.push_back({std::move(name), *st, known});
     }
   }
   std::stable_sort(candidates.begin(), candidates.end(),
@@ -508,11 +411,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
   std::vector<OccupancyProcess> processes;
   std::vector<size_t> finished;  // indexes in `processes` of the stale files' processes
   std::map<uid_t, size_t> per_uid;
-  std::set<Inode> listed;
-  for (const Candidate& candidate : candidates)
-    listed.insert({candidate.st.st_dev, candidate.st.st_ino});
   size_t opened = 0;
-  size_t rejected = 0;
   size_t over_cap = 0;
   std::vector<uint8_t> bytes;
   for (const Candidate& candidate : candidates) {
@@ -538,23 +437,22 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     }
     ++opened;
     ++per_uid[candidate.st.st_uid];
-    auto file = sys::OpenUntrusted(dir_fd, name, sizeof(occ_file));
+    auto file = dir.Open(name, sizeof(occ_file));
     if (!file) {
       ++rejected;
       Skip(FromRefusal(file.error()), name, "");
       continue;
     }
-    const struct stat& st = file->stat();
+    const struct stat& st = (*file)->stat();
     if (st.st_size == 0) continue;  // being created: locked, not yet sized (stats_file.h)
-    const auto held = HeldByItsProcess(file->fd());
+    const auto held = (*file)->Held();
     if (static_cast<size_t>(st.st_size) != sizeof(occ_file)) {
       // Another size: a library of another version (its magic is at the same place in all
       // of them). Stale ones are deleted as below; live ones are skipped, and said so.
       occ_header header{};
-      const bool ours = ::pread(file->fd(), &header, sizeof header, 0) == sizeof header &&
-                        header.magic == OCC_MAGIC;
+      const bool ours = (*file)->ReadHead(&header, sizeof header) && header.magic == OCC_MAGIC;
       if (ours && held && !*held) {
-        RemoveIfSame(dir_fd, name, st);
+        Remove(dir, name, st);
         continue;
       }
       ++rejected;
@@ -569,7 +467,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
       Skip(SkipReason::kOpenFailed, name, "its lock cannot be tested");
       continue;
     }
-    if (auto read = file->ReadAll(bytes); !read) {
+    if (auto read = (*file)->ReadAll(bytes); !read) {
       ++rejected;
       Skip(FromRefusal(read.error()), name, std::to_string(bytes.size()) + " bytes read");
       continue;
@@ -582,7 +480,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
       // processes of other pid namespaces too. Its final figures are served this once (the
       // library leaves the file at exit for this), then the file goes: only when its claim
       // held while it lived (or the directory is private), as nothing can be checked now.
-      RemoveIfSame(dir_fd, name, st);
+      Remove(dir, name, st);
       if (!process) {
         if (header->magic != 0) ++rejected;
         continue;
@@ -641,7 +539,6 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     }
     processes.push_back(std::move(*process));
   }
-  ::close(dir_fd);
   if (over_cap > 0) {
     log::Debug("preload stats files skipped beyond the caps",
                {{"files", std::to_string(over_cap)},
@@ -652,6 +549,7 @@ CollectResult OccupancyCollector::Collect(MetricSet& out) const {
     // Anchors of files no longer there are forgotten (over-cap files keep theirs: still listed).
     std::lock_guard lock(anchored_mutex_);
     std::erase_if(anchored_, [&](const auto& entry) { return !listed.contains(entry.first); });
+    std::erase_if(consumed_, [&](const Inode& inode) { return !listed.contains(inode); });
   }
   AddSkipCounts(out);
   if (processes.empty()) {

@@ -4,7 +4,9 @@
 // process holds locked (its process exited, was killed or exec'd) holds that process's final
 // figures: they are served by the collection that finds it (so the last interval counts),
 // handed to the finished-process observer if one is set (`rdmascope profile`), and the file is
-// deleted. One read-then-delete path for serve and profile.
+// deleted. One read-then-delete path for serve and profile. Under `capture` and `--replay` the
+// directory is recorded or replayed (occupancy_capture.h): nothing is deleted or locked, and a
+// stale file is served once all the same.
 #pragma once
 
 #include <array>
@@ -17,11 +19,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "collectors/occupancy_anchor.h"
+#include "collectors/occupancy_source.h"
 #include "core/collector.h"
 
 namespace rdmascope {
@@ -144,8 +148,13 @@ class OccupancyCollector : public Collector {
   std::optional<uint32_t> Anchor(const OccupancyProcess& process, const struct stat& st,
                                  const std::string& name) const;
 
+  // A stale file read: deleted (live), or remembered as served (consumed_).
+  void Remove(StatsDirectory& dir, const std::string& name, const struct stat& st) const;
+
   std::filesystem::path dir_;
   std::filesystem::path procfs_;
+  // The directory live, or recorded into or replayed from a capture (occupancy_capture.h).
+  std::unique_ptr<StatsSource> source_;
   std::shared_ptr<sys::PrivilegedProcfs> privileged_;
   const size_t max_processes_;
   const size_t max_processes_per_uid_;
@@ -154,21 +163,12 @@ class OccupancyCollector : public Collector {
   // Files whose claim held at an earlier collection: checked again by the start time of their
   // process only; their final figures (once stale) are served with the pid found then.
   mutable std::map<Inode, Anchored> anchored_;
+  // Stale files served where the source does not delete them (capture, replay): passed over
+  // while their name is listed, as the live directory would no longer list it.
+  mutable std::set<Inode> consumed_;
   mutable std::array<std::atomic<uint64_t>, static_cast<size_t>(SkipReason::kCount)> skipped_{};
   mutable std::mutex observer_mutex_;
   FinishedObserver finished_observer_;
-
-  // A read lock on <dir>/.readers (stats_file.h) for the collector's life: while it is held,
-  // libraries exiting leave their files for us to serve once; without it they delete them.
-  // Taken at construction, retried by each collection until held (the directory may appear
-  // later: the first preloaded process creates it).
-  // The lock file is the exporter's own: a FIFO, symlink, device or another user's file in its
-  // place is removed and a regular file created (O_CREAT|O_EXCL|O_NOFOLLOW) before it is locked.
-  void HoldReaderLock(int dir_fd) const;
-  void HoldReaderLock() const;
-  mutable std::mutex reader_mutex_;
-  mutable int reader_fd_ = -1;
-  mutable bool reader_failure_logged_ = false;
 };
 
 }  // namespace rdmascope

@@ -49,11 +49,10 @@ std::optional<uint64_t> PidNamespaceInode(std::string_view text) {
 }
 
 // The same of a link read here (the exporter's own: no capability needed), nullopt if
-// unreadable.
+// unreadable. Through the host boundary: a replay answers the capturing process's namespace.
 std::optional<uint64_t> PidNamespaceOf(const std::filesystem::path& link) {
-  std::error_code ec;
-  const std::string text = std::filesystem::read_symlink(link, ec).native();
-  return ec ? std::nullopt : PidNamespaceInode(text);
+  const auto text = sysfs::ReadLinkBasename(link);
+  return text ? PidNamespaceInode(*text) : std::nullopt;
 }
 
 // The last NSpid field of a /proc/<pid>/status: the pid in the process's own namespace.
@@ -85,29 +84,63 @@ const char* AnchorFailureName(AnchorFailure failure) {
   return "process_not_found";
 }
 
-bool MapsNameFile(std::string_view maps, dev_t dev, ino_t ino) {
-  const uint64_t want_major = major(dev);
-  const uint64_t want_minor = minor(dev);
+namespace {
+
+// The device and inode a maps line names, if it is one.
+std::optional<std::pair<dev_t, ino_t>> LineFile(std::string_view line) {
+  NextField(line);  // range
+  NextField(line);  // perms
+  NextField(line);  // offset
+  const std::string_view device = NextField(line);
+  const std::string_view inode = NextField(line);
+  const size_t colon = device.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const auto major_number = ParseHex(device.substr(0, colon));
+  const auto minor_number = ParseHex(device.substr(colon + 1));
+  const auto inode_number = sysfs::ParseUnsigned(inode);
+  if (!major_number || !minor_number || !inode_number || *major_number > 0xfff ||
+      *minor_number > 0xfffff) {
+    return std::nullopt;
+  }
+  return std::pair{
+      makedev(static_cast<unsigned>(*major_number), static_cast<unsigned>(*minor_number)),
+      static_cast<ino_t>(*inode_number)};
+}
+
+// Calls `each(line, file)` for every line of `maps` naming a file.
+template <typename Each>
+void ForEachMappedFile(std::string_view maps, Each each) {
   while (!maps.empty()) {
     const size_t newline = maps.find('\n');
-    std::string_view line = maps.substr(0, newline);
+    const std::string_view line = maps.substr(0, newline);
     maps.remove_prefix(newline == std::string_view::npos ? maps.size() : newline + 1);
-    NextField(line);  // range
-    NextField(line);  // perms
-    NextField(line);  // offset
-    const std::string_view device = NextField(line);
-    const std::string_view inode = NextField(line);
-    const size_t colon = device.find(':');
-    if (colon == std::string_view::npos) continue;
-    const auto major_number = ParseHex(device.substr(0, colon));
-    const auto minor_number = ParseHex(device.substr(colon + 1));
-    const auto inode_number = sysfs::ParseUnsigned(inode);
-    if (major_number == want_major && minor_number == want_minor &&
-        inode_number == static_cast<uint64_t>(ino)) {
-      return true;
+    if (const auto file = LineFile(line)) {
+      if (each(line, *file)) return;
     }
   }
-  return false;
+}
+
+}  // namespace
+
+bool MapsNameFile(std::string_view maps, dev_t dev, ino_t ino) {
+  bool found = false;
+  ForEachMappedFile(maps, [&](std::string_view, const std::pair<dev_t, ino_t>& file) {
+    found = file.first == dev && file.second == ino;
+    return found;
+  });
+  return found;
+}
+
+std::string MapsLinesNaming(std::string_view maps, const std::set<std::pair<dev_t, ino_t>>& files) {
+  std::string kept;
+  ForEachMappedFile(maps, [&](std::string_view line, const std::pair<dev_t, ino_t>& file) {
+    if (files.contains(file)) {
+      kept += line;
+      kept += '\n';
+    }
+    return false;
+  });
+  return kept;
 }
 
 std::optional<std::pair<uid_t, uid_t>> EffectiveAndFsUid(std::string_view status) {

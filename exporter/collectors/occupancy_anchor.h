@@ -22,6 +22,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -41,6 +43,9 @@ const char* AnchorFailureName(AnchorFailure failure);
 // Whether a /proc/PID/maps text has a mapping of the file (dev, ino): "start-end perms offset
 // MAJOR:MINOR INODE [path]", the device in hex (fs/proc/task_mmu.c show_map_vma).
 bool MapsNameFile(std::string_view maps, dev_t dev, ino_t ino);
+// The lines of a maps text that map one of `files` (device, inode), each with its newline: what
+// a capture keeps of a process's maps (the anchor's question, not the process's layout).
+std::string MapsLinesNaming(std::string_view maps, const std::set<std::pair<dev_t, ino_t>>& files);
 
 // The effective and filesystem uids of a /proc/PID/status text ("Uid:\tR\tE\tS\tF").
 std::optional<std::pair<uid_t, uid_t>> EffectiveAndFsUid(std::string_view status);

@@ -19,96 +19,28 @@
 #include "stats_file.h"
 #include "sys/untrusted_file.h"
 #include "unit/fixture_tree.h"
+#include "unit/occupancy_fixture.h"
 
 namespace rdmascope {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint64_t kOwnNs = 4026531836;
-
-std::unique_ptr<occ_file> StatsFile(uint32_t pid) {
-  auto file = std::make_unique<occ_file>();
-  std::memset(file.get(), 0, sizeof(occ_file));
-  file->header.magic = OCC_MAGIC;
-  file->header.version = OCC_VERSION;
-  file->header.pid = pid;
-  file->header.pid_ns = kOwnNs;
-  std::strcpy(file->header.comm, "trainer");
-  file->cqs[0].in_use = 1;
-  file->cqs[0].handle = 1;
-  file->cqs[0].entries = 63;
-  std::strcpy(file->cqs[0].device, "mlx5_0");
-  return file;
-}
+using testing::FakeProc;
+using testing::kOwnNs;
+using testing::SharedDir;
+using testing::Skipped;
+using testing::StatsFile;
 
 fs::path Write(const fs::path& dir, const std::string& name, const occ_file& file,
                size_t size = sizeof(occ_file)) {
-  const auto path = dir / name;
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(&file), static_cast<std::streamsize>(size));
-  return path;
+  return testing::WriteStats(dir, name, file, size);
 }
 
-// The application's liveness lock (preload/tables.c).
 int Lock(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  struct flock lock {};
-  lock.l_type = F_WRLCK;
-  lock.l_whence = SEEK_SET;
-  EXPECT_EQ(fcntl(fd, F_OFD_SETLK, &lock), 0);
+  const int fd = testing::LockStats(path);
+  EXPECT_GE(fd, 0);
   return fd;
-}
-
-// A /proc of fixture processes: each with its uids, start time and the files it maps.
-class FakeProc {
- public:
-  explicit FakeProc(const fs::path& root) : root_(root) {
-    fs::create_directories(root_ / "self/ns");
-    fs::create_symlink("pid:[" + std::to_string(kOwnNs) + "]", root_ / "self/ns/pid");
-  }
-  void AddProcess(uint32_t pid, uid_t uid, const std::vector<fs::path>& mapped) {
-    const auto dir = root_ / std::to_string(pid);
-    fs::create_directories(dir);
-    std::ofstream(dir / "status") << "Name:\ttrainer\nUid:\t" << uid << "\t" << uid << "\t" << uid
-                                  << "\t" << uid << "\nNSpid:\t" << pid << "\n";
-    std::string stat = std::to_string(pid) + " (trainer) S";
-    for (int field = 4; field <= 21; ++field) stat += " 0";
-    stat += " 5555 0 0\n";  // field 22: start time
-    std::ofstream(dir / "stat") << stat;
-    std::ofstream maps(dir / "maps");
-    maps << "55d0c0a00000-55d0c0a21000 r--p 00000000 fd:01 1234 /usr/bin/trainer\n";
-    for (const fs::path& path : mapped) {
-      struct stat st {};
-      ::stat(path.c_str(), &st);
-      char line[256];
-      std::snprintf(line, sizeof line, "7f0000000000-7f000006c000 rw-s 00000000 %02x:%02x %lu %s\n",
-                    major(st.st_dev), minor(st.st_dev), static_cast<unsigned long>(st.st_ino),
-                    path.c_str());
-      maps << line;
-    }
-  }
-
- private:
-  fs::path root_;
-};
-
-// The directory as /run/rdmascope is: every user may create files there.
-struct SharedDir {
-  testing::TempDir tmp;
-  fs::path dir = tmp.path() / "stats";
-  fs::path proc = tmp.path() / "proc";
-  SharedDir() {
-    fs::create_directories(dir);
-    ::chmod(dir.c_str(), 01777);
-  }
-};
-
-double Skipped(const std::string& text, const std::string& reason) {
-  const std::string key = "rdmascope_occupancy_files_skipped_total{reason=\"" + reason + "\"} ";
-  const size_t at = text.find(key);
-  if (at == std::string::npos) return -1;
-  return std::stod(text.substr(at + key.size()));
 }
 
 std::string Collect(const OccupancyCollector& collector) {

@@ -94,6 +94,13 @@ def check(lab):
     for kind in ("qp", "cq", "mr"):
         if not resources.get(kind):
             failures.append(f"the capture saw no {kind} on rxe0: {resources}")
+    # The preload library's stats file (the waiting ibv_rc_pingpong server's CQ) was recorded
+    # in both samples: the equality above covers the occupancy collector's series too.
+    for n, sample in enumerate(live, start=1):
+        occupancy = [k for k in sample if k[0] == "rdma_cq_outstanding_entries" and
+                     dict(k[1]).get("comm") == "ibv_rc_pingpong"]
+        if not occupancy:
+            failures.append(f"sample {n}: no occupancy series of ibv_rc_pingpong")
     moved = [k for k in live[0] if k[0].endswith("_total") and live[0][k] != live[1].get(k)]
     if not any(k[0] == "rdma_port_data_bytes_total" or "hw_counter" in k[0] for k in moved):
         failures.append(f"no RDMA counter moved between the samples: {moved[:5]}")

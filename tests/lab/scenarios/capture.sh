@@ -1,12 +1,13 @@
 # capture: issue 39's fidelity test on a real soft-RoCE host. While RC traffic runs (an
 # ib_write_bw pair for its duration: counters moving; a waiting ibv_rc_pingpong server: a QP,
-# CQ, MR held), `rdmascope capture` takes two samples 3 s apart, each with the exposition the
-# collectors made from it live (samples/NNNN/metrics.prom). Then, with the traffic gone,
+# CQ, MR held, its CQ's occupancy from the preload library), `rdmascope capture` takes two
+# samples 3 s apart, each with the exposition the collectors made from it live
+# (samples/NNNN/metrics.prom). Then, with the traffic gone,
 # `serve --replay` scraped twice gives those two expositions, series for series, and `check
 # --replay` passes.
 . /scenarios/lib.sh
 COLLECTORS="--collector.disable-defaults --collector.rdma --collector.ethtool \
-  --collector.resources --collector.host"
+  --collector.resources --collector.host --collector.occupancy"
 
 # replay_server PORT CAPTURE: serve --replay of CAPTURE on PORT, once ready; its pid in $replay.
 replay_server() {
@@ -19,7 +20,9 @@ replay_server() {
   done
 }
 
-ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 -p 18700 >/tmp/pp.out 2>&1 &
+# The waiting server runs with the preload library: its CQ's occupancy is in the capture.
+LD_PRELOAD=/usr/bin/librdmascope_preload.so ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 -p 18700 \
+  >/tmp/pp.out 2>&1 &
 pingpong=$!
 ib_write_bw -d rxe0 -x 1 -D 20 -s 65536 -p 18600 >/tmp/bw.out 2>&1 &
 bw_server=$!
