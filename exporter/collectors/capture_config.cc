@@ -8,9 +8,7 @@
 namespace rdmascope {
 namespace {
 
-constexpr std::array<UnreplayableSource, 5> kUnreplayable{{
-    {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
-    {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
+constexpr std::array<UnreplayableSource, 3> kUnreplayable{{
     {"occupancy", "the preload library's shared stats files are not recorded in format 1", true},
     {"workload: container runtime",
      "the CRI socket's gRPC answers are not recorded in format 1 (container names)", false},
@@ -38,6 +36,9 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
   }
   // Each sample holds the settings it replays: none is served from an earlier reading.
   config.ethtool.refresh_interval = std::chrono::nanoseconds(0);
+  // Likewise the mr collector's scan for uverbs holders (collectors/probe_capture.h): each
+  // sample holds the holders it replays, whenever its scrape comes.
+  config.mr.pinned_rescan_seconds = 0;
   return off;
 }
 
