@@ -428,7 +428,11 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
   // Around the attach (mr_restrack.h): what both dumps list was registered before any probe
   // could count it; what only the second lists is checked against the probes.
   seed_->BeforeAttach();
-  auto probe = MrProbe::Attach(options, std::move(procfs));
+  auto probe = [&options, &procfs] {
+    // What attaching reads (libraries' ELF, BTF) is not the host's answer a replay needs.
+    const capture::UnrecordedScope unrecorded;
+    return MrProbe::Attach(options, std::move(procfs));
+  }();
   seed_->AfterAttach(std::chrono::steady_clock::now());
   if (probe) {
     probe_ = std::move(*probe);
@@ -448,6 +452,9 @@ std::optional<uint64_t> MrCollector::ReadHostMemory() const {
 MrProbeReading MrCollector::LiveReading() const {
   MrProbeReading reading{.attached = probe_ != nullptr, .error = attach_error_};
   if (probe_) {
+    // The probes' own reads (each process's stat for its liveness, comm) are inputs of the
+    // reading, which is recorded whole: not kept file by file.
+    const capture::UnrecordedScope unrecorded;
     reading.kernel_path = probe_->kernel_path();
     reading.links = probe_->link_count();
     reading.snapshot = probe_->Snapshot();

@@ -8,6 +8,7 @@
 
 #include "collectors/probe_capture.h"
 #include "collectors/shared_metrics.h"
+#include "core/capture.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 
@@ -196,7 +197,11 @@ VerbsCollector::VerbsCollector(const VerbsOptions& options, std::filesystem::pat
     }
     return;
   }
-  auto probe = VerbsProbe::Attach(options.probe, std::move(procfs));
+  auto probe = [&options, &procfs] {
+    // What attaching reads is not the host's answer a replay needs (probe_capture.h).
+    const capture::UnrecordedScope unrecorded;
+    return VerbsProbe::Attach(options.probe, std::move(procfs));
+  }();
   if (probe) {
     probe_ = std::move(*probe);
   } else {
@@ -210,6 +215,8 @@ VerbsCollector::VerbsCollector(const VerbsOptions& options, std::filesystem::pat
 VerbsProbeReading VerbsCollector::LiveReading() const {
   VerbsProbeReading reading{.attached = probe_ != nullptr, .error = attach_error_};
   if (probe_) {
+    // The probes' own reads are inputs of the reading, which is recorded whole.
+    const capture::UnrecordedScope unrecorded;
     reading.links = probe_->link_count();
     reading.snapshot = probe_->Snapshot();
   }
