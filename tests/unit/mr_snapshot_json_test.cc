@@ -85,10 +85,13 @@ std::string Mapped(const MrProbeReading& reading, bool by_comm) {
   return testing::Serialise(out.Take());
 }
 
-std::string Refusal(const json& body) {
-  const auto reading = MrReadingFromJson(body.dump());
+// The file's refusal, or "accepted".
+std::string Error(std::string_view text) {
+  const auto reading = MrReadingFromJson(text);
   return reading ? "accepted" : reading.error();
 }
+
+std::string Refusal(const json& body) { return Error(body.dump()); }
 
 TEST(MrSnapshotJson, RoundTripGivesTheSameSeries) {
   const MrProbeReading live = Reading();
@@ -195,25 +198,24 @@ TEST(MrSnapshotJson, NumbersOutOfRangeAreRefused) {
 }
 
 TEST(MrSnapshotJson, MalformedFilesAreRefused) {
-  EXPECT_EQ(MrReadingFromJson("").error(), "file: not JSON");
-  EXPECT_EQ(MrReadingFromJson("{\"version\":1,").error(), "file: not JSON");
-  EXPECT_EQ(MrReadingFromJson("[1]").error(), "file: not a JSON object");
-  EXPECT_EQ(MrReadingFromJson(R"({"version":2,"probe":"mr"})").error(),
-            "version: 2 (this rdmascope reads 1)");
-  EXPECT_EQ(MrReadingFromJson(R"({"version":1,"probe":"verbs"})").error(), "probe: not mr");
+  EXPECT_EQ(Error(""), "file: not JSON");
+  EXPECT_EQ(Error("{\"version\":1,"), "file: not JSON");
+  EXPECT_EQ(Error("[1]"), "file: not a JSON object");
+  EXPECT_EQ(Error(R"({"version":2,"probe":"mr"})"), "version: 2 (this rdmascope reads 1)");
+  EXPECT_EQ(Error(R"({"version":1,"probe":"verbs"})"), "probe: not mr");
   json body = json::parse(MrReadingToJson(Reading()));
   body["snapshot"]["processes"] = json::object();
   EXPECT_EQ(Refusal(body), "processes: not an array");
   // Deeply nested: refused, no stack overflow in the parser or the destructor.
   const std::string deep = R"({"version":1,"probe":"mr","x":)" + std::string(200000, '[') +
                            std::string(200000, ']') + "}";
-  EXPECT_EQ(MrReadingFromJson(deep).error(), "file: nested deeper than 8 levels");
+  EXPECT_EQ(Error(deep), "file: nested deeper than 8 levels");
 }
 
 TEST(MrSnapshotJson, HugeFilesAreRefusedBeforeParsing) {
   std::string text = MrReadingToJson(Reading());
   text.insert(1, probe_json::kMaxBytes, ' ');  // valid JSON, but past the bound
-  EXPECT_EQ(MrReadingFromJson(text).error(), "file: larger than 8 MiB");
+  EXPECT_EQ(Error(text), "file: larger than 8 MiB");
   // Within the bound, many processes are read (4096 is the probes' default).
   MrProbeReading many = Reading();
   many.snapshot.processes.resize(4096, many.snapshot.processes[0]);
