@@ -21,6 +21,7 @@
 #include "bpf/mr_image_key.h"
 #include "bpf/process_liveness.h"
 #include "bpf/uprobe_attach.h"
+#include "core/capture.h"
 #include "core/log.h"
 #include "mr.h"
 
@@ -265,6 +266,10 @@ int MrProbe::OnExit(void* context, void* data, size_t size) {
 void MrProbe::StartStackPoller() {
   std::call_once(poller_started_, [this] {
     stack_poller_ = std::thread([this] {
+      // Under `capture`, what this thread reads (PID/maps, the mapped files) is no answer a
+      // replay needs (the snapshot is recorded whole, collectors/probe_capture.h), and would
+      // name every file the registering processes map.
+      const capture::UnrecordedScope unrecorded;
       // The ring's epoll descriptor and the sites' wake-up (a request waiting for its stacks).
       const int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
       for (const int fd : {ring_buffer__epoll_fd(stack_ring_), sites_->wake_fd()}) {

@@ -203,7 +203,7 @@ std::string LiveDoctorReport(doctor::Snapshot& now, const doctor::Snapshot* firs
 
 int RunCapture(ServeConfig config, const CaptureOptions& options) {
   log::SetLevel(config.log_level);
-  const std::vector<UnreplayableSource> off = ConfigureForCapture(config, "capture");
+  ConfigureForCapture(config);
   const auto redactor = MakeRedactor(options);
   const std::filesystem::path output =
       options.output.empty() ? DefaultOutput(redactor.get()) : options.output;
@@ -213,9 +213,6 @@ int RunCapture(ServeConfig config, const CaptureOptions& options) {
       capture::Writer::Create(archive ? archive->directory() : output, !archive && options.force);
   if (!writer) throw std::runtime_error(writer.error());
   (*writer)->SetRedactor(redactor, !options.redact_key_file.empty());
-  for (const UnreplayableSource& source : off) {
-    (*writer)->Missed(std::string(source.source), std::string(source.why));
-  }
   InstalledSession() =
       capture::Session::Recording(capture::Layout(config.sysfs, config.procfs), writer->get());
   capture::Install(InstalledSession().get());

@@ -74,7 +74,8 @@ caps::CapabilitySet KeptWhileServing(const ServeConfig& config) {
 
 // The broker's share of what serving keeps: CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH.
 caps::CapabilitySet BrokerShare(const ServeConfig& config) {
-  if (!config.capability_broker) return {};
+  // A replay reads no process of the host (the capture answers): nothing for a broker to do.
+  if (!config.capability_broker || !config.replay.empty()) return {};
   caps::CapabilitySet share;
   for (const caps::Capability cap : KeptWhileServing(config)) {
     if (sys::BrokerCapabilities().contains(cap)) share.insert(cap);

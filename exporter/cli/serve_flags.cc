@@ -141,7 +141,8 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       .add_option("--replay", config.replay,
                   "Read a capture (rdmascope capture; docs/capture.md: a directory or the same "
                   "as a .tar.gz) instead of this host: one sample per scrape, the last "
-                  "repeating. The eBPF (mr, verbs), occupancy and CRI/kubelet sources are off")
+                  "repeating. The occupancy and CRI/kubelet sources are off; mr and verbs map "
+                  "the probes' readings the capture kept (no BPF is loaded)")
       ->check(CLI::ExistingPath);
   AddWebFlags(serve, config);
   AddCollectorFlags(serve, config);

@@ -1,35 +1,11 @@
 #include "collectors/capture_config.h"
 
 #include <algorithm>
-#include <array>
 
 #include "core/log.h"
 
 namespace rdmascope {
-namespace {
-
-constexpr std::array<UnreplayableSource, 2> kUnreplayable{{
-    {"mr", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
-    {"verbs", "eBPF probes: the kernel's answers are not file, ioctl or netlink bytes", true},
-}};
-
-}  // namespace
-
-std::span<const UnreplayableSource> UnreplayableSources() { return kUnreplayable; }
-
-std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
-                                                    std::string_view mode) {
-  std::vector<UnreplayableSource> off;
-  for (const UnreplayableSource& source : kUnreplayable) {
-    const std::string collector(source.source.substr(0, source.source.find(':')));
-    const auto enabled = config.collector_enabled.find(collector);
-    if (enabled == config.collector_enabled.end() || !enabled->second) continue;
-    if (source.whole_collector) enabled->second = false;
-    log::Info(source.whole_collector ? "collector off under " + std::string(mode)
-                                     : "source off under " + std::string(mode),
-              {{"source", std::string(source.source)}, {"why", std::string(source.why)}});
-    off.push_back(source);
-  }
+void ConfigureForCapture(CollectorsConfig& config) {
   // Each sample holds the settings it replays: none is served from an earlier reading.
   config.ethtool.refresh_interval = std::chrono::nanoseconds(0);
   // Likewise the container runtime's and the kubelet's answers: asked at each collection, on
@@ -40,7 +16,9 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
   // known, at most once per interval: a replay's scrapes come at other times than the
   // capture's samples, so under both a walk is made whenever one is wanted, alike.
   config.occupancy.pid_walk_interval = std::chrono::milliseconds(0);
-  return off;
+  // Likewise the mr collector's scan for uverbs holders (collectors/probe_capture.h): each
+  // sample holds the holders it replays, whenever its scrape comes.
+  config.mr.pinned_rescan_seconds = 0;
 }
 
 void KeepRecordedCollectors(CollectorsConfig& config, const std::vector<std::string>& recorded) {
@@ -55,7 +33,7 @@ void KeepRecordedCollectors(CollectorsConfig& config, const std::vector<std::str
 }
 
 void ConfigureForReplay(CollectorsConfig& config, const std::vector<std::string>& recorded) {
-  ConfigureForCapture(config, "replay");
+  ConfigureForCapture(config);
   KeepRecordedCollectors(config, recorded);
 }
 

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "collectors/probe_capture.h"
 #include "collectors/shared_metrics.h"
+#include "core/capture.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 
@@ -371,13 +373,44 @@ void MapMrSnapshot(const MrSnapshot& snapshot, MetricSet& out, bool by_comm) {
   MapStackFigures(snapshot, out);
 }
 
+namespace {
+
+// Whose reads find the uverbs holders: under a capture session this process's, through the
+// boundary (a broker is another process, reading its own host), and the scan is recorded as
+// its answer (collectors/probe_capture.h).
+std::shared_ptr<sys::PrivilegedProcfs> PinnedProcfs(const MrProbeOptions& options,
+                                                    const std::filesystem::path& procfs) {
+  if (capture::Active() == nullptr) return options.privileged;
+  return std::make_shared<CapturedProcfs>(std::make_shared<sys::DirectProcfs>(procfs));
+}
+
+std::runtime_error CaptureError(const std::string& why) {
+  return std::runtime_error("capture's eBPF snapshot refused: " + why);
+}
+
+}  // namespace
+
 MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path procfs,
                          const std::filesystem::path& sysfs,
                          std::unique_ptr<ResourceSource> restrack)
-    : pinned_(std::make_unique<UverbsHolders>(
-          procfs, sysfs, std::chrono::seconds(options.pinned_rescan_seconds), options.privileged)),
+    : pinned_(std::make_unique<UverbsHolders>(procfs, sysfs,
+                                              std::chrono::seconds(options.pinned_rescan_seconds),
+                                              PinnedProcfs(options, procfs))),
       procfs_(procfs),
-      by_comm_(options.aggregate_by_comm) {
+      by_comm_(options.aggregate_by_comm),
+      replay_(ReplayingCapture()) {
+  if (replay_) {
+    // No probe, no restrack seed: the reading recorded each sample is already seeded. The
+    // attach result as sample 1 (answering while collectors are built) recorded it, for
+    // doctor's probe errors.
+    try {
+      const MrProbeReading first = ReplayedReading();
+      if (!first.attached) attach_error_ = first.error;
+    } catch (const std::exception& error) {
+      log::Warn("mr: the capture's probe reading is refused", {{"err", error.what()}});
+    }
+    return;
+  }
   if (!restrack) {
     // restrack gives pids in our pid namespace (nldev.c fill_res_name_pid, task_pid_vnr),
     // the probes in the initial one: seeding elsewhere would count a process twice.
@@ -395,7 +428,11 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
   // Around the attach (mr_restrack.h): what both dumps list was registered before any probe
   // could count it; what only the second lists is checked against the probes.
   seed_->BeforeAttach();
-  auto probe = MrProbe::Attach(options, std::move(procfs));
+  auto probe = [&options, &procfs] {
+    // What attaching reads (libraries' ELF, BTF) is not the host's answer a replay needs.
+    const capture::UnrecordedScope unrecorded;
+    return MrProbe::Attach(options, std::move(procfs));
+  }();
   seed_->AfterAttach(std::chrono::steady_clock::now());
   if (probe) {
     probe_ = std::move(*probe);
@@ -403,6 +440,7 @@ MrCollector::MrCollector(const MrProbeOptions& options, std::filesystem::path pr
     attach_error_ = probe.error();
     log::Warn("mr probes not attached; memory-registration metrics are absent",
               {{"err", attach_error_}});
+    RecordNotRecorded("mr: eBPF probes", "not attached: " + attach_error_);
   }
 }
 
@@ -411,32 +449,78 @@ std::optional<uint64_t> MrCollector::ReadHostMemory() const {
   return meminfo ? ParseMemTotalBytes(*meminfo) : std::nullopt;
 }
 
-CollectResult MrCollector::Collect(MetricSet& out) const {
-  out.Add(kProbeAttached, {{"probe", "mr"}}, probe_ ? 1 : 0);
+MrProbeReading MrCollector::LiveReading() const {
+  MrProbeReading reading{.attached = probe_ != nullptr, .error = attach_error_};
+  if (probe_) {
+    // The probes' own reads (each process's stat for its liveness, comm) are inputs of the
+    // reading, which is recorded whole: not kept file by file.
+    const capture::UnrecordedScope unrecorded;
+    reading.kernel_path = probe_->kernel_path();
+    reading.links = probe_->link_count();
+    reading.snapshot = probe_->Snapshot();
+    const auto comm_of = [this](uint32_t pid) {
+      return sysfs::ReadAttribute(procfs_ / std::to_string(pid) / "comm").value_or("");
+    };
+    try {
+      reading.seeded_regions = seed_->Apply(
+          std::chrono::steady_clock::now(), comm_of, [this] { return probe_->TrackedKeys(); },
+          reading.snapshot);
+    } catch (const std::exception& error) {
+      // The collection fails (mr_restrack.h): the replay of this sample fails alike.
+      if (RecordingCapture()) {
+        RecordProbeFile(kMrCaptureFile, MrReadingToJson({.attached = true,
+                                                         .failed = error.what(),
+                                                         .kernel_path = reading.kernel_path,
+                                                         .links = reading.links}));
+      }
+      throw;
+    }
+  }
+  if (RecordingCapture()) RecordProbeFile(kMrCaptureFile, MrReadingToJson(reading));
+  return reading;
+}
+
+MrProbeReading MrCollector::ReplayedReading() const {
+  const auto text = ReplayProbeFile(kMrCaptureFile);
+  if (!text) throw CaptureError(text.error());
+  auto reading = MrReadingFromJson(*text);
+  if (!reading) throw CaptureError(std::string(kMrCaptureFile) + ": " + reading.error());
+  if (!reading->failed.empty()) throw std::runtime_error(reading->failed);
+  return std::move(*reading);
+}
+
+CollectResult MapMrReading(const MrProbeReading& reading, const std::vector<PinnedProcess>& pinned,
+                           std::optional<uint64_t> host_memory, bool by_comm, MetricSet& out) {
+  out.Add(kProbeAttached, {{"probe", "mr"}}, reading.attached ? 1 : 0);
   // Which path feeds the rdma_mr_* series: 1 for fentry/fexit in the kernel, 0 for uprobes
   // on libibverbs (or none).
-  out.Add(kProbeAttached, {{"probe", "mr_kernel"}}, probe_ && probe_->kernel_path() ? 1 : 0);
-  if (!probe_) {
-    MapPinned(pinned_->Read(), out, by_comm_);
-    MapHostMemory(ReadHostMemory(), out);
-    return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
+  out.Add(kProbeAttached, {{"probe", "mr_kernel"}},
+          reading.attached && reading.kernel_path ? 1 : 0);
+  if (!reading.attached) {
+    MapPinned(pinned, out, by_comm);
+    MapHostMemory(host_memory, out);
+    return {.no_data = true, .detail = "eBPF probes not attached: " + reading.error};
   }
-  out.Add(kProbeLinks, {{"probe", "mr"}}, static_cast<double>(probe_->link_count()));
-  MrSnapshot snapshot = probe_->Snapshot();
-  const auto comm_of = [this](uint32_t pid) {
-    return sysfs::ReadAttribute(procfs_ / std::to_string(pid) / "comm").value_or("");
-  };
-  const size_t seeded = seed_->Apply(
-      std::chrono::steady_clock::now(), comm_of, [this] { return probe_->TrackedKeys(); },
-      snapshot);
-  MapMrSnapshot(snapshot, out, by_comm_);
-  std::vector<uint32_t> registrants;
-  for (const MrProcess& proc : snapshot.processes) registrants.push_back(proc.pid);
-  MapPinned(pinned_->Read(registrants), out, by_comm_);
-  MapHostMemory(ReadHostMemory(), out);
-  std::string detail = std::to_string(snapshot.processes.size()) + " processes with registrations";
-  if (seeded > 0) detail += ", " + std::to_string(seeded) + " regions from before the start";
+  out.Add(kProbeLinks, {{"probe", "mr"}}, static_cast<double>(reading.links));
+  MapMrSnapshot(reading.snapshot, out, by_comm);
+  MapPinned(pinned, out, by_comm);
+  MapHostMemory(host_memory, out);
+  std::string detail =
+      std::to_string(reading.snapshot.processes.size()) + " processes with registrations";
+  if (reading.seeded_regions > 0) {
+    detail += ", " + std::to_string(reading.seeded_regions) + " regions from before the start";
+  }
   return {.detail = detail};
+}
+
+CollectResult MrCollector::Collect(MetricSet& out) const {
+  const MrProbeReading reading = replay_ ? ReplayedReading() : LiveReading();
+  // The processes that registered are scanned for pinned memory even when they hold no uverbs
+  // descriptor the scan saw (yet).
+  std::vector<uint32_t> registrants;
+  for (const MrProcess& proc : reading.snapshot.processes) registrants.push_back(proc.pid);
+  const auto pinned = pinned_->Read(registrants);
+  return MapMrReading(reading, pinned, ReadHostMemory(), by_comm_, out);
 }
 
 }  // namespace rdmascope
@@ -467,6 +551,8 @@ std::string DumpJson(const nlohmann::json& body) {
 }  // namespace
 
 void MrCollector::AddDebugRoutes(DebugRoutes& routes) {
+  // A replay answers /debug/mr/stacks with the recorded exporter's answer, if any (cli).
+  if (replay_) return;
   routes["/debug/mr/stacks"] = [this](std::string_view query) { return StacksJson(query); };
 }
 

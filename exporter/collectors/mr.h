@@ -1,6 +1,8 @@
 // The mr collector: RDMA memory registrations per process, from eBPF uprobes on libibverbs
 // (probes/mr.bpf.c). Without BPF it still reports rdmascope_probe_attached{probe="mr"} 0 and
-// the reason, and the rest of the exporter works.
+// the reason, and the rest of the exporter works. Under `capture` it runs as live and records
+// each collection's reading of the probes (bpf/mr.json); under `--replay` it attaches nothing
+// and maps that reading (collectors/probe_capture.h).
 #pragma once
 
 #include <filesystem>
@@ -11,6 +13,7 @@
 
 #include "bpf/mr_probe.h"
 #include "collectors/mr_restrack.h"
+#include "collectors/mr_snapshot_json.h"
 #include "collectors/pinned_memory.h"
 #include "core/collector.h"
 #include "sys/symbolizer.h"
@@ -27,6 +30,11 @@ void MapHostMemory(std::optional<uint64_t> total_bytes, MetricSet& out);
 // processes of that comm so that the aggregated counters never go down.
 std::vector<MrProcess> AggregateByComm(const std::vector<MrProcess>& processes,
                                        const std::map<std::string, MrProcess>& retired = {});
+
+// One collection's series from the probes' reading, the processes' pinned memory and the
+// host's: what Collect adds, live or replayed.
+CollectResult MapMrReading(const MrProbeReading& reading, const std::vector<PinnedProcess>& pinned,
+                           std::optional<uint64_t> host_memory, bool by_comm, MetricSet& out);
 
 class MrCollector : public Collector {
  public:
@@ -56,6 +64,10 @@ class MrCollector : public Collector {
 
  private:
   std::optional<uint64_t> ReadHostMemory() const;
+  // The probes' snapshot (seeded from restrack), written into the sample when recording.
+  MrProbeReading LiveReading() const;
+  // The capture's bpf/mr.json of the sample replayed now; throws naming the file else.
+  MrProbeReading ReplayedReading() const;
 
   std::unique_ptr<MrProbe> probe_;
   std::unique_ptr<MrSeedTracker> seed_;  // regions registered before the probes attached
@@ -65,6 +77,7 @@ class MrCollector : public Collector {
   MrStacksLimits stacks_limits_;
   std::filesystem::path procfs_;
   bool by_comm_ = false;
+  bool replay_ = false;  // built under --replay: no probe, the capture answers
 };
 
 }  // namespace rdmascope

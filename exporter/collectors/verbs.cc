@@ -6,7 +6,9 @@
 #include <array>
 #include <stdexcept>
 
+#include "collectors/probe_capture.h"
 #include "collectors/shared_metrics.h"
+#include "core/capture.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 
@@ -183,26 +185,72 @@ void MapVerbsSnapshot(const VerbsSnapshot& snapshot, size_t max_queue_series, Me
 }
 
 VerbsCollector::VerbsCollector(const VerbsOptions& options, std::filesystem::path procfs)
-    : max_queue_series_(options.max_queue_series) {
-  auto probe = VerbsProbe::Attach(options.probe, std::move(procfs));
+    : max_queue_series_(options.max_queue_series), replay_(ReplayingCapture()) {
+  if (replay_) {
+    // No probe: the capture's reading answers. The attach result as sample 1 recorded it,
+    // for doctor's probe errors.
+    try {
+      const VerbsProbeReading first = ReplayedReading();
+      if (!first.attached) attach_error_ = first.error;
+    } catch (const std::exception& error) {
+      log::Warn("verbs: the capture's probe reading is refused", {{"err", error.what()}});
+    }
+    return;
+  }
+  auto probe = [&options, &procfs] {
+    // What attaching reads is not the host's answer a replay needs (probe_capture.h).
+    const capture::UnrecordedScope unrecorded;
+    return VerbsProbe::Attach(options.probe, std::move(procfs));
+  }();
   if (probe) {
     probe_ = std::move(*probe);
   } else {
     attach_error_ = probe.error();
     log::Warn("verbs probes not attached; CQ/SRQ sizing and async event metrics are absent",
               {{"err", attach_error_}});
+    RecordNotRecorded("verbs: eBPF probes", "not attached: " + attach_error_);
   }
 }
 
-CollectResult VerbsCollector::Collect(MetricSet& out) const {
-  out.Add(kProbeAttached, {{"probe", "verbs"}}, probe_ ? 1 : 0);
-  if (!probe_) return {.no_data = true, .detail = "eBPF probes not attached: " + attach_error_};
-  out.Add(kProbeLinks, {{"probe", "verbs"}}, static_cast<double>(probe_->link_count()));
-  const VerbsSnapshot snapshot = probe_->Snapshot();
-  MapVerbsSnapshot(snapshot, max_queue_series_, out);
+VerbsProbeReading VerbsCollector::LiveReading() const {
+  VerbsProbeReading reading{.attached = probe_ != nullptr, .error = attach_error_};
+  if (probe_) {
+    // The probes' own reads are inputs of the reading, which is recorded whole.
+    const capture::UnrecordedScope unrecorded;
+    reading.links = probe_->link_count();
+    reading.snapshot = probe_->Snapshot();
+  }
+  if (RecordingCapture()) RecordProbeFile(kVerbsCaptureFile, VerbsReadingToJson(reading));
+  return reading;
+}
+
+VerbsProbeReading VerbsCollector::ReplayedReading() {
+  const auto text = ReplayProbeFile(kVerbsCaptureFile);
+  if (!text) throw std::runtime_error("capture's eBPF snapshot refused: " + text.error());
+  auto reading = VerbsReadingFromJson(*text);
+  if (!reading) {
+    throw std::runtime_error("capture's eBPF snapshot refused: " + std::string(kVerbsCaptureFile) +
+                             ": " + reading.error());
+  }
+  return std::move(*reading);
+}
+
+CollectResult MapVerbsReading(const VerbsProbeReading& reading, size_t max_queue_series,
+                              MetricSet& out) {
+  out.Add(kProbeAttached, {{"probe", "verbs"}}, reading.attached ? 1 : 0);
+  if (!reading.attached) {
+    return {.no_data = true, .detail = "eBPF probes not attached: " + reading.error};
+  }
+  out.Add(kProbeLinks, {{"probe", "verbs"}}, static_cast<double>(reading.links));
+  const VerbsSnapshot& snapshot = reading.snapshot;
+  MapVerbsSnapshot(snapshot, max_queue_series, out);
   return {.detail = std::to_string(snapshot.processes.size()) + " processes, " +
                     std::to_string(snapshot.cqs.size()) + " CQs, " +
                     std::to_string(snapshot.srqs.size()) + " SRQs"};
+}
+
+CollectResult VerbsCollector::Collect(MetricSet& out) const {
+  return MapVerbsReading(replay_ ? ReplayedReading() : LiveReading(), max_queue_series_, out);
 }
 
 std::vector<VerbsQp> VerbsCollector::Qps(uint32_t pid) const {

@@ -27,6 +27,10 @@ Session* g_active = nullptr;
 
 void Install(Session* session) { internal::g_active = session; }
 
+thread_local int internal::t_unrecorded = 0;
+UnrecordedScope::UnrecordedScope() { ++internal::t_unrecorded; }
+UnrecordedScope::~UnrecordedScope() { --internal::t_unrecorded; }
+
 namespace {
 
 // A sample's directory name: samples are counted from 1, "0001".."9999".
@@ -911,6 +915,7 @@ int Session::ReplayDirectory(const std::filesystem::path& host) const {
 
 void Session::RecordFile(const std::filesystem::path& host,
                          const std::expected<std::string, int>& read) {
+  if (internal::t_unrecorded > 0) return;
   const auto rel = layout_.Relative(host);
   if (!rel || writer_ == nullptr) return;
   if (read) {
@@ -922,6 +927,7 @@ void Session::RecordFile(const std::filesystem::path& host,
 
 void Session::RecordList(const std::filesystem::path& host,
                          const std::expected<std::vector<std::string>, int>& names) {
+  if (internal::t_unrecorded > 0) return;
   const auto rel = layout_.Relative(host);
   if (!rel || writer_ == nullptr) return;
   if (names) {
@@ -937,6 +943,7 @@ bool Session::ReplayExists(const std::filesystem::path& host) const {
 }
 
 void Session::RecordExists(const std::filesystem::path& host) {
+  if (internal::t_unrecorded > 0) return;
   const auto rel = layout_.Relative(host);
   if (!rel || writer_ == nullptr || rel->find('/') == std::string::npos) return;
   // Kept as a listing of one name: the name is in the sample when the sample is committed.
@@ -946,6 +953,7 @@ void Session::RecordExists(const std::filesystem::path& host) {
 
 void Session::RecordLink(const std::filesystem::path& host,
                          const std::optional<std::string>& target, int error, bool replace) {
+  if (internal::t_unrecorded > 0) return;
   const auto rel = layout_.Relative(host);
   if (!rel || writer_ == nullptr) return;
   if (target) {

@@ -284,7 +284,20 @@ class Session {
 
 namespace internal {
 extern Session* g_active;
-}
+extern thread_local int t_unrecorded;
+}  // namespace internal
+
+// While one lives, this thread's reads of the host are live and not recorded: for a source
+// whose answer is recorded whole instead of the reads it takes (the mr collector's scan of
+// every process's descriptors, collectors/probe_capture.h: the holders are kept, not every
+// /proc/PID/fd listing of the host).
+class UnrecordedScope {
+ public:
+  UnrecordedScope();
+  ~UnrecordedScope();
+  UnrecordedScope(const UnrecordedScope&) = delete;
+  UnrecordedScope& operator=(const UnrecordedScope&) = delete;
+};
 // Null when reading the live host (the default).
 inline Session* Active() { return internal::g_active; }
 // Installs the session for the rest of the process (tests: nullptr to uninstall). Not

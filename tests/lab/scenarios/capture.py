@@ -101,6 +101,15 @@ def check(lab):
                      dict(k[1]).get("comm") == "ibv_rc_pingpong"]
         if not occupancy:
             failures.append(f"sample {n}: no occupancy series of ibv_rc_pingpong")
+    # The MR probes on the kernel path, and the workload's regions (registered before the
+    # capture started: seeded from restrack) in the series the replay had to give back.
+    if harness.value(live[0], "rdmascope_probe_attached", probe="mr_kernel") != 1.0:
+        failures.append("the capture's MR probes are not on the kernel path")
+    outstanding = sum(v for k, v in live[0].items() if k[0] == "rdma_mr_outstanding_regions")
+    mr_series = sum(1 for k in live[0] if k[0].startswith("rdma_mr_"))
+    if outstanding < 1:
+        failures.append(f"the capture counted no outstanding MR ({mr_series} rdma_mr_* series)")
+    lab.notes.append(f"{mr_series} rdma_mr_* series per sample, {outstanding:.0f} regions")
     moved = [k for k in live[0] if k[0].endswith("_total") and live[0][k] != live[1].get(k)]
     if not any(k[0] == "rdma_port_data_bytes_total" or "hw_counter" in k[0] for k in moved):
         failures.append(f"no RDMA counter moved between the samples: {moved[:5]}")

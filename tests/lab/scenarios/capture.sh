@@ -2,12 +2,15 @@
 # ib_write_bw pair for its duration: counters moving; a waiting ibv_rc_pingpong server: a QP,
 # CQ, MR held, its CQ's occupancy from the preload library), `rdmascope capture` takes two
 # samples 3 s apart, each with the exposition the collectors made from it live
-# (samples/NNNN/metrics.prom). Then, with the traffic gone,
-# `serve --replay` scraped twice gives those two expositions, series for series, and `check
-# --replay` passes.
+# (samples/NNNN/metrics.prom). Then, with the traffic gone, `serve --replay` scraped twice gives
+# those two expositions, series for series (the mr and verbs collectors' included: replayed from
+# bpf/*.json, no BPF loaded), and `check --replay` passes.
 . /scenarios/lib.sh
+# mr and verbs: their probes attach for the capture's window (fentry/fexit on this kernel) and
+# each sample keeps their reading (bpf/mr.json): the regions the workload registered before the
+# capture started are seeded from restrack, and replay equal.
 COLLECTORS="--collector.disable-defaults --collector.rdma --collector.ethtool \
-  --collector.resources --collector.host --collector.occupancy"
+  --collector.resources --collector.host --collector.occupancy --collector.mr --collector.verbs"
 
 # replay_server PORT CAPTURE: serve --replay of CAPTURE on PORT, once ready; its pid in $replay.
 replay_server() {
@@ -24,10 +27,12 @@ replay_server() {
 LD_PRELOAD=/usr/bin/librdmascope_preload.so ibv_rc_pingpong -d rxe0 -g 1 -n 100 -s 512 -p 18700 \
   >/tmp/pp.out 2>&1 &
 pingpong=$!
-ib_write_bw -d rxe0 -x 1 -D 20 -s 65536 -p 18600 >/tmp/bw.out 2>&1 &
+# 45 s: traffic still runs once the capture attached its MR and verbs probes (seconds under
+# TCG) and took both samples; it is killed then.
+ib_write_bw -d rxe0 -x 1 -D 45 -s 65536 -p 18600 >/tmp/bw.out 2>&1 &
 bw_server=$!
 sleep 1
-ib_write_bw -d rxe0 -x 1 -D 20 -s 65536 -p 18600 127.0.0.1 >/tmp/bw_client.out 2>&1 &
+ib_write_bw -d rxe0 -x 1 -D 45 -s 65536 -p 18600 127.0.0.1 >/tmp/bw_client.out 2>&1 &
 bw_client=$!
 sleep 3
 # shellcheck disable=SC2086  # word splitting of $COLLECTORS is meant
