@@ -89,10 +89,8 @@ caps::CapabilitySet BrokerShare(const ServeConfig& config) {
 // collectors read what this process may (docs/security.md, "The capability broker").
 std::shared_ptr<sys::CapabilityBroker> StartCapabilityBroker(ServeConfig& config, bool& failed) {
   failed = false;
-  const caps::CapabilitySet share = BrokerShare(config);
-  // A replay reads other processes in the capture only (core/sysfs answers): no broker, and
-  // its share is dropped with the rest.
-  if (share.empty() || !config.replay.empty()) return nullptr;
+  const caps::CapabilitySet share = BrokerShare(config);  // empty under --replay
+  if (share.empty()) return nullptr;
   auto broker = sys::CapabilityBroker::Start("/proc/self/exe", share);
   if (!broker) {
     failed = true;
