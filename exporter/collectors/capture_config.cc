@@ -38,6 +38,10 @@ std::vector<UnreplayableSource> ConfigureForCapture(CollectorsConfig& config,
   }
   // Each sample holds the settings it replays: none is served from an earlier reading.
   config.ethtool.refresh_interval = std::chrono::nanoseconds(0);
+  // Each sample reads every module's pages, static ones too: no background thread, and a
+  // replay reads what its sample holds.
+  config.link.refresh_interval = std::chrono::nanoseconds(0);
+  config.link.static_refresh_interval = std::chrono::nanoseconds(0);
   return off;
 }
 
