@@ -64,7 +64,11 @@ LinkCollector::LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPor
                                         }});
 }
 
-LinkCollector::~LinkCollector() { refresh_.reset(); }
+LinkCollector::~LinkCollector() {
+  // The pass in flight ends after the module it reads now; then the thread is joined.
+  stopping_ = true;
+  refresh_.reset();
+}
 
 bool LinkCollector::Pass() const {
   const auto now = clock_();
@@ -87,7 +91,7 @@ bool LinkCollector::Pass() const {
       reads_.SetNetdevs(netdevs);
     }
   }
-  changed |= reads_.Pass() > 0;
+  changed |= reads_.Pass([this] { return stopping_.load(); }) > 0;
   return changed;
 }
 

@@ -7,6 +7,7 @@
 // waits for a module. FEC, link-down reasons and IB counters are the next slices.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -77,6 +78,7 @@ class LinkCollector : public Collector {
   mutable bool pending_changed_ = false;
   mutable LinkSnapshot published_;
   mutable bool published_once_ = false;
+  std::atomic<bool> stopping_{false};
   mutable std::unique_ptr<sys::BackgroundRefresh> refresh_;
 };
 

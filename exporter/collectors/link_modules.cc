@@ -109,9 +109,10 @@ void ModuleReads::SetNetdevs(const std::vector<std::string>& netdevs) {
       states_, [&](const auto& e) { return std::ranges::find(netdevs, e.first) == netdevs.end(); });
 }
 
-size_t ModuleReads::Pass() {
+size_t ModuleReads::Pass(const std::function<bool()>& stop) {
   size_t read = 0;
   for (const std::string& netdev : netdevs_) {
+    if (stop && stop()) break;
     const auto now = clock_();
     if (!schedule_.Due(netdev, now)) continue;
     ReadOne(netdev, now);

@@ -70,8 +70,10 @@ class ModuleReads {
 
   // The interfaces to follow, in slot order; the others are forgotten.
   void SetNetdevs(const std::vector<std::string>& netdevs);
-  // Reads the modules due now; returns how many were read.
-  size_t Pass();
+  // Reads the modules due now, until `stop` says to (the collector is being destroyed: a
+  // pass over many modules that time out would hold shutdown otherwise); returns how many
+  // were read.
+  size_t Pass(const std::function<bool()>& stop = nullptr);
   // The earliest time a module is due (the refresher's next wake-up).
   std::chrono::steady_clock::time_point NextDue() const { return schedule_.NextDue(); }
   const std::map<std::string, ModuleState>& states() const { return states_; }

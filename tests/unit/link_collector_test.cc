@@ -247,6 +247,22 @@ TEST(LinkModules, ADriverWithoutModuleAccessIsAskedAgainHourlyAndNotCounted) {
   EXPECT_EQ(reads.Pass(), 2U);
 }
 
+// A collector being destroyed stops its pass after the module it reads (each read of a hung
+// module is bounded by the netlink timeout; 64 of them would hold shutdown).
+TEST(LinkModules, APassStopsWhenAsked) {
+  FakeClock clock;
+  FakeHost host;
+  host.modules.emplace("eth2", testing::QsfpDd());
+  host.modules.emplace("eth3", testing::Qsfp28());
+  ModuleReads reads({.dynamic = 30s, .static_pages = 1h}, host.Function(), clock.Function());
+  reads.SetNetdevs({"eth2", "eth3"});
+  int asked = 0;
+  EXPECT_EQ(reads.Pass([&] { return ++asked > 1; }), 1U);
+  EXPECT_TRUE(reads.states().contains("eth2"));
+  EXPECT_FALSE(reads.states().contains("eth3"));
+  EXPECT_EQ(reads.Pass(), 1U);  // the next pass reads the rest, still due
+}
+
 TEST(LinkModules, DynamicRangesByMemoryMap) {
   const sys::ModulePageKey lower{0x50, 0, 0};
   EXPECT_TRUE(IsDynamicRange(0x03, {0x51, 0, 0}, 96, 10));
