@@ -455,6 +455,43 @@ void AddCollectorFlags(CLI::App& serve, ServeConfig& config) {
       ->default_str("60s")
       ->group("Collector host");
   serve
+      .add_option_function<std::string>(
+          "--collector.link.refresh-interval",
+          [&config](const std::string& text) {
+            config.link.refresh_interval = std::chrono::nanoseconds(*ParseDurationNs(text));
+          },
+          "How often the link collector reads each module's temperature, supply, per-lane bias "
+          "and power and CMIS state, in the background and staggered across modules (a scrape "
+          "serves the last reading; Prometheus duration, at least 1s; 0s reads every module at "
+          "every scrape)")
+      ->check([](const std::string& text) {
+        const auto ns = ParseDurationNs(text);
+        if (!ns) return "not a duration like 30s, 1m or 1h30m: " + text;
+        return *ns == 0 || *ns >= 1000000000 ? std::string() : "below 1s: " + text;
+      })
+      ->default_str("30s")
+      ->group("Collector link");
+  serve
+      .add_option_function<std::string>(
+          "--collector.link.static-refresh-interval",
+          [&config](const std::string& text) {
+            config.link.static_refresh_interval = std::chrono::nanoseconds(*ParseDurationNs(text));
+          },
+          "How often the link collector reads each module's identity and thresholds again (a "
+          "new module is read whole at once)")
+      ->check([](const std::string& text) {
+        return ParseDurationNs(text) ? std::string() : "not a duration like 30m or 1h: " + text;
+      })
+      ->default_str("1h")
+      ->group("Collector link");
+  serve
+      .add_option("--collector.link.max-netdevs", config.link.max_netdevs,
+                  "Interfaces whose modules the link collector reads at most (RDMA ports' first, "
+                  "then other physical interfaces by name)")
+      ->capture_default_str()
+      ->check(CLI::Range(0U, 4096U))
+      ->group("Collector link");
+  serve
       .add_option(
           "--collector.workload.cri-endpoint", config.workload.cri_endpoint,
           "The container runtime's CRI socket, asked for the pod, namespace and container "

@@ -19,6 +19,10 @@ void ConfigureForCapture(CollectorsConfig& config) {
   // Likewise the mr collector's scan for uverbs holders (collectors/probe_capture.h): each
   // sample holds the holders it replays, whenever its scrape comes.
   config.mr.pinned_rescan_seconds = 0;
+  // Each sample reads every module's pages, static ones too: no background thread, and a
+  // replay reads what its sample holds.
+  config.link.refresh_interval = std::chrono::nanoseconds(0);
+  config.link.static_refresh_interval = std::chrono::nanoseconds(0);
 }
 
 void KeepRecordedCollectors(CollectorsConfig& config, const std::vector<std::string>& recorded) {

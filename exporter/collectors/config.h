@@ -10,6 +10,7 @@
 #include "bpf/mr_probe.h"
 #include "collectors/ethtool.h"
 #include "collectors/host_tuning.h"
+#include "collectors/link.h"
 #include "collectors/occupancy.h"
 #include "collectors/perf.h"
 #include "collectors/rdma.h"
@@ -33,6 +34,7 @@ struct CollectorsConfig {
   MrProbeOptions mr;
   OccupancyOptions occupancy;
   HostTuningOptions host;
+  LinkOptions link;
   PerfOptions perf;
   VerbsOptions verbs;  // its libraries and binaries are the mr ones (--probe.library)
   WorkloadOptions workload;

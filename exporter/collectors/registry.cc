@@ -4,6 +4,7 @@
 
 #include "collectors/ethtool.h"
 #include "collectors/host_tuning.h"
+#include "collectors/link.h"
 #include "collectors/mr.h"
 #include "collectors/occupancy.h"
 #include "collectors/perf.h"
@@ -60,6 +61,21 @@ std::unique_ptr<Collector> MakeMr(const CollectorsConfig& config) {
 
 std::unique_ptr<Collector> MakeHostTuning(const CollectorsConfig& config) {
   return std::make_unique<HostTuningCollector>(config.sysfs, config.procfs, config.host);
+}
+
+std::unique_ptr<Collector> MakeLink(const CollectorsConfig& config) {
+  // The port -> netdev mapping as the rdma collector reads it (RDMA netlink on the host's own
+  // /sys, sysfs alone under --path.sysfs).
+  std::unique_ptr<PortNetdevSource> netdevs;
+  if (config.sysfs == "/sys") {
+    netdevs = std::make_unique<NetlinkPortNetdevSource>();
+  } else {
+    netdevs = std::make_unique<SysfsPortNetdevSource>(config.sysfs);
+  }
+  return std::make_unique<LinkCollector>(
+      config.link,
+      std::make_unique<SystemLinkPorts>(config.sysfs, std::move(netdevs), config.link.max_netdevs),
+      SystemModuleRead());
 }
 
 // Replaying: the container runtime and the kubelet the capture recorded, answered from each
@@ -139,7 +155,7 @@ std::unique_ptr<Collector> MakeWorkload(const CollectorsConfig& config) {
 }
 
 // Order matters once: `workload` describes the processes of the series listed before it.
-constexpr std::array<CollectorEntry, 9> kCollectors{{
+constexpr std::array<CollectorEntry, 10> kCollectors{{
     {"ethtool", "NIC statistics, RoCE health counters and NIC configuration (SIOCETHTOOL, DCB)",
      true, &MakeEthtool},
     {"rdma", "RDMA devices and ports from /sys/class/infiniband, MTU from libibverbs", true,
@@ -163,6 +179,11 @@ constexpr std::array<CollectorEntry, 9> kCollectors{{
      "Host tuning: PCIe link of RDMA devices against their capability, huge pages, THP, "
      "numa_balancing, CPU frequency governors (sysfs, procfs)",
      true, &MakeHostTuning},
+    {"link",
+     "Optics of each port's pluggable module: temperature, supply, per-lane bias and TX/RX power "
+     "against the module's thresholds, identity, CMIS state (ethtool netlink "
+     "MODULE_EEPROM_GET, read in the background)",
+     true, &MakeLink},
     {"workload",
      "The Kubernetes pod and container, Slurm job and step or systemd unit of each process the "
      "collectors above export (/proc/PID/cgroup)",

@@ -43,6 +43,10 @@ const CollectorNeeds kNeeds[] = {
     {"occupancy", {}, {CAP_SYS_PTRACE}},
     // sysfs and procfs settings readable by anyone.
     {"host", {}, {}},
+    // ETHTOOL_MSG_MODULE_EEPROM_GET is GENL_UNS_ADMIN_PERM (net/ethtool/netlink.c
+    // ethtool_genl_ops), checked at each request: the refresher thread reads modules while
+    // serving.
+    {"link", {}, {CAP_NET_ADMIN}},
     // /proc/PID/cgroup is 0444 with no ptrace check (fs/proc/base.c, ONE("cgroup", S_IRUGO,
     // proc_cgroup_show)); only a hidepid= mount of /proc hides other users' processes.
     {"workload", {}, {}},

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 WIDTH = 100
-COLLECTORS = ["ethtool", "rdma", "resources", "mr", "verbs", "perf", "occupancy", "host"]
+COLLECTORS = ["ethtool", "rdma", "resources", "mr", "verbs", "perf", "occupancy", "host", "link"]
 # Options every collector-running subcommand (serve, check, doctor, profile) takes.
 COLLECTOR_OPTIONS = [
     "--collector.ethtool.device-include", "--collector.ethtool.stat-include",
@@ -24,6 +24,8 @@ COLLECTOR_OPTIONS = [
     "--collector.mr.max-processes", "--collector.verbs.max-queues",
     "--collector.verbs.max-processes", "--collector.verbs.max-queue-series",
     "--collector.occupancy.dir", "--collector.perf.event", "--collector.perf.per-cpu",
+    "--collector.link.refresh-interval", "--collector.link.static-refresh-interval",
+    "--collector.link.max-netdevs",
     "--probe.library", "--probe.binary", "--probe.strict",
 ] + [f"--[no-]collector.{name}" for name in COLLECTORS]
 OLD_NAMES = ["--resources.", "--mr.", "--verbs.", "--perf.", "--occupancy."]

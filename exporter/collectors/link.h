@@ -1,0 +1,85 @@
+// The link collector (issue 40), first slice: each port's pluggable module (SFP, QSFP,
+// QSFP-DD, OSFP) read through ethtool netlink's MODULE_EEPROM_GET, decoded per lane against
+// the module's own thresholds, with identity, CMIS state, and whether the source is there at
+// all (rdma_link_source_available): a port without it has no series, never a 0 that reads as
+// healthy. A background thread reads the modules (collectors/link_modules.h, on
+// collectors/link_schedule.h's staggered slots); a scrape serves the last readings and never
+// waits for a module. FEC, link-down reasons and IB counters are the next slices.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectors/link_modules.h"
+#include "collectors/link_ports.h"
+#include "core/collector.h"
+#include "sys/background_refresh.h"
+
+namespace rdmascope {
+
+struct LinkOptions {
+  // --collector.link.refresh-interval: how often each module's dynamic pages (temperature,
+  // supply, lanes, CMIS state) are read, staggered across modules; 0 reads every module at
+  // every scrape (capture and replay: each sample holds the pages it replays).
+  std::chrono::nanoseconds refresh_interval = std::chrono::seconds(30);
+  // --collector.link.static-refresh-interval: identity, thresholds and advertisements.
+  std::chrono::nanoseconds static_refresh_interval = std::chrono::hours(1);
+  // --collector.link.max-netdevs: interfaces whose modules are read at most.
+  size_t max_netdevs = 64;
+};
+
+// What a scrape maps: the ports, and the module state of each interface read.
+struct LinkSnapshot {
+  std::vector<LinkPort> ports;
+  std::map<std::string, ModuleState> modules;  // by netdev
+};
+
+// Snapshot -> rdma_link_* series (collectors/link_metrics.cc). Exposed for tests.
+void MapLinks(const LinkSnapshot& snapshot, MetricSet& out);
+
+// The host's module reads: ethtool netlink, its socket opened at the first read and kept (the
+// refresher's thread only, or a capture's collection); never opened while a capture is
+// replayed, which answers every read.
+ModuleReads::Read SystemModuleRead();
+
+class LinkCollector : public Collector {
+ public:
+  LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPortSource> ports,
+                ModuleReads::Read read, ModuleReads::Clock clock = std::chrono::steady_clock::now);
+  ~LinkCollector() override;
+  CollectResult Collect(MetricSet& out) const override;
+
+  // Waits until the refresher made `passes` passes in all (tests).
+  bool WaitForPasses(uint64_t passes, std::chrono::milliseconds timeout) const;
+
+ private:
+  // One pass (with read_mutex_ held): the ports again when due, then the modules due.
+  // Returns whether anything a scrape shows changed.
+  bool Pass() const;
+  LinkSnapshot SnapshotLocked() const;
+
+  const LinkOptions options_;
+  const std::unique_ptr<LinkPortSource> port_source_;
+  const ModuleReads::Clock clock_;
+  mutable std::mutex read_mutex_;  // the reading state below: one pass at a time
+  mutable ModuleReads reads_;
+  mutable std::vector<LinkPort> ports_;
+  mutable std::optional<std::chrono::steady_clock::time_point> ports_read_;
+  mutable bool changed_once_ = false;  // the first port reading is a change, even if empty
+  // Background mode (refresh_interval > 0): the last pass's snapshot, under refresh_->Lock().
+  mutable LinkSnapshot pending_;  // the refresher's, between fetch and after
+  mutable bool pending_changed_ = false;
+  mutable LinkSnapshot published_;
+  mutable bool published_once_ = false;
+  std::atomic<bool> stopping_{false};
+  mutable std::unique_ptr<sys::BackgroundRefresh> refresh_;
+};
+
+}  // namespace rdmascope
