@@ -285,6 +285,10 @@ int RunCheck(ServeConfig config) {
   log::SetLevel(config.log_level);
   RaiseOpenFileLimit();
   if (!config.replay.empty()) StartReplay(config);
+  // One pass: the link collector reads its modules in it rather than on a background thread
+  // whose first reading the pass would not wait for ("first reading under way").
+  config.link.refresh_interval = std::chrono::nanoseconds(0);
+  config.link.static_refresh_interval = std::chrono::nanoseconds(0);
   std::vector<std::string> probe_errors;
   std::vector<NamedCollector> collectors;
   for (NamedCollector& entry : BuildCollectors(config)) {

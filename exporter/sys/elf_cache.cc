@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <compare>
 #include <cstring>
@@ -83,8 +84,9 @@ bool Shareable(const ElfImage& image, const ElfVerdict& verdict) {
   return ok;
 }
 
-// Files others than root can write are copied into memory: a lower bound than the mapped ones.
-constexpr uint64_t kMaxCopiedBytes = 256ULL << 20;
+// Files others than root can write are copied into memory: a lower bound than the mapped ones
+// (SetMaxCopiedElfBytes).
+std::atomic<uint64_t> max_copied_bytes{kDefaultMaxCopiedElfBytes};
 
 struct Loaded {
   FileKey key;
@@ -120,9 +122,10 @@ std::expected<Loaded, std::string> Load(const OpenedFile& file, const ElfLimits&
   // could rewrite it between the checks below and libelf's reading (a section made compressed
   // after the check would make libelf write into a read-only mapping, or inflate to any size).
   const bool copy = !OnlyRootCanWrite(file.status);
-  if (copy && file.status.st_size > static_cast<off_t>(kMaxCopiedBytes)) {
+  const uint64_t max_copied = max_copied_bytes.load(std::memory_order_relaxed);
+  if (copy && static_cast<uint64_t>(file.status.st_size) > max_copied) {
     return std::unexpected("a file others than root can write, larger than " +
-                           std::to_string(kMaxCopiedBytes >> 20) + " MiB");
+                           std::to_string(max_copied >> 20) + " MiB");
   }
   void* address = copy ? CopyFile(file.fd.get(), size)
                        : mmap(nullptr, size, PROT_READ, MAP_PRIVATE, file.fd.get(), 0);
@@ -213,6 +216,10 @@ ElfCache::ElfCache(size_t max_unused) : state_(std::make_shared<State>(max_unuse
 }
 
 ElfCache::~ElfCache() = default;
+
+void SetMaxCopiedElfBytes(uint64_t bytes) {
+  max_copied_bytes.store(bytes, std::memory_order_relaxed);
+}
 
 ElfOpened ElfCache::Open(OpenedFile file, const ElfLimits& limits) {
   // A lease of the entry: its release reaches the state even after the cache is gone.

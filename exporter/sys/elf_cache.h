@@ -69,6 +69,15 @@ struct ElfOpened {
 };
 
 // Thread-safe.
+// A file others than root can write is copied into memory before it is parsed (its owner could
+// rewrite it meanwhile), at most this many bytes: in the exporter, 256 MiB. The sandboxed unwind
+// worker sees every file through its user namespace as not root's (its owner maps to the
+// overflow uid), so it would copy, and refuse, a libtorch_cuda.so of a GiB; its address space is
+// bounded by RLIMIT_AS (unwind_sandbox.h) and a failed copy is a refusal there, so it raises the
+// bound to that of mapped files (untrusted_files.h kMaxElfFileBytes).
+inline constexpr uint64_t kDefaultMaxCopiedElfBytes = 256ULL << 20;
+void SetMaxCopiedElfBytes(uint64_t bytes);
+
 class ElfCache {
  public:
   // Files no session uses stay mapped, the `max_unused` most recently released of them, for

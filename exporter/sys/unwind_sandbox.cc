@@ -21,6 +21,7 @@
 #include <initializer_list>
 #include <string>
 
+#include "sys/elf_cache.h"
 #include "sys/spawn_helper.h"
 #include "sys/unwind_protocol.h"
 #include "sys/unwind_worker.h"
@@ -191,6 +192,7 @@ int UnwindWorkerMain(int argc, char** argv) {
           kSocket, unwind_protocol::Writer(unwind_protocol::Type::kReady).String(layers))) {
     return 0;
   }
+  SetMaxCopiedElfBytes(kMaxElfFileBytes);  // sys/elf_cache.h: RLIMIT_AS bounds the copies here
   UnwindWorker worker(kSocket);
   return worker.Serve();
 }
