@@ -6,14 +6,19 @@ same pid (forced through /proc/sys/kernel/ns_last_pid) and registers its own. Th
 show B's counts alone, release A's leaks as released at exit, and later B's."""
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
 import harness  # noqa: E402
 
 NS_LAST_PID = "/proc/sys/kernel/ns_last_pid"
+# The workload runs under a name of its own: the released-at-exit counters are per comm, and
+# the other host tests' mr_workload processes (run alongside by ctest -j) exit too.
+COMM = "mr_pid_reuse"
 B_THREADS = 8
 
 
@@ -32,6 +37,13 @@ def main(binary, workload, library):
         print("SKIP: needs root and", NS_LAST_PID)
         return harness.SKIP
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(library))
+    with tempfile.TemporaryDirectory() as work:
+        renamed = os.path.join(work, COMM)
+        shutil.copy2(workload, renamed)
+        return run(binary, renamed, library, env)
+
+
+def run(binary, workload, library, env):
     with harness.Exporter(binary, ["--collector.disable-defaults", "--collector.mr",
                                    f"--probe.library={library}"]) as exporter:
         for attempt in range(10):
@@ -55,7 +67,7 @@ def main(binary, workload, library):
             return harness.SKIP
         samples = harness.parse(exporter.metrics())
         released_before = value(samples, "rdma_mr_exit_released_regions_total",
-                                comm="mr_workload") or 0.0
+                                comm=COMM) or 0.0
         got = {
             "registrations": value(samples, "rdma_mr_registrations_total", pid=str(pid_b)),
             "outstanding": value(samples, "rdma_mr_outstanding_regions", pid=str(pid_b)),
@@ -66,7 +78,7 @@ def main(binary, workload, library):
         b.wait()
         time.sleep(0.2)
         after = harness.parse(exporter.metrics())
-        released_after = value(after, "rdma_mr_exit_released_regions_total", comm="mr_workload")
+        released_after = value(after, "rdma_mr_exit_released_regions_total", comm=COMM)
         unknown = value(after, "rdma_mr_exit_released_regions_total", comm="unknown")
     want = {"registrations": 6.0 * B_THREADS, "outstanding": 2.0 * B_THREADS,
             "bytes": 8192.0 * B_THREADS}
