@@ -141,8 +141,8 @@ void AddServeFlags(CLI::App& serve, ServeConfig& config) {
       .add_option("--replay", config.replay,
                   "Read a capture (rdmascope capture; docs/capture.md: a directory or the same "
                   "as a .tar.gz) instead of this host: one sample per scrape, the last "
-                  "repeating. The occupancy and CRI/kubelet sources are off; mr and verbs map "
-                  "the probes' readings the capture kept (no BPF is loaded)")
+                  "repeating. Every collector the capture recorded answers from it: no file, "
+                  "ioctl, netlink socket, BPF program, perf event or gRPC call of this host")
       ->check(CLI::ExistingPath);
   AddWebFlags(serve, config);
   AddCollectorFlags(serve, config);
