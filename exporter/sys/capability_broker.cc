@@ -469,6 +469,7 @@ std::expected<OpenedFile, std::string> CapabilityBroker::Opened(Reply reply) {
       !S_ISREG(opened.status.st_mode)) {
     return std::unexpected("capability broker: no regular file in its answer");
   }
+  opened.only_root_can_write = OnlyRootCanWrite(opened.status);
   return opened;
 }
 

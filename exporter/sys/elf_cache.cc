@@ -121,7 +121,7 @@ std::expected<Loaded, std::string> Load(const OpenedFile& file, const ElfLimits&
   // processes that run it). Any other file is copied into private memory first: its owner
   // could rewrite it between the checks below and libelf's reading (a section made compressed
   // after the check would make libelf write into a read-only mapping, or inflate to any size).
-  const bool copy = !OnlyRootCanWrite(file.status);
+  const bool copy = !file.only_root_can_write;
   const uint64_t max_copied = max_copied_bytes.load(std::memory_order_relaxed);
   if (copy && static_cast<uint64_t>(file.status.st_size) > max_copied) {
     return std::unexpected("a file others than root can write, larger than " +

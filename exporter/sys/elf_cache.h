@@ -69,12 +69,12 @@ struct ElfOpened {
 };
 
 // Thread-safe.
-// A file others than root can write is copied into memory before it is parsed (its owner could
-// rewrite it meanwhile), at most this many bytes: in the exporter, 256 MiB. The sandboxed unwind
-// worker sees every file through its user namespace as not root's (its owner maps to the
-// overflow uid), so it would copy, and refuse, a libtorch_cuda.so of a GiB; its address space is
-// bounded by RLIMIT_AS (unwind_sandbox.h) and a failed copy is a refusal there, so it raises the
-// bound to that of mapped files (untrusted_files.h kMaxElfFileBytes).
+// A file others than root can write (OpenedFile::only_root_can_write false) is copied into
+// memory before it is parsed (its owner could rewrite it meanwhile), at most this many bytes:
+// in the exporter, 256 MiB. The sandboxed unwind worker, whose address space RLIMIT_AS bounds
+// (unwind_sandbox.h; a failed copy is a refusal there), raises the bound to that of mapped
+// files (untrusted_files.h kMaxElfFileBytes): a user's own libtorch_cuda.so of a GiB in a
+// virtualenv is copied there, not refused. Files only root can write are mapped in both.
 inline constexpr uint64_t kDefaultMaxCopiedElfBytes = 256ULL << 20;
 void SetMaxCopiedElfBytes(uint64_t bytes);
 

@@ -50,7 +50,7 @@ const MappedFile* MappingOf(const ProcessFiles& process, Dwfl_Module* module,
 // checked (sys/elf_checks.h). Why not, or "".
 std::string CheckDebugFile(const OpenedFile& opened, std::span<const uint8_t> want,
                            ElfVerdict& verdict) {
-  if (!OnlyRootCanWrite(opened.status)) return "a debug file others than root can write";
+  if (!opened.only_root_can_write) return "a debug file others than root can write";
   const auto size = static_cast<size_t>(opened.status.st_size);
   void* address = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, opened.fd.get(), 0);
   if (address == MAP_FAILED) return std::string("mmap: ") + std::strerror(errno);

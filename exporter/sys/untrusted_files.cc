@@ -81,7 +81,8 @@ std::expected<OpenedFile, std::string> CheckAndReopen(UniqueFd path_fd, uint64_t
       reopened.st_ino != status.st_ino || !S_ISREG(reopened.st_mode)) {
     return std::unexpected("the file changed while it was opened");
   }
-  return OpenedFile{.fd = std::move(fd), .status = reopened};
+  return OpenedFile{
+      .fd = std::move(fd), .status = reopened, .only_root_can_write = OnlyRootCanWrite(reopened)};
 }
 
 constexpr uint64_t kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;

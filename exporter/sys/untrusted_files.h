@@ -70,6 +70,11 @@ std::vector<MappedFile> ParseMappedFiles(std::string_view maps);
 struct OpenedFile {
   UniqueFd fd;
   struct stat status {};
+  // OnlyRootCanWrite(status) as the opener saw it: this process's fstat, or the parent's
+  // answer in the sandboxed unwind worker, whose user namespace shows every owner as the
+  // overflow uid (its own fstat would say nobody's file is root's, and every file would be
+  // copied, every debug file refused). False: copied before parsing, never mapped.
+  bool only_root_can_write = false;
 };
 
 inline constexpr uint64_t kMaxElfFileBytes = 1ULL << 30;  // 1 GiB: more than any libxul.so.debug

@@ -76,7 +76,8 @@ bool UnwindBroker::Answer(int socket, const wire::Message& question) {
       if (!listed) return wire::Send(socket, reply.String("not a mapping of the process"));
       auto opened = access_->OpenMapping(pid, mapping);
       if (!opened) return wire::Send(socket, reply.String(opened.error()));
-      return wire::Send(socket, reply.String(""), opened->fd.get());
+      return wire::Send(socket, reply.String("").U8(opened->only_root_can_write ? 1 : 0),
+                        opened->fd.get());
     }
     case wire::AccessOp::kOpenDebugFile: {
       DebugFileQuery query;
@@ -96,7 +97,10 @@ bool UnwindBroker::Answer(int socket, const wire::Message& question) {
         return wire::Send(socket, reply.String("not a mapped file of the process").U32(0));
       auto found = OpenFirstDebugFile(*access_, pid, query, first);
       if (!found) return wire::Send(socket, reply.String(found.error()).U32(0));
-      return wire::Send(socket, reply.String("").U32(static_cast<uint32_t>(found->index)),
+      return wire::Send(socket,
+                        reply.String("")
+                            .U32(static_cast<uint32_t>(found->index))
+                            .U8(found->file.only_root_can_write ? 1 : 0),
                         found->file.fd.get());
     }
   }

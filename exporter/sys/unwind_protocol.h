@@ -47,11 +47,14 @@ enum class AccessOp : uint32_t {
   kStartTicks = 1,    // pid -> u64 (0: gone)
   kStillRunning = 2,  // pid, start ticks -> u8
   kMaps = 3,          // image -> errno, and the text in a memfd (a process may have 100k lines)
-  kOpenMapping = 4,   // pid, start, end, offset, device, inode, path -> error or fd
+  // pid, start, end, offset, device, inode, path -> error, or "" then u8 only-root-can-write
+  // (the parent's fstat: the worker's user namespace hides owners) with the fd.
+  kOpenMapping = 4,
   // 5 was kOpenInRoot (pid, path): a path of the worker's choosing, each debug-file candidate
   // a round trip. The worker now names the module and the parent computes the candidates.
   // pid, mapped path, build id, debuglink name ("": none), first candidate -> error ("": an fd
-  // comes with it), the index of the candidate opened (sys/debug_files.h).
+  // comes with it), the index of the candidate opened (sys/debug_files.h), and when an fd
+  // comes, u8 only-root-can-write as kOpenMapping's.
   kOpenDebugFile = 6,
 };
 

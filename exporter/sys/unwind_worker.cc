@@ -110,10 +110,11 @@ class UnwindWorker::ParentAccess final : public ProcessAccess, public DebugFileS
     wire::Reader reader(reply.body);
     std::string error = reader.String();
     const uint32_t index = reader.U32();
-    if (!reader.done()) Fail();
+    const uint8_t only_root = error.empty() ? reader.U8() : 0;
+    if (!reader.done() || only_root > 1) Fail();
     if (!error.empty()) return std::unexpected(std::move(error));
     if (index < first || index >= kMaxDebugFileCandidates) Fail();
-    auto file = Checked(std::move(reply.fd));
+    auto file = Checked(std::move(reply.fd), only_root == 1);
     if (!file) return std::unexpected(file.error());
     return FoundDebugFile{.index = index, .file = std::move(*file)};
   }
@@ -131,16 +132,19 @@ class UnwindWorker::ParentAccess final : public ProcessAccess, public DebugFileS
   static std::expected<OpenedFile, std::string> Opened(wire::Message reply) {
     wire::Reader reader(reply.body);
     std::string error = reader.String();
-    if (!reader.done()) Fail();
+    const uint8_t only_root = error.empty() ? reader.U8() : 0;
+    if (!reader.done() || only_root > 1) Fail();
     if (!error.empty()) return std::unexpected(std::move(error));
-    return Checked(std::move(reply.fd));
+    return Checked(std::move(reply.fd), only_root == 1);
   }
 
-  // The parent opened and checked the file (regular, bounded, the mapped inode); fstat here
-  // gives the status the ELF cache keys it by.
-  static std::expected<OpenedFile, std::string> Checked(UniqueFd fd) {
+  // The parent opened and checked the file (regular, bounded, the mapped inode) and said
+  // whether only root can write it (its fstat sees the real owner; this one, through the user
+  // namespace, sees the overflow uid); fstat here gives the status the ELF cache keys it by.
+  static std::expected<OpenedFile, std::string> Checked(UniqueFd fd, bool only_root_can_write) {
     OpenedFile file;
     file.fd = std::move(fd);
+    file.only_root_can_write = only_root_can_write;
     if (!file.fd.valid() || fstat(file.fd.get(), &file.status) != 0 ||
         !S_ISREG(file.status.st_mode)) {
       return std::unexpected("no regular file from the parent");

@@ -7,13 +7,16 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "sys/spawn_helper.h"
 #include "sys/unwind_broker.h"
+#include "sys/untrusted_files.h"
 #include "unit/process_status.h"
 #include "unit/unwind_fixture.h"
 
@@ -63,6 +66,34 @@ TEST_F(UnwindClientTest, TheWorkerUnwindsAndNamesAsTheProcessWould) {
   EXPECT_EQ(client.Unwind(captured, kPatient).pcs, remote.pcs);
   EXPECT_EQ(client.stats().starts, 1U);
   EXPECT_TRUE(client.stats().restarts.empty());
+}
+
+// The parent says which files only root can write (the worker's user namespace shows their
+// owner as the overflow uid): the worker maps those from the page cache, as the exporter does,
+// rather than copy them (a copy of every library would be its memory; a debug file would be
+// refused). The test binary, built by root, is one: its inode is in the worker's maps.
+TEST_F(UnwindClientTest, TheWorkerMapsTheFilesOnlyRootCanWrite) {
+  struct stat self {};
+  ASSERT_EQ(stat("/proc/self/exe", &self), 0);
+  if (!OnlyRootCanWrite(self)) GTEST_SKIP() << "the test binary is not root's: it is copied";
+  UnwindClient client(access_, RealWorker());
+  const uint64_t alpha = At(rdmascope_unwind_alpha);
+  const uint64_t beta = At(rdmascope_unwind_beta);
+  const CapturedStack captured = Capture(alpha, 0, {beta + 1, 0});
+  ASSERT_EQ(client.Unwind(captured, kPatient).method, UnwindMethod::kDwarf);
+  std::ifstream maps("/proc/" + std::to_string(client.worker_pid()) + "/maps");
+  ASSERT_TRUE(maps.is_open());
+  bool mapped = false;
+  for (std::string line; std::getline(maps, line);) {
+    // start-end perms offset dev inode path
+    std::istringstream fields(line);
+    std::string range, perms, offset, device;
+    uint64_t inode = 0;
+    if (fields >> range >> perms >> offset >> device >> inode && inode == self.st_ino) {
+      mapped = true;
+    }
+  }
+  EXPECT_TRUE(mapped) << "the worker copied a file only root can write";
 }
 
 // What the kernel says of the worker: no capability in any set, no_new_privs, a seccomp
