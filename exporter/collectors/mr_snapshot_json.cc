@@ -173,7 +173,7 @@ std::string MrReadingToJson(const MrProbeReading& reading) {
 }
 
 std::expected<MrProbeReading, std::string> MrReadingFromJson(std::string_view text) {
-  try {
+  return Refusing([text] {
     const json body = Parse(text, "mr");
     MrProbeReading reading;
     reading.attached = Bool(Member(body, "attached"), "attached");
@@ -189,12 +189,7 @@ std::expected<MrProbeReading, std::string> MrReadingFromJson(std::string_view te
       reading.snapshot = SnapshotOf(Object(body, "snapshot"));
     }
     return reading;
-  } catch (const Malformed& error) {
-    return std::unexpected(std::string(error.what()));
-  } catch (const nlohmann::json::exception& error) {
-    // Not reached by the checks above (each value's type is tested first); a refusal if it is.
-    return std::unexpected(std::string("not a snapshot: ") + error.what());
-  }
+  });
 }
 
 }  // namespace rdmascope

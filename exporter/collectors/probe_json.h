@@ -6,10 +6,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <expected>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace rdmascope::probe_json {
 
@@ -52,6 +54,20 @@ inline uint64_t U64At(const nlohmann::json& object, std::string_view key) {
 }
 inline uint32_t U32At(const nlohmann::json& object, std::string_view key) {
   return U32(Member(object, key), key);
+}
+
+// What `read` returns, or why the file is refused: a Malformed's words, or anything the JSON
+// library throws (not reached by the readers' checks, each value's type is tested first; a
+// refusal if it is).
+template <typename Read>
+auto Refusing(Read&& read) -> std::expected<std::invoke_result_t<Read>, std::string> {
+  try {
+    return read();
+  } catch (const Malformed& error) {
+    return std::unexpected(std::string(error.what()));
+  } catch (const nlohmann::json::exception& error) {
+    return std::unexpected(std::string("not a snapshot: ") + error.what());
+  }
 }
 
 // The whole file: parsed within kMaxBytes, an object of this version and probe ("mr"), else

@@ -146,7 +146,7 @@ std::string VerbsReadingToJson(const VerbsProbeReading& reading) {
 }
 
 std::expected<VerbsProbeReading, std::string> VerbsReadingFromJson(std::string_view text) {
-  try {
+  return Refusing([text] {
     const json body = Parse(text, "verbs");
     VerbsProbeReading reading;
     reading.attached = Bool(Member(body, "attached"), "attached");
@@ -171,11 +171,7 @@ std::expected<VerbsProbeReading, std::string> VerbsReadingFromJson(std::string_v
     }
     s.walk_error = walk_error.get<std::string>();
     return reading;
-  } catch (const Malformed& error) {
-    return std::unexpected(std::string(error.what()));
-  } catch (const nlohmann::json::exception& error) {
-    return std::unexpected(std::string("not a snapshot: ") + error.what());
-  }
+  });
 }
 
 }  // namespace rdmascope
