@@ -1,6 +1,7 @@
 // The capture reader (core/capture.h, docs/capture.md) on a hostile capture: index.json, then
 // one file of sample 0001 read and parsed as replay parses it (the ethtool tool's text, a
-// netlink reply with its headers rewritten, its review JSON, a libpfm4 encoding). Input: a selector
+// netlink reply with its headers rewritten, its review JSON, a libpfm4 encoding, a CRI or
+// PodResources answer, the facts beside a preload stats file). Input: a selector
 // byte (which file, and whether it is stored as an .errno), the index text, a NUL, the file's
 // bytes. Or, when it starts with gzip's magic, a whole capture as a .tar.gz (core/capture_tree.h),
 // opened by content as `--replay` opens it, every Reader method asked of its first samples.
@@ -12,10 +13,12 @@
 #include <vector>
 
 #include "core/capture.h"
+#include "collectors/occupancy_facts.h"
 #include "core/capture_index.h"
 #include "fuzz_input.h"
 #include "fuzz_tree.h"
 #include "sys/ethtool_capture.h"
+#include "sys/grpc_capture.h"
 #include "sys/libpfm_capture.h"
 #include "sys/netlink_capture.h"
 #include "sys/rdma_netlink.h"
@@ -25,7 +28,9 @@ namespace {
 constexpr const char* kFiles[] = {"ethtool/eth0/statistics", "ethtool/eth0/driver",
                                   "ethtool/eth0/coalesce",   "ethtool/eth0/priv-flags",
                                   "netlink/rdma/get.bin",    "sys/class/net/eth0/mtu",
-                                  "perf/libpfm/cycles"};
+                                  "perf/libpfm/cycles",      "grpc/cri.json",
+                                  "grpc/podresources.json",  "run/rdmascope.stat.json",
+                                  "run/rdmascope/a.occ.stat.json"};
 
 std::filesystem::path Root() {
   static const std::filesystem::path root = [] {
@@ -117,6 +122,39 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto again = sys::ParseLibpfmAnswer(sys::FormatLibpfmAnswer(*answer));
       if (!again || again->has_value() != answer->has_value()) std::abort();
       if (answer->has_value() && std::memcmp(&**again, &**answer, sizeof(perf_event_attr)) != 0) {
+        std::abort();
+      }
+    }
+    // Facts the replay accepts give back the same stat when written again.
+    const auto same = [](const struct stat& st) {
+      const auto again = occupancy_facts::ParseStat(occupancy_facts::StatJson(st), "again");
+      if (!again || again->st_mode != st.st_mode || again->st_uid != st.st_uid ||
+          again->st_dev != st.st_dev || again->st_ino != st.st_ino ||
+          again->st_size != st.st_size) {
+        std::abort();
+      }
+    };
+    if (const auto facts = occupancy_facts::ParseNameFacts(*bytes)) {
+      same(facts->lstat);
+      if (facts->stat) same(*facts->stat);
+    }
+    if (const auto facts = occupancy_facts::ParseDirectoryFacts(*bytes)) same(facts->st);
+    // A gRPC answer the replay accepts is one its own text gives back: the same endpoint and
+    // as many containers or devices (or the same error).
+    if (const auto cri = sys::ParseCriAnswer(*bytes)) {
+      const auto again = sys::ParseCriAnswer(sys::FormatCriAnswer(cri->endpoint, cri->answer));
+      if (!again || again->endpoint != cri->endpoint ||
+          again->answer.has_value() != cri->answer.has_value() ||
+          (cri->answer && again->answer->size() != cri->answer->size())) {
+        std::abort();
+      }
+    }
+    if (const auto pods = sys::ParsePodResourcesAnswer(*bytes)) {
+      const auto again =
+          sys::ParsePodResourcesAnswer(sys::FormatPodResourcesAnswer(pods->endpoint, pods->answer));
+      if (!again || again->endpoint != pods->endpoint ||
+          again->answer.has_value() != pods->answer.has_value() ||
+          (pods->answer && again->answer->size() != pods->answer->size())) {
         std::abort();
       }
     }

@@ -10,10 +10,11 @@
 //   run/rdmascope/NAME.occ.stat.json    lstat, the open's result, fstat, the liveness lock
 //   proc/PID/maps                       the lines of PID's maps naming a stats file listed
 //
-// Replaying, those files answer and the host is never asked: no lock, no `.readers`, no
-// unlink, no open outside the capture. Every file is hostile input: a facts file that is not
-// what this writes, or that the bytes beside it contradict, refuses that stats file (counted
-// in rdmascope_occupancy_files_skipped_total, one warning), never a made-up figure.
+// The facts' format is collectors/occupancy_facts.h. Replaying (collectors/occupancy_replay.h),
+// those files answer and the host is never asked: no lock, no `.readers`, no unlink, no open
+// outside the capture. Every file is hostile input: a facts file that is not what this writes,
+// or that the bytes beside it contradict, refuses that stats file (counted in
+// rdmascope_occupancy_files_skipped_total, one warning), never a made-up figure.
 #pragma once
 
 #include <filesystem>
@@ -24,11 +25,6 @@
 #include "collectors/occupancy_source.h"
 
 namespace rdmascope {
-
-// The suffix of a name's facts file beside it.
-inline constexpr std::string_view kStatsFactsSuffix = ".stat.json";
-// A facts file is a few hundred bytes; anything near this is not one.
-inline constexpr size_t kMaxStatsFactsBytes = 4096;
 
 // The stats directory `dir` as this process's boundary has it: live (the host, its lock and
 // deletions; other processes read through `privileged`), recorded, or replayed.

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "collectors/occupancy.h"
+#include "collectors/occupancy_facts.h"
 #include "core/capture.h"
 #include "core/metric_set.h"
 #include "stats_file.h"
@@ -163,7 +164,7 @@ TEST(OccupancyCapture, ReplayEqualsTheLiveCollections) {
   const std::string maps = testing::ReadText(cap.sample(1) / "proc/4242/maps");
   EXPECT_NE(maps.find(real.string()), std::string::npos) << maps;
   EXPECT_EQ(maps.find("/usr/bin/trainer"), std::string::npos) << maps;
-  EXPECT_TRUE(fs::exists(cap.in_sample(1) / ("a.occ" + std::string(kStatsFactsSuffix))));
+  EXPECT_TRUE(fs::exists(cap.in_sample(1) / ("a.occ" + std::string(occupancy_facts::kSuffix))));
 
   // The host gone: its stats files and /proc moved away, an empty directory in their place.
   for (const int fd : fds) {
@@ -231,7 +232,7 @@ class HostileCapture : public ::testing::Test {
     ASSERT_NE(cap_.live[0].find("pid=\"4242\""), std::string::npos) << cap_.live[0];
   }
   fs::path Bytes() const { return cap_.in_sample(1) / "a.occ"; }
-  fs::path Facts() const { return cap_.in_sample(1) / ("a.occ" + std::string(kStatsFactsSuffix)); }
+  fs::path Facts() const { return cap_.in_sample(1) / ("a.occ" + std::string(occupancy_facts::kSuffix)); }
   // The replay of the edited capture: its exposition, which must not serve the process.
   std::string Replayed() {
     const auto start = std::chrono::steady_clock::now();
