@@ -5,16 +5,6 @@
 
 namespace rdmascope::sys {
 
-std::vector<std::string> DefaultCriEndpoints(const std::filesystem::path& root) {
-  std::vector<std::string> endpoints;
-  // containerd (its CRI plugin), CRI-O, cri-dockerd: their default listen addresses.
-  for (const char* socket :
-       {"run/containerd/containerd.sock", "run/crio/crio.sock", "run/cri-dockerd.sock"}) {
-    endpoints.push_back("unix://" + (root / socket).lexically_normal().string());
-  }
-  return endpoints;
-}
-
 ContainerNames::ContainerNames(CriOptions options, ListFn list)
     : options_(std::move(options)),
       list_(std::move(list)),

@@ -22,6 +22,7 @@
 
 #include "sys/background_refresh.h"
 #include "sys/cri_containers.h"
+#include "sys/grpc_endpoints.h"
 #include "sys/grpc_library.h"
 
 namespace rdmascope::sys {
@@ -35,9 +36,6 @@ struct CriOptions {
   std::filesystem::path library;  // librdmascope_grpc.so; found with FindGrpcLibrary
 };
 
-// The sockets containerd, CRI-O and cri-dockerd listen on by default, as gRPC targets, in that
-// order, under `root` (the host's / as this process sees it).
-std::vector<std::string> DefaultCriEndpoints(const std::filesystem::path& root = "/");
 
 class ContainerNames {
  public:

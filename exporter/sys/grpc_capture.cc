@@ -6,8 +6,7 @@
 #include <tuple>
 
 #include "core/capture.h"
-#include "sys/cri_names.h"
-#include "sys/pod_resources.h"
+#include "sys/grpc_endpoints.h"
 
 namespace rdmascope::sys {
 namespace {

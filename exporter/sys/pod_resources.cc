@@ -5,11 +5,6 @@
 
 namespace rdmascope::sys {
 
-std::string DefaultPodResourcesEndpoint(const std::filesystem::path& root) {
-  return "unix://" +
-         (root / "var/lib/kubelet/pod-resources/kubelet.sock").lexically_normal().string();
-}
-
 PodResources::PodResources(PodResourcesOptions options, ListFn list)
     : options_(std::move(options)),
       list_(std::move(list)),

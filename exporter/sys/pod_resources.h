@@ -18,6 +18,7 @@
 
 #include "sys/background_refresh.h"
 #include "sys/cri_containers.h"
+#include "sys/grpc_endpoints.h"
 
 namespace rdmascope::sys {
 
@@ -29,8 +30,6 @@ struct PodResourcesOptions {
   std::filesystem::path library;  // librdmascope_grpc.so; found with FindGrpcLibrary
 };
 
-// The kubelet's default PodResources socket under `root`, as a gRPC target.
-std::string DefaultPodResourcesEndpoint(const std::filesystem::path& root = "/");
 
 class PodResources {
  public:
