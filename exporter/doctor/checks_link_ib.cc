@@ -4,6 +4,7 @@
 // (rdma_device_info board_id): sysfs has no supported width, and the rules compare a port with
 // its own past instead (docs/link-health.md "Degraded InfiniBand links").
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -88,7 +89,8 @@ std::vector<Finding> CheckIbSymbolBer(const Snapshot& now, const Snapshot* befor
                        " (UFM's validation: 2.88 errors in 12 minutes at NDR 4X)";
     if (high) {
       finding.advice =
-          "errors FEC did not correct: packets are lost and retransmitted" +
+          "BER " + Sci(ber) + " is " + Num(std::round(ber / kPostFecBerThreshold * 10) / 10) +
+          "x UFM's figure; errors FEC did not correct: packets are lost and retransmitted" +
           std::string(seconds < 720 ? " (a window under 12 minutes: one error reads as a high "
                                       "BER; confirm with --window 12m or perfquery twice)"
                                     : "") +
@@ -136,9 +138,11 @@ std::vector<Finding> CheckIbLinkDegraded(const Snapshot& now, const Snapshot*,
     if (slow) finding.observed += "; " + b.fastest + " at " + Num(b.lane / 1e9) + " Gb/s a lane";
     if (narrow || slow) {
       finding.advice =
-          "the link trained below its sibling ports of the same board (a lane did not train, or "
-          "a cable or optic that does not pass at full speed): reseat or replace the cable or "
-          "transceiver, check the far end; a port cabled narrower on purpose is fine";
+          "the link carries " +
+          Num(std::round(width->value * (lane ? *lane : b.lane) / (b.width * b.lane) * 100)) +
+          "% of what its sibling ports of the same board do (a lane did not train, or a cable or "
+          "optic that does not pass at full speed): reseat or replace the cable or transceiver, "
+          "check the far end; a port cabled narrower on purpose is fine";
       finding.fix = FixLine({"mlxlink -d ", HostValue(width->Label("device")), " -p ",
                              HostValue(width->Label("port"))});
     }

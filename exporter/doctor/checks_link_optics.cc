@@ -121,7 +121,8 @@ std::vector<Finding> CheckOpticsRxPower(const Snapshot& now, const Snapshot*,
       finding.observed = where + " receives no light (" + Num(lane->value * 1e6) + " uW) while " +
                          (sibling_lit ? "another lane of the module has light" : "the port is up");
       finding.expected = "light on every lane of a link that is up (above 1 uW, -30 dBm)";
-      finding.advice = "one fiber or lane is dead: " + std::string(kOpticsFix);
+      finding.advice = "lane " + lane->Label("lane") +
+                       " is dark (under 1 uW): one fiber or lane is dead: " + kOpticsFix;
       finding.fix = Fix(*lane);
       findings.push_back(std::move(finding));
       continue;
@@ -142,12 +143,15 @@ std::vector<Finding> CheckOpticsRxPower(const Snapshot& now, const Snapshot*,
     const bool port_down = state && *state < 4;
     Severity severity = Severity::kOk;
     std::string threshold;
+    double under = 0;  // dB below the threshold crossed
     if (alarm_dbm && *dbm < *alarm_dbm && !port_down) {
       severity = Severity::kCrit;
       threshold = "low alarm " + DbmText(*alarm_dbm);
+      under = *alarm_dbm - *dbm;
     } else if (warning_dbm && *dbm < *warning_dbm) {
       severity = Severity::kWarn;
       threshold = "low warning " + DbmText(*warning_dbm);
+      under = *warning_dbm - *dbm;
     }
     Finding finding = Make("links.optics_rx_power", kArea, severity, std::move(scope),
                            severity == Severity::kCrit ? "rdmaopticrxpowerbelowalarm"
@@ -157,7 +161,8 @@ std::vector<Finding> CheckOpticsRxPower(const Snapshot& now, const Snapshot*,
                                    : std::string("no low threshold (the module's table has none)");
     if (severity != Severity::kOk) {
       finding.observed += ", below its " + threshold + " (" + whose + ")";
-      finding.advice = std::string("low light leaves no margin: ") + kOpticsFix;
+      finding.advice = Num(std::round(under * 100) / 100) + " dB under its " + threshold +
+                       ": low light leaves no margin: " + kOpticsFix;
       finding.fix = Fix(*lane);
     }
     findings.push_back(std::move(finding));
@@ -178,12 +183,15 @@ std::vector<Finding> CheckOpticsTemperature(const Snapshot& now, const Snapshot*
         warning.from_module ? "the module's" : "the default: its table is not valid";
     Severity severity = Severity::kOk;
     std::string threshold;
+    double over = 0;  // degrees above the threshold crossed
     if (alarm.value && module->value > *alarm.value) {
       severity = Severity::kCrit;
       threshold = "high alarm " + Num(*alarm.value) + " C";
+      over = module->value - *alarm.value;
     } else if (warning.value && module->value > *warning.value) {
       severity = Severity::kWarn;
       threshold = "high warning " + Num(*warning.value) + " C";
+      over = module->value - *warning.value;
     }
     Finding finding = Make(
         "links.optics_temperature", kArea, severity, ModuleScope(*module),
@@ -194,9 +202,9 @@ std::vector<Finding> CheckOpticsTemperature(const Snapshot& now, const Snapshot*
                            : std::string("no high threshold (the module's table has none)");
     if (severity != Severity::kOk) {
       finding.observed += ", above its " + threshold + " (" + whose + ")";
-      finding.advice =
-          "check the chassis airflow and fans, blanks in empty slots, the module's power class "
-          "against the cage; reseat, then replace the optic";
+      finding.advice = Num(std::round(over * 10) / 10) + " C over its " + threshold +
+                       ": check the chassis airflow and fans, blanks in empty slots, the "
+                       "module's power class against the cage; reseat, then replace the optic";
       finding.fix = Fix(*module);
     }
     findings.push_back(std::move(finding));
@@ -238,13 +246,14 @@ std::vector<Finding> CheckOpticsModuleState(const Snapshot& now, const Snapshot*
     finding.expected = "3 (ModuleReady)";
     if (severity == Severity::kCrit) {
       finding.advice =
-          "the module shut its data path down: reseat it (a fault clears by a reset or power "
-          "cycle); a fault that returns means replace the optic";
+          "in state 5 the module shut its data path down: reseat it (a fault clears by a reset "
+          "or power cycle); a fault that returns means replace the optic";
       finding.fix = Fix(*module);
     } else if (severity == Severity::kWarn) {
-      finding.advice =
-          "the module is not ready while its interface is not set down: check its power class "
-          "against the cage and the NIC firmware; reseat, then replace the optic";
+      finding.advice = "state " + Num(module->value) +
+                       " (not 3, ready) while its interface is not set down: check its power "
+                       "class against the cage and the NIC firmware; reseat, then replace the "
+                       "optic";
       finding.fix = FixLine({"ethtool --show-module ", HostValue(module->Label("netdev"))});
     }
     findings.push_back(std::move(finding));
