@@ -393,6 +393,108 @@ def fleet():
     ])
 
 
+def row(title, description):
+    """A row heading: rows hold no query (tests/rules/check_dashboards.py)."""
+    return {"type": "row", "title": title, "description": description, "collapsed": False,
+            "gridPos": {"w": 24, "h": 1}, "panels": []}
+
+
+# Link health (issue 40): optics per lane against the module's thresholds (the dBm recording
+# rules and the thresholds in effect, rules/rdmascope.rules.yml group rdmascope.link), module
+# temperature and state, InfiniBand symbol BER and trained width and speed; the "FEC and BER"
+# and "Flaps" rows hold what existing series give (the fec and linkdown slices extend them).
+def link_health():
+    nd = 'netdev=~"$netdev"'
+    port = "{{instance}} {{netdev}} {{device}}/{{port}}"
+    lane = port + " lane {{lane}}"
+    return dashboard("rdmascope-link-health", "RDMA link health",
+                     "See a failing optic or cable before it drops packets: RX and TX power per "
+                     "lane against the module's thresholds, temperature, CMIS state, InfiniBand "
+                     "post-FEC symbol BER, trained width and speed, errors and flaps.", [
+        row("Optics", "Each pluggable module's own readings, per lane (collector link)."),
+        timeseries("RX power per lane", "Received optical power (dBm) with the low warning and "
+                   "low alarm in effect: the module's own, or -7 / -11 dBm when its table is "
+                   "not valid (RdmaOpticRxPowerBelowWarning, RdmaOpticRxPowerBelowAlarm). A lane "
+                   "without light has no dBm and no line (RdmaOpticLaneNoLight).",
+                   [(f"rdma:link_module_lane_rx_power:dbm{{{SEL},{nd}}}", lane),
+                    (f"rdma:link_module_rx_power_low_warning_threshold:dbm{{{SEL},{nd}}}",
+                     port + " low warning"),
+                    (f"rdma:link_module_rx_power_low_alarm_threshold:dbm{{{SEL},{nd}}}",
+                     port + " low alarm")], "dBm"),
+        timeseries("TX power per lane", "Transmitted optical power (dBm) and the module's low "
+                   "warning (valid tables only).",
+                   [(f"rdma:link_module_lane_tx_power:dbm{{{SEL},{nd}}}", lane),
+                    (f'rdma:link_module_tx_power_threshold:dbm{{{SEL},{nd},level="warning",bound="low"}}',
+                     port + " low warning")], "dBm"),
+        timeseries("Module temperature", "Case temperature with the high warning and alarm in "
+                   "effect (the module's, else 70 / 80 C: RdmaOpticTemperatureHigh, "
+                   "RdmaOpticTemperatureCritical); a rise of 10 C in 10 minutes is "
+                   "RdmaOpticTemperatureJump.",
+                   [(f"rdma_link_module_temperature_celsius{{{SEL},{nd}}}", port),
+                    (f"rdma:link_module_temperature_high_warning_threshold:celsius{{{SEL},{nd}}}",
+                     port + " high warning"),
+                    (f"rdma:link_module_temperature_high_alarm_threshold:celsius{{{SEL},{nd}}}",
+                     port + " high alarm")], "celsius"),
+        timeseries("Laser bias per lane", "TX bias current; a slow rise is an aging laser "
+                   "(RdmaOpticTxBiasHigh against the module's high warning).",
+                   [(f"rdma_link_module_lane_tx_bias_amperes{{{SEL},{nd}}}", lane),
+                    (f'rdma_link_module_tx_bias_threshold_amperes{{{SEL},{nd},level="warning",bound="high"}}',
+                     port + " high warning")], "amp"),
+        table("Module state", "CMIS module state (ready, or low power, powering up or down, "
+              "fault with its cause: RdmaOpticModuleFault, RdmaOpticModuleNotReady) and which "
+              "threshold tables are valid (0: the alerts use the defaults).",
+              [(f"rdma_link_module_state_info{{{SEL},{nd}}}", ""),
+               (f"rdma_link_module_thresholds_valid{{{SEL},{nd}}}", "")], width=12),
+        table("Sources missing", "Ports whose link sources do not answer (0): no module, no "
+              "module access (rxe, native InfiniBand through ethtool), no PMA counters: their "
+              "series are absent, never healthy zeros.",
+              [(f"rdma_link_source_available{{{SEL},{nd}}} == 0", "")], width=12),
+        table("Modules", "Identity of each module: vendor, part, serial, revision, media, "
+              "wavelength, CMIS firmware (fleet drift compares them across hosts).",
+              [(f"rdma_link_module_info{{{SEL},{nd}}}", "")]),
+        row("InfiniBand", "Native InfiniBand ports: BER as UFM validates it, trained width and "
+            "speed (the rdma and link collectors)."),
+        timeseries("Post-FEC symbol BER", "Symbol errors per bit on HDR and faster, where "
+                   "symbol_error counts what FEC did not correct, over 12 and 125 minutes; UFM "
+                   "fails a port at 1e-14 and 1e-15 (RdmaIbSymbolBerHigh). EDR and slower: raw.",
+                   [(f"rdma:port_post_fec_symbol_ber:rate12m{{{SEL}}}",
+                     "{{instance}} {{device}}/{{port}} 12m"),
+                    (f"rdma:port_post_fec_symbol_ber:rate125m{{{SEL}}}",
+                     "{{instance}} {{device}}/{{port}} 125m"),
+                    (f"rdma:port_raw_symbol_ber:rate12m{{{SEL}}}",
+                     "{{instance}} {{device}}/{{port}} raw 12m")], "sci"),
+        timeseries("Width and lane speed", "Lanes trained and the data rate per lane; a drop "
+                   "below what the port ran at is RdmaIbLinkWidthDegraded / "
+                   "RdmaIbLinkSpeedDegraded.",
+                   [(f"rdma_link_ib_width_lanes{{{SEL}}}", "{{instance}} {{device}}/{{port}} lanes"),
+                    (f"rdma_link_ib_lane_rate_bits_per_second{{{SEL}}} / 1000000000",
+                     "{{instance}} {{device}}/{{port}} Gb/s a lane")], "short"),
+        row("FEC and BER", "Errors on the line: InfiniBand symbol errors and RoCE CRC errors "
+            "(FEC counters and pre-FEC BER come with the link collector's FEC slice)."),
+        timeseries("Symbol errors", "InfiniBand port symbol errors per second (RdmaSymbolErrors; "
+                   "a saturated counter reads 0: RdmaPortCounterSaturated).",
+                   [(f"rate(rdma_port_symbol_errors_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} {{device}}/{{port}}")], "pps"),
+        timeseries("CRC errors", "Frames received with a bad FCS on RDMA netdevs "
+                   "(RdmaCrcErrors).",
+                   [(f"rate(rdma_netdev_crc_errors_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} {{device}}")], "pps"),
+        row("Flaps", "Links going down and recovering (reasons come with the link collector's "
+            "link-down slice)."),
+        timeseries("Link downed", "Times the link went down (IB PMA link_downed, 8-bit: "
+                   "RdmaLinkFlapping).",
+                   [(f"increase(rdma_port_link_downed_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} {{device}}/{{port}}")], "short"),
+        timeseries("Link error recovery", "Times the link retrained without going down (IB PMA "
+                   "link_error_recovery, 8-bit): a marginal link.",
+                   [(f"increase(rdma_port_link_error_recovery_total{{{SEL}}}[$__rate_interval])",
+                     "{{instance}} {{device}}/{{port}}")], "short"),
+        timeseries("Port state", "1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE (RdmaPortDown).",
+                   [(f"rdma_port_state{{{SEL}}}", "{{instance}} {{device}}/{{port}}")], "short"),
+    ], [("netdev", "Interface",
+         f'label_values(rdma_link_source_available{{{SEL}}}, netdev)', ".*")])
+
+
 DASHBOARDS = {
     "host-overview.json": host_overview,
     "nic-roce-health.json": nic_roce,
@@ -400,6 +502,7 @@ DASHBOARDS = {
     "queues.json": queues,
     "cpu-memory-controller.json": cpu_memory,
     "fleet.json": fleet,
+    "link-health.json": link_health,
 }
 
 

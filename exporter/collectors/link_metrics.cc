@@ -81,6 +81,16 @@ constexpr MetricDesc kDuration{"rdma_link_module_read_duration_seconds",
                                "dynamic ones between static reads).",
                                MetricType::Gauge};
 
+constexpr MetricDesc kIbWidth{"rdma_link_ib_width_lanes",
+                              "An InfiniBand port's active link width in lanes, from its rate "
+                              "(\"400 Gb/sec (4X NDR)\": 4); only while the port is up.",
+                              MetricType::Gauge};
+constexpr MetricDesc kIbLaneRate{"rdma_link_ib_lane_rate_bits_per_second",
+                                 "An InfiniBand port's data rate per lane: its rate over its "
+                                 "width (NDR 1e11, HDR 5e10, EDR 2.5e10); only while the port "
+                                 "is up.",
+                                 MetricType::Gauge};
+
 // SFF-8024 table 4-1, the identifiers the decoder reads.
 const char* TypeName(uint8_t identifier) {
   switch (identifier) {
@@ -214,12 +224,27 @@ void MapModule(const std::vector<Label>& key, const ModuleState& state, MetricSe
   if (state.read_seconds) out.Add(kDuration, key, *state.read_seconds);
 }
 
+// Issue 40 items 2 and 5: whether the RDMA port's PMA counters answer, and an InfiniBand
+// port's width and lane speed as trained.
+void MapIbPort(const LinkPort& port, const std::vector<Label>& key, MetricSet& out) {
+  if (port.ib_counters) {
+    std::vector<Label> source = key;
+    source.emplace_back("source", "ib_counters");
+    out.Add(kAvailable, source, *port.ib_counters ? 1 : 0);
+  }
+  if (port.ib_rate) {
+    out.Add(kIbWidth, key, port.ib_rate->width_lanes);
+    out.Add(kIbLaneRate, key, port.ib_rate->lane_bits_per_second);
+  }
+}
+
 }  // namespace
 
 void MapLinks(const LinkSnapshot& snapshot, MetricSet& out) {
   for (const LinkPort& port : snapshot.ports) {
     const std::vector<Label> key{
         {"device", port.device}, {"port", port.port}, {"netdev", port.netdev}};
+    MapIbPort(port, key, out);
     std::vector<Label> source = key;
     source.emplace_back("source", "module");
     const auto state = port.netdev.empty() || port.native_ib || port.over_limit

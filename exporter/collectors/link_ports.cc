@@ -4,10 +4,46 @@
 #include <cstring>
 #include <set>
 
+#include "collectors/rdma_sysfs.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 
 namespace rdmascope {
+
+std::optional<IbLinkRate> ParseIbLinkRate(std::string_view text) {
+  const auto bytes = ParseRateBytesPerSecond(text);
+  if (!bytes || *bytes <= 0) return std::nullopt;
+  const auto open = text.find('(');
+  const auto x = text.find('X', open);
+  if (open == std::string_view::npos || x == std::string_view::npos) return std::nullopt;
+  const auto width = sysfs::ParseUnsigned(text.substr(open + 1, x - open - 1));
+  // ib_width_enum_to_int: 1, 2, 4, 8 or 12 lanes.
+  if (!width || *width == 0 || *width > 12) return std::nullopt;
+  return IbLinkRate{.width_lanes = static_cast<uint32_t>(*width),
+                    .lane_bits_per_second = *bytes * 8 / static_cast<double>(*width)};
+}
+
+namespace {
+
+// The port's PMA counters answer: counters/symbol_error (IBA PortCounters, through the MAD
+// layer or the driver's process_mad; drivers/infiniband/core/sysfs.c) exists and parses.
+bool IbCountersReadable(const std::filesystem::path& port_dir) {
+  const auto text = sysfs::ReadAttribute(port_dir / "counters" / "symbol_error");
+  return text && sysfs::ParseUnsigned(*text).has_value();
+}
+
+// As the rdma collector (collectors/rdma_sysfs.h PortIsUp): ACTIVE (4) or ACTIVE_DEFER (5),
+// and physical state LinkUp (5) when the port tells it.
+bool PortDirIsUp(const std::filesystem::path& port_dir) {
+  const auto state = sysfs::ReadAttribute(port_dir / "state");
+  const auto parsed = state ? ParseNumberedState(*state) : std::nullopt;
+  if (!parsed || (parsed->first != 4 && parsed->first != 5)) return false;
+  const auto phys = sysfs::ReadAttribute(port_dir / "phys_state");
+  const auto phys_parsed = phys ? ParseNumberedState(*phys) : std::nullopt;
+  return !phys_parsed || phys_parsed->first == 5;
+}
+
+}  // namespace
 
 SystemLinkPorts::SystemLinkPorts(std::filesystem::path sysfs,
                                  std::unique_ptr<PortNetdevSource> netdevs, size_t max_netdevs)
@@ -51,6 +87,13 @@ std::vector<LinkPort> SystemLinkPorts::Read() const {
       const auto layer =
           sysfs::ReadAttribute(infiniband / device / "ports" / number / "link_layer");
       port.native_ib = layer && *layer == "InfiniBand";
+      const fs::path port_dir = infiniband / device / "ports" / number;
+      port.ib_counters = IbCountersReadable(port_dir);
+      if (port.native_ib && PortDirIsUp(port_dir)) {
+        if (const auto rate = sysfs::ReadAttribute(port_dir / "rate")) {
+          port.ib_rate = ParseIbLinkRate(*rate);
+        }
+      }
       if (const auto it = mapping->find({device, static_cast<uint32_t>(*parsed)});
           it != mapping->end() && !port.native_ib) {
         port.netdev = it->second;

@@ -10,12 +10,29 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "collectors/port_netdev.h"
 
 namespace rdmascope {
+
+// An InfiniBand port's active width and per-lane speed, from its sysfs `rate` as the kernel
+// prints it (drivers/infiniband/core/sysfs.c rate_show: "%d%s Gb/sec (%dX%s)", the lanes times
+// the speed's rate per lane: SDR 2.5, DDR 5, QDR and FDR10 10, FDR 14, EDR 25, HDR 50, NDR
+// 100, XDR 200 Gb/s; widths 1, 2, 4, 8, 12). Issue 40 item 5: the link as trained, compared
+// with what the port reached before (rules) and with its sibling ports (doctor).
+struct IbLinkRate {
+  uint32_t width_lanes = 0;         // "4X" -> 4
+  double lane_bits_per_second = 0;  // "400 Gb/sec (4X NDR)" -> 1e11
+  auto operator<=>(const IbLinkRate&) const = default;
+};
+
+// "400 Gb/sec (4X NDR)" -> {4, 1e11}; nullopt for anything else (no width, a width of 0 or
+// above 12, a rate that does not parse or is 0).
+std::optional<IbLinkRate> ParseIbLinkRate(std::string_view text);
 
 struct LinkPort {
   std::string device;  // RDMA device; empty for an interface without one
@@ -25,6 +42,12 @@ struct LinkPort {
   bool native_ib = false;
   // Beyond --collector.link.max-netdevs: listed (source unavailable), not read.
   bool over_limit = false;
+  // An RDMA port's PMA counters (source="ib_counters"): whether counters/symbol_error exists
+  // and parses (rxe and siw have no counters/). Unset for an interface without an RDMA port.
+  std::optional<bool> ib_counters;
+  // A native InfiniBand port that is up (ACTIVE or ACTIVE_DEFER, and LinkUp when known): its
+  // width and lane speed. A down port prints a preset rate, so none then.
+  std::optional<IbLinkRate> ib_rate;
   auto operator<=>(const LinkPort&) const = default;
 };
 

@@ -5,6 +5,7 @@
 
 #include "doctor/check_util.h"
 #include "doctor/checks_host_tuning.h"
+#include "doctor/checks_link_health.h"
 #include "doctor/checks_roce_config.h"
 #include "doctor/checks_sizing.h"
 
@@ -21,6 +22,8 @@ constexpr std::string_view kResources[] = {"resources"};
 constexpr std::string_view kRdmaHost[] = {"rdma", "host"};
 constexpr std::string_view kVerbsRdma[] = {"verbs", "rdma"};
 constexpr std::string_view kResourcesHost[] = {"resources", "host"};
+constexpr std::string_view kLink[] = {"link"};
+constexpr std::string_view kRdmaLink[] = {"rdma", "link"};
 
 constexpr Check kChecks[] = {
     {"links.port_state", "links", kRdma, "rdmaportdown", &CheckPortState},
@@ -31,6 +34,13 @@ constexpr Check kChecks[] = {
     {"links.iba_errors", "links", kRdma, "rdmasymbolerrors", &CheckIbaErrors},
     {"links.counter_saturated", "links", kRdma, "rdmaportcountersaturated", &CheckSaturated},
     {"links.retransmissions", "links", kRdma, "rdmaretransmissions", &CheckRetransmissions},
+    // Link health (issue 40): checks_link_optics.cc, checks_link_ib.cc.
+    {"links.optics_rx_power", "links", kLink, "rdmaopticrxpowerbelowwarning", &CheckOpticsRxPower},
+    {"links.optics_temperature", "links", kLink, "rdmaoptictemperaturehigh",
+     &CheckOpticsTemperature},
+    {"links.optics_module_state", "links", kLink, "rdmaopticmodulefault", &CheckOpticsModuleState},
+    {"links.ib_symbol_ber", "links", kRdmaLink, "rdmaibsymbolberhigh", &CheckIbSymbolBer},
+    {"links.ib_link_degraded", "links", kRdmaLink, "rdmaiblinkwidthdegraded", &CheckIbLinkDegraded},
     {"roce.netdev_mtu", "roce", kRdmaEthtool, "rdmanetdevmtutoosmallforroce", &CheckNetdevMtu},
     {"roce.pfc", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckPfc},
     {"roce.global_pause", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckGlobalPause},

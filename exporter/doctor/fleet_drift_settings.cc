@@ -472,6 +472,40 @@ std::vector<Setting> MakeSettings() {
          return FixLine({"ethtool --set-priv-flags ", HostValue(object.netdev), " rx_cqe_compress ",
                          HostValue(OnOff(Get(majority, "rx_cqe_compress")))});
        }});
+  // Pluggable modules (issue 40): each RDMA port's module as "VENDOR PART", and a CMIS module's
+  // firmware as "VENDOR PART FIRMWARE" (the rule's label_join of rdma_link_module_info).
+  settings.push_back(
+      {"fleet.module",
+       "rdmafleetmoduledrift",
+       Severity::kInfo,
+       false,
+       "pluggable module",
+       "optics of another vendor, part or firmware differ in power, temperature and FEC margins, "
+       "and a module firmware fix may not have reached this one: check it is a qualified part "
+       "(ethtool -m), replace it with the fleet's part or update its firmware "
+       "(ethtool --flash-module-firmware)",
+       On::kPort,
+       {"module_type", "module_firmware"},
+       [](const Host& host, std::vector<Row>& rows) {
+         for (const Sample* info : host.now->Find("rdma_link_module_info")) {
+           const std::string& device = info->Label("device");
+           const std::string& vendor = info->Label("vendor");
+           const Kind* kind = host.KindOf(device);
+           if (device.empty() || vendor.empty() || kind == nullptr) continue;
+           const Object object = host.DeviceObject(device, info->Label("port"));
+           const std::string type = vendor + " " + info->Label("part");
+           rows.push_back(MakeRow(host, *kind, object, "module_type", type));
+           if (!info->Label("firmware").empty()) {
+             rows.push_back(MakeRow(host, *kind, object, "module_firmware",
+                                    type + " " + info->Label("firmware")));
+           }
+         }
+       },
+       [](const Values& values) {
+         const std::string firmware = Get(values, "module_firmware");
+         return firmware.empty() ? Get(values, "module_type") : firmware;
+       },
+       nullptr});
   return settings;
 }
 

@@ -25,6 +25,13 @@ const std::vector<std::string_view> kCheckSeries = {
     "rdma_port_transmit_wait_total", "rdma_port_stat_total", "rdma_port_stat_saturated",
     "rdma_port_hw_counter_total", "rdma_port_gid_info", "rdma_port_default_roce_tos",
     "rdma_pcie_link_speed_transfers_per_second", "rdma_pcie_link_width_lanes",
+    // link health (checks_link_optics.cc, checks_link_ib.cc; the module identity for fleet
+    // drift's fleet.module)
+    "rdma_link_module_lane_rx_power_watts", "rdma_link_module_rx_power_threshold_watts",
+    "rdma_link_module_thresholds_valid", "rdma_link_module_temperature_celsius",
+    "rdma_link_module_temperature_threshold_celsius", "rdma_link_module_state",
+    "rdma_link_module_state_info", "rdma_link_module_info", "rdma_link_ib_width_lanes",
+    "rdma_link_ib_lane_rate_bits_per_second",
     // NIC, RoCE configuration
     "rdma_netdev_info", "rdma_netdev_mtu_bytes", "rdma_netdev_numa_node",
     "rdma_netdev_crc_errors_total", "rdma_netdev_symbol_errors_total",

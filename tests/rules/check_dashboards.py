@@ -100,6 +100,8 @@ def main(directory):
             where = f"{name}: {panel.get('title')!r}"
             if not panel.get("title") or not panel.get("description"):
                 failures.append(f"{where}: title and description")
+            if panel.get("type") == "row":
+                continue  # a heading: no unit, no query (its panels follow it)
             if not panel["fieldConfig"]["defaults"].get("unit"):
                 failures.append(f"{where}: unit")
             if not panel.get("targets") or not all(t.get("expr") for t in panel["targets"]):

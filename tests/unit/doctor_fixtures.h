@@ -48,7 +48,7 @@ class Families {
 inline std::map<std::string, CollectorOutcome> AllRan() {
   std::map<std::string, CollectorOutcome> ran;
   for (const char* name :
-       {"ethtool", "rdma", "resources", "mr", "verbs", "perf", "occupancy", "host"}) {
+       {"ethtool", "rdma", "resources", "mr", "verbs", "perf", "occupancy", "host", "link"}) {
     ran[name] = {.detail = "test"};
   }
   return ran;
@@ -136,6 +136,57 @@ inline void AddHostTuning(Families& f, bool bad) {
     f.Gauge("rdma_process_locked_memory_limit_bytes", {{"pid", "31"}, {"comm", "small"}},
             8.0 * (1 << 20));
   }
+}
+
+// The link collector's series (checks_link_optics.cc, checks_link_ib.cc): eth2's module
+// (mlx5_0/1, a valid table: RX low warning 0.1 mW = -10 dBm, low alarm 0.05 mW = -13.01 dBm,
+// temperature 75 / 85 C) with lane 2 at 0.04 mW (-13.98 dBm, bad) or 0.4 mW, at 78 C (bad) or
+// 45 C, in ModuleFault with a TEC runaway (bad) or ready; mlx5_1/1 an NDR port at 2X (bad) or 4X
+// beside mlx5_2/1 of the same board at 4X, its symbol errors (31 -> 35 in 10 s when bad) a
+// post-FEC BER of 4 / (10 s x 2e11 b/s) = 2e-12 (bad) or none.
+inline void AddLinkHealth(Families& f, bool bad) {
+  const std::vector<Label> eth2{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}};
+  const auto with = [](std::vector<Label> labels, const char* name, const char* value) {
+    labels.emplace_back(name, value);
+    return labels;
+  };
+  f.Gauge("rdma_link_source_available", with(eth2, "source", "module"), 1);
+  f.Gauge("rdma_link_module_thresholds_valid", with(eth2, "quantity", "rx_power"), 1);
+  f.Gauge("rdma_link_module_thresholds_valid", with(eth2, "quantity", "temperature"), 1);
+  const auto threshold = [&](const char* metric, const char* level, const char* bound,
+                             double value) {
+    f.Gauge(metric, with(with(eth2, "level", level), "bound", bound), value);
+  };
+  threshold("rdma_link_module_rx_power_threshold_watts", "warning", "low", 0.1e-3);
+  threshold("rdma_link_module_rx_power_threshold_watts", "alarm", "low", 0.05e-3);
+  threshold("rdma_link_module_temperature_threshold_celsius", "warning", "high", 75);
+  threshold("rdma_link_module_temperature_threshold_celsius", "alarm", "high", 85);
+  f.Gauge("rdma_link_module_lane_rx_power_watts", with(eth2, "lane", "1"), 0.5e-3);
+  f.Gauge("rdma_link_module_lane_rx_power_watts", with(eth2, "lane", "2"), bad ? 0.04e-3 : 0.4e-3);
+  f.Gauge("rdma_link_module_temperature_celsius", eth2, bad ? 78 : 45);
+  f.Gauge("rdma_link_module_state", eth2, bad ? 5 : 3);
+  f.Gauge("rdma_link_module_state_info",
+          with(with(eth2, "state", bad ? "fault" : "ready"), "fault_cause",
+               bad ? "tec_runaway" : "none"),
+          1);
+  const std::vector<Label> ib{{"device", "mlx5_1"}, {"port", "1"}, {"netdev", ""}};
+  const std::vector<Label> peer{{"device", "mlx5_2"}, {"port", "1"}, {"netdev", ""}};
+  f.Gauge("rdma_link_source_available", with(ib, "source", "ib_counters"), 1);
+  f.Gauge("rdma_link_ib_width_lanes", ib, bad ? 2 : 4);
+  f.Gauge("rdma_link_ib_lane_rate_bits_per_second", ib, 100e9);
+  f.Gauge("rdma_link_ib_width_lanes", peer, 4);
+  f.Gauge("rdma_link_ib_lane_rate_bits_per_second", peer, 100e9);
+  f.Gauge("rdma_port_rate_bytes_per_second", {{"device", "mlx5_1"}, {"port", "1"}},
+          bad ? 25e9 : 50e9);
+  f.Gauge("rdma_device_info",
+          {{"device", "mlx5_2"},
+           {"node_type", "CA"},
+           {"firmware_version", "22.36.1010"},
+           {"board_id", "MT_0000000359"},
+           {"hca_type", "MT4125"},
+           {"node_guid", ""},
+           {"fw_ver", "22.36.1010"}},
+          1);
 }
 
 // One host, 10 s apart: `bad` makes every check fire, otherwise everything is healthy.
@@ -259,6 +310,7 @@ inline Snapshot Host(bool bad, bool later) {
   f.Gauge("rdma_process_remote_numa_thread_ratio",
           {{"pid", "4242"}, {"comm", "trainer"}, {"device", "mlx5_0"}}, bad ? 0.75 : 0);
   AddHostTuning(f, bad);
+  AddLinkHealth(f, bad);
   // The exporter itself.
   f.Gauge("rdmascope_probe_attached", {{"probe", "mr"}}, 1);
   f.Gauge("rdmascope_probe_attached", {{"probe", "verbs"}}, 1);

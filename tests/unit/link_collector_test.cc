@@ -75,13 +75,17 @@ class FakePorts : public LinkPortSource {
 };
 
 // The host of the golden file: mlx5_0 port 1 on eth2 (QSFP-DD), mlx5_0 port 2 on eth3
-// (QSFP28), rxe0 on veth0 (EOPNOTSUPP), mlx5_1 a native InfiniBand port, eth4 an SFP with no
-// RDMA port, eth5 an empty cage.
+// (QSFP28), rxe0 on veth0 (EOPNOTSUPP, no PMA counters), mlx5_1 a native InfiniBand port (PMA
+// counters, up at 4X NDR), eth4 an SFP with no RDMA port, eth5 an empty cage.
 std::vector<LinkPort> GoldenPorts() {
   return {{.device = "mlx5_0", .port = "1", .netdev = "eth2"},
           {.device = "mlx5_0", .port = "2", .netdev = "eth3"},
-          {.device = "mlx5_1", .port = "1", .native_ib = true},
-          {.device = "rxe0", .port = "1", .netdev = "veth0"},
+          {.device = "mlx5_1",
+           .port = "1",
+           .native_ib = true,
+           .ib_counters = true,
+           .ib_rate = IbLinkRate{.width_lanes = 4, .lane_bits_per_second = 100e9}},
+          {.device = "rxe0", .port = "1", .netdev = "veth0", .ib_counters = false},
           {.netdev = "eth4"},
           {.netdev = "eth5"}};
 }
