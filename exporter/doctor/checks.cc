@@ -15,6 +15,7 @@ constexpr std::string_view kRdma[] = {"rdma"};
 constexpr std::string_view kEthtool[] = {"ethtool"};
 constexpr std::string_view kRdmaEthtool[] = {"rdma", "ethtool"};
 constexpr std::string_view kVerbs[] = {"verbs"};
+constexpr std::string_view kLink[] = {"link"};
 constexpr std::string_view kMr[] = {"mr"};
 constexpr std::string_view kHost[] = {"host"};
 constexpr std::string_view kResources[] = {"resources"};
@@ -31,6 +32,9 @@ constexpr Check kChecks[] = {
     {"links.iba_errors", "links", kRdma, "rdmasymbolerrors", &CheckIbaErrors},
     {"links.counter_saturated", "links", kRdma, "rdmaportcountersaturated", &CheckSaturated},
     {"links.retransmissions", "links", kRdma, "rdmaretransmissions", &CheckRetransmissions},
+    {"links.fec_pre_ber", "links", kLink, "rdmalinkprefecberhigh", &CheckFecPreBer},
+    {"links.fec_uncorrectable", "links", kLink, "rdmalinkfecuncorrectable", &CheckFecUncorrectable},
+    {"links.speed_degraded", "links", kLink, "rdmalinkspeeddegraded", &CheckLinkSpeed},
     {"roce.netdev_mtu", "roce", kRdmaEthtool, "rdmanetdevmtutoosmallforroce", &CheckNetdevMtu},
     {"roce.pfc", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckPfc},
     {"roce.global_pause", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckGlobalPause},
