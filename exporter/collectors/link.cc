@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "core/capture.h"
+#include "core/log.h"
 #include "sys/ethtool_netlink.h"
 
 namespace rdmascope {
@@ -99,7 +101,17 @@ bool LinkCollector::Pass() const {
   if (ethtool_read_ && !stopping_ &&
       (!ethtool_read_at_ || options_.refresh_interval.count() <= 0 ||
        now - *ethtool_read_at_ >= options_.refresh_interval)) {
-    fec_ = MakeLinkFecSnapshot(ethtool_read_());
+    LinkFecSnapshot fec = MakeLinkFecSnapshot(ethtool_read_());
+    // A failed dump leaves every port's "fec" source 0: say why once, when it changes.
+    if (fec.fec_error != 0 && fec.fec_error != fec_.fec_error) {
+      log::Warn("link: the FEC dump failed; rdma_link_source_available{source=\"fec\"} is 0",
+                {{"error", capture::ErrnoName(fec.fec_error)}});
+    }
+    if (fec.modes_error != 0 && fec.modes_error != fec_.modes_error) {
+      log::Warn("link: the link-modes dump failed",
+                {{"error", capture::ErrnoName(fec.modes_error)}});
+    }
+    fec_ = std::move(fec);
     ethtool_read_at_ = now;
     changed = true;
   }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectors/link.h"
@@ -83,8 +84,8 @@ std::string FecDump() {
     dump.End();
   };
   put(4, "eth2", ETHTOOL_LINK_MODE_FEC_RS_BIT, {1234}, {5}, {98765}, false);
-  put(5, "eth3", ETHTOOL_LINK_MODE_FEC_BASER_BIT, {100, 10, 20, 30, 40}, {1, 0, 1, 0, 0}, {},
-      false);
+  put(5, "eth3", ETHTOOL_LINK_MODE_FEC_BASER_BIT, {100, 10, 20, 30, 40}, {1, 0, 1, 0, 0},
+      {55, 10, 15, 20, 10}, false);
   put(6, "eth4", ETHTOOL_LINK_MODE_FEC_RS_BIT, {123}, {4}, {}, true);
   return dump.Done();
 }
@@ -102,6 +103,13 @@ std::string ModesDump() {
     mnl_attr_put(m, ETHTOOL_A_BITSET_VALUE, sizeof words, words);
     mnl_attr_put(m, ETHTOOL_A_BITSET_MASK, sizeof words, words);
     mnl_attr_nest_end(m, nest);
+    if (name == "eth4") {  // the partner advertises 400G CR4 too (autonegotiation)
+      nlattr* peer = mnl_attr_nest_start(m, ETHTOOL_A_LINKMODES_PEER);
+      mnl_attr_put(m, ETHTOOL_A_BITSET_NOMASK, 0, nullptr);
+      mnl_attr_put_u32(m, ETHTOOL_A_BITSET_SIZE, 93);
+      mnl_attr_put(m, ETHTOOL_A_BITSET_VALUE, sizeof words, words);
+      mnl_attr_nest_end(m, peer);
+    }
     mnl_attr_put_u32(m, ETHTOOL_A_LINKMODES_SPEED, speed);
     if (lanes != 0) mnl_attr_put_u32(m, ETHTOOL_A_LINKMODES_LANES, lanes);
     dump.End();
@@ -158,7 +166,7 @@ TEST(LinkFec, SeriesAndValues) {
   EXPECT_EQ(v("rdma_link_lanes{" + eth2 + "}"), 4);
   EXPECT_EQ(v("rdma_link_line_rate_bits_per_second{" + eth2 + "}"), 103.125e9);
   EXPECT_EQ(v("rdma_link_max_speed_bits_per_second{" + eth2 + "}"), 200e9);
-  // BaseR with lanes: the total is the lanes' sum; corrected bits not reported: no series.
+  // BaseR with lanes: the total is the lanes' sum.
   EXPECT_EQ(v("rdma_link_fec_info{" + eth3 + ",mode=\"baser\",auto=\"0\"}"), 1);
   EXPECT_EQ(v("rdma_link_fec_corrected_codewords_total{" + eth3 + ",source=\"netlink\"}"), 100);
   EXPECT_EQ(
@@ -167,7 +175,10 @@ TEST(LinkFec, SeriesAndValues) {
   EXPECT_EQ(v("rdma_link_fec_lane_uncorrectable_codewords_total{" + eth3 +
               ",source=\"netlink\",lane=\"1\"}"),
             1);
-  EXPECT_EQ(text.find("rdma_link_fec_corrected_bits_total{" + eth3), std::string::npos);
+  EXPECT_EQ(
+      v("rdma_link_fec_lane_corrected_bits_total{" + eth3 + ",source=\"netlink\",lane=\"2\"}"), 20);
+  EXPECT_EQ(v("rdma_link_common_max_speed_bits_per_second{" + eth4 + "}"), 400e9);
+  EXPECT_EQ(text.find("rdma_link_common_max_speed_bits_per_second{" + eth2), std::string::npos);
   EXPECT_EQ(text.find("rdma_link_speed_bits_per_second{" + eth3), std::string::npos);
   EXPECT_EQ(v("rdma_link_source_available{" + eth3 + ",source=\"linkmodes\"}"), 0);
   // The histogram, total and per lane, and each bin's low bound as a value.
@@ -213,26 +224,35 @@ TEST(LinkFec, RefusedDumpIsUnavailableNotZero) {
 
 // The refresher reads the dumps once per refresh interval, never in a scrape.
 TEST(LinkFec, OneDumpPerInterval) {
-  auto clock_now = std::make_shared<std::chrono::steady_clock::time_point>(
-      std::chrono::steady_clock::time_point() + 1000h);
+  // A clock the test moves while the refresher's thread reads it.
+  auto advanced_ms = std::make_shared<std::atomic<int64_t>>(0);
+  const auto fake_now = [advanced_ms] {
+    return std::chrono::steady_clock::time_point() + 1000h +
+           std::chrono::milliseconds(advanced_ms->load());
+  };
   std::atomic<int> reads{0};
   const auto read = FixtureRead();
-  LinkCollector collector(
-      {.refresh_interval = 50ms, .static_refresh_interval = 1h},
-      std::make_unique<FakePorts>(Ports()), NoModules(), [clock_now] { return *clock_now; },
-      [&reads, read] {
-        ++reads;
-        return read();
-      });
+  LinkCollector collector({.refresh_interval = 50ms, .static_refresh_interval = 1h},
+                          std::make_unique<FakePorts>(Ports()), NoModules(), fake_now,
+                          [&reads, read] {
+                            ++reads;
+                            return read();
+                          });
   Scrape(collector);  // starts the refresher
-  ASSERT_TRUE(collector.WaitForPasses(3, 5s));
-  EXPECT_EQ(reads, 1);
-  *clock_now += 51ms;
-  const auto passes_before = 3;
-  ASSERT_TRUE(collector.WaitForPasses(passes_before + 3, 5s));
-  EXPECT_EQ(reads, 2);
+  const auto wait_for_reads = [&](int n) {
+    for (int i = 0; i < 500 && reads.load() < n; ++i) std::this_thread::sleep_for(10ms);
+    return reads.load();
+  };
+  EXPECT_EQ(wait_for_reads(1), 1);
+  // Many passes (a tick is 5 ms), no new dump while the fake clock stands still.
+  ASSERT_TRUE(collector.WaitForPasses(20, 5s));
+  EXPECT_EQ(reads.load(), 1);
+  *advanced_ms += 51;
+  EXPECT_EQ(wait_for_reads(2), 2);
+  ASSERT_TRUE(collector.WaitForPasses(40, 5s));
+  EXPECT_EQ(reads.load(), 2);
   const std::string text = Scrape(collector);
-  EXPECT_EQ(reads, 2);
+  EXPECT_EQ(reads.load(), 2);  // the scrape read nothing
   EXPECT_NE(text.find("rdma_link_fec_corrected_codewords_total"), std::string::npos);
 }
 
