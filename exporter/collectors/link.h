@@ -4,7 +4,8 @@
 // all (rdma_link_source_available): a port without it has no series, never a 0 that reads as
 // healthy. A background thread reads the modules (collectors/link_modules.h, on
 // collectors/link_schedule.h's staggered slots); a scrape serves the last readings and never
-// waits for a module. FEC, link-down reasons and IB counters are the next slices.
+// waits for a module. FEC and link modes: collectors/link_fec.h (one dump each per interval);
+// link-down reasons and IB counters are the next slices.
 #pragma once
 
 #include <atomic>
