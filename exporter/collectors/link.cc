@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "core/capture.h"
+#include "core/log.h"
 #include "sys/ethtool_netlink.h"
 
 namespace rdmascope {
@@ -23,12 +25,14 @@ ModuleReads::Read SystemModuleRead() {
 }
 
 LinkCollector::LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPortSource> ports,
-                             ModuleReads::Read read, ModuleReads::Clock clock)
+                             ModuleReads::Read read, ModuleReads::Clock clock,
+                             LinkEthtoolRead ethtool)
     : options_(options),
       port_source_(std::move(ports)),
       clock_(clock),
       reads_({options.refresh_interval, options.static_refresh_interval}, std::move(read),
-             std::move(clock)) {
+             std::move(clock)),
+      ethtool_read_(std::move(ethtool)) {
   if (options_.refresh_interval.count() <= 0) return;
   // The refresher wakes up often enough to keep each module's slot within a tenth of the
   // interval (at most every second); a wake-up with nothing due costs a clock read.
@@ -92,10 +96,29 @@ bool LinkCollector::Pass() const {
     }
   }
   changed |= reads_.Pass([this] { return stopping_.load(); }) > 0;
+  // FEC and link modes of every interface: one dump each per refresh interval (cheap: the
+  // kernel answers from the drivers' counters), every pass under capture and replay.
+  if (ethtool_read_ && !stopping_ &&
+      (!ethtool_read_at_ || options_.refresh_interval.count() <= 0 ||
+       now - *ethtool_read_at_ >= options_.refresh_interval)) {
+    LinkFecSnapshot fec = MakeLinkFecSnapshot(ethtool_read_());
+    // A failed dump leaves every port's "fec" source 0: say why once, when it changes.
+    if (fec.fec_error != 0 && fec.fec_error != fec_.fec_error) {
+      log::Warn("link: the FEC dump failed; rdma_link_source_available{source=\"fec\"} is 0",
+                {{"error", capture::ErrnoName(fec.fec_error)}});
+    }
+    if (fec.modes_error != 0 && fec.modes_error != fec_.modes_error) {
+      log::Warn("link: the link-modes dump failed",
+                {{"error", capture::ErrnoName(fec.modes_error)}});
+    }
+    fec_ = std::move(fec);
+    ethtool_read_at_ = now;
+    changed = true;
+  }
   return changed;
 }
 
-LinkSnapshot LinkCollector::SnapshotLocked() const { return {ports_, reads_.states()}; }
+LinkSnapshot LinkCollector::SnapshotLocked() const { return {ports_, reads_.states(), fec_}; }
 
 bool LinkCollector::WaitForPasses(uint64_t passes, std::chrono::milliseconds timeout) const {
   return refresh_ == nullptr || refresh_->WaitForAttempts(passes, timeout);

@@ -4,7 +4,8 @@
 // all (rdma_link_source_available): a port without it has no series, never a 0 that reads as
 // healthy. A background thread reads the modules (collectors/link_modules.h, on
 // collectors/link_schedule.h's staggered slots); a scrape serves the last readings and never
-// waits for a module. FEC, link-down reasons and IB counters are the next slices.
+// waits for a module. FEC and link modes: collectors/link_fec.h (one dump each per interval);
+// link-down reasons and IB counters are the next slices.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/link_fec.h"
 #include "collectors/link_modules.h"
 #include "collectors/link_ports.h"
 #include "core/collector.h"
@@ -39,6 +41,7 @@ struct LinkOptions {
 struct LinkSnapshot {
   std::vector<LinkPort> ports;
   std::map<std::string, ModuleState> modules;  // by netdev
+  LinkFecSnapshot fec;                         // FEC and link modes (collectors/link_fec.h)
 };
 
 // Snapshot -> rdma_link_* series (collectors/link_metrics.cc). Exposed for tests.
@@ -51,8 +54,10 @@ ModuleReads::Read SystemModuleRead();
 
 class LinkCollector : public Collector {
  public:
+  // `ethtool`: the FEC and link-mode dumps, once per refresh interval (none: not read).
   LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPortSource> ports,
-                ModuleReads::Read read, ModuleReads::Clock clock = std::chrono::steady_clock::now);
+                ModuleReads::Read read, ModuleReads::Clock clock = std::chrono::steady_clock::now,
+                LinkEthtoolRead ethtool = nullptr);
   ~LinkCollector() override;
   CollectResult Collect(MetricSet& out) const override;
 
@@ -72,7 +77,10 @@ class LinkCollector : public Collector {
   mutable ModuleReads reads_;
   mutable std::vector<LinkPort> ports_;
   mutable std::optional<std::chrono::steady_clock::time_point> ports_read_;
-  mutable bool changed_once_ = false;  // the first port reading is a change, even if empty
+  mutable bool changed_once_ = false;   // the first port reading is a change, even if empty
+  const LinkEthtoolRead ethtool_read_;  // FEC and link modes: one dump each per interval
+  mutable std::optional<std::chrono::steady_clock::time_point> ethtool_read_at_;
+  mutable LinkFecSnapshot fec_;
   // Background mode (refresh_interval > 0): the last pass's snapshot, under refresh_->Lock().
   mutable LinkSnapshot pending_;  // the refresher's, between fetch and after
   mutable bool pending_changed_ = false;

@@ -14,8 +14,10 @@ using prometheus::MetricType;
 constexpr MetricDesc kAvailable{
     "rdma_link_source_available",
     "1 when the port's link source answers (source=\"module\": a module's management pages "
-    "were read and decoded), 0 when it does not (no module, no module access through ethtool: "
-    "rxe, veth, native InfiniBand; CAP_NET_ADMIN missing): its series are then absent.",
+    "were read and decoded; \"fec\": the driver reports FEC counters; \"fec_hist\": the FEC "
+    "histogram; \"linkmodes\": speed and link modes), 0 when it does not (no module, no module "
+    "access through ethtool: rxe, veth, native InfiniBand; CAP_NET_ADMIN missing; a driver or "
+    "kernel without FEC statistics): its series are then absent.",
     MetricType::Gauge};
 constexpr MetricDesc kInfo{"rdma_link_module_info",
                            "The pluggable module's identity (SFF-8024 type, memory map, vendor, "
@@ -254,10 +256,12 @@ void MapLinks(const LinkSnapshot& snapshot, MetricSet& out) {
       // Nothing to read (native InfiniBand, an interface elsewhere, over the bound) is 0; a
       // module not read yet has no series until it is.
       if (port.netdev.empty() || port.native_ib || port.over_limit) out.Add(kAvailable, source, 0);
+      MapLinkFec(key, port, snapshot.fec, kAvailable, out);  // issue 40: FEC and link modes
       continue;
     }
     out.Add(kAvailable, source, state->second.available ? 1 : 0);
     MapModule(key, state->second, out);
+    MapLinkFec(key, port, snapshot.fec, kAvailable, out);  // issue 40: FEC and link modes
   }
 }
 

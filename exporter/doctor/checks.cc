@@ -16,6 +16,7 @@ constexpr std::string_view kRdma[] = {"rdma"};
 constexpr std::string_view kEthtool[] = {"ethtool"};
 constexpr std::string_view kRdmaEthtool[] = {"rdma", "ethtool"};
 constexpr std::string_view kVerbs[] = {"verbs"};
+constexpr std::string_view kLink[] = {"link"};
 constexpr std::string_view kMr[] = {"mr"};
 constexpr std::string_view kHost[] = {"host"};
 constexpr std::string_view kResources[] = {"resources"};
@@ -41,6 +42,9 @@ constexpr Check kChecks[] = {
     {"links.optics_module_state", "links", kLink, "rdmaopticmodulefault", &CheckOpticsModuleState},
     {"links.ib_symbol_ber", "links", kRdmaLink, "rdmaibsymbolberhigh", &CheckIbSymbolBer},
     {"links.ib_link_degraded", "links", kRdmaLink, "rdmaiblinkwidthdegraded", &CheckIbLinkDegraded},
+    {"links.fec_pre_ber", "links", kLink, "rdmalinkprefecberhigh", &CheckFecPreBer},
+    {"links.fec_uncorrectable", "links", kLink, "rdmalinkfecuncorrectable", &CheckFecUncorrectable},
+    {"links.speed_degraded", "links", kLink, "rdmalinkspeeddegraded", &CheckLinkSpeed},
     {"roce.netdev_mtu", "roce", kRdmaEthtool, "rdmanetdevmtutoosmallforroce", &CheckNetdevMtu},
     {"roce.pfc", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckPfc},
     {"roce.global_pause", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckGlobalPause},

@@ -35,6 +35,10 @@ std::vector<Finding> CheckLinkDowned(const Snapshot&, const Snapshot*, const Doc
 std::vector<Finding> CheckIbaErrors(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckSaturated(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckRetransmissions(const Snapshot&, const Snapshot*, const DoctorOptions&);
+// links, FEC and speed (issue 40): checks_link_fec.cc
+std::vector<Finding> CheckFecPreBer(const Snapshot&, const Snapshot*, const DoctorOptions&);
+std::vector<Finding> CheckFecUncorrectable(const Snapshot&, const Snapshot*, const DoctorOptions&);
+std::vector<Finding> CheckLinkSpeed(const Snapshot&, const Snapshot*, const DoctorOptions&);
 // roce: checks_roce.cc
 std::vector<Finding> CheckNetdevMtu(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckPfc(const Snapshot&, const Snapshot*, const DoctorOptions&);

@@ -32,6 +32,11 @@ const std::vector<std::string_view> kCheckSeries = {
     "rdma_link_module_temperature_threshold_celsius", "rdma_link_module_state",
     "rdma_link_module_state_info", "rdma_link_module_info", "rdma_link_ib_width_lanes",
     "rdma_link_ib_lane_rate_bits_per_second",
+    // links, FEC and speed (issue 40; doctor/checks_link_fec.cc)
+    "rdma_link_fec_corrected_bits_total", "rdma_link_fec_uncorrectable_codewords_total",
+    "rdma_link_fec_info", "rdma_link_line_rate_bits_per_second", "rdma_link_lanes",
+    "rdma_link_speed_bits_per_second",
+    "rdma_link_max_speed_bits_per_second", "rdma_link_common_max_speed_bits_per_second",
     // NIC, RoCE configuration
     "rdma_netdev_info", "rdma_netdev_mtu_bytes", "rdma_netdev_numa_node",
     "rdma_netdev_crc_errors_total", "rdma_netdev_symbol_errors_total",

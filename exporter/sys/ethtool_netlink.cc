@@ -11,6 +11,8 @@
 #include <utility>
 
 #include "core/capture.h"
+#include "sys/ethtool_dump.h"
+#include "sys/netlink_capture.h"
 #include "sys/netlink_socket.h"
 
 namespace rdmascope::sys {
@@ -18,6 +20,8 @@ namespace {
 
 // A module read is at most 128 bytes; a family reply a few hundred: one page of buffer.
 constexpr size_t kReplyBufferBytes = 16 * 1024;
+// A dump's receive buffer: the kernel fills dump skbs of up to 32 KiB (netlink_dump).
+constexpr size_t kDumpBufferBytes = 32 * 1024;
 
 nlmsghdr* PutGenlHeader(std::vector<char>& buf, uint16_t family, uint8_t command, uint32_t seq) {
   buf.assign(MNL_SOCKET_BUFFER_SIZE, '\0');
@@ -190,6 +194,51 @@ std::expected<std::string, int> EthtoolNetlink::ReadModule(std::string_view ifna
   const auto reply = Exchange(request, len, seq);
   if (!reply) return std::unexpected(reply.error());
   return ParseModuleEepromReply(reply->data(), reply->size(), length);
+}
+
+std::expected<std::string, int> EthtoolNetlink::Dump(DumpBuilder build) {
+  std::vector<char> request;
+  const uint32_t seq = seq_++;
+  const size_t len = build(family_, seq, request);
+  if (socket_ == nullptr) {
+    const capture::Session* session = capture::Active();
+    if (session == nullptr || !session->replaying()) return std::unexpected(ENOTCONN);
+    return ReplayNetlink(*session, NetlinkFamily::kEthtool, request.data(), len, seq);
+  }
+  NetlinkRecording recording(NetlinkFamily::kEthtool, request.data(), len);
+  if (mnl_socket_sendto(socket_, request.data(), len) < 0) {
+    const int error = errno;
+    recording.Finish(error);
+    return std::unexpected(error);
+  }
+  // A dump fills receive buffers of up to 32 KiB (the kernel's dump skb); one FEC reply with
+  // a 6.18 histogram is under 2 KiB.
+  std::vector<char> buffer(kDumpBufferBytes);
+  std::string bytes;
+  for (;;) {
+    const ssize_t n = mnl_socket_recvfrom(socket_, buffer.data(), buffer.size());
+    if (n < 0) {
+      const int error = errno;  // EAGAIN: the receive timeout
+      recording.Finish(error);
+      return std::unexpected(error);
+    }
+    nlmsghdr header;
+    if (static_cast<size_t>(n) < sizeof header) {
+      recording.Finish(EBADMSG);
+      return std::unexpected(EBADMSG);
+    }
+    std::memcpy(&header, buffer.data(), sizeof header);
+    if (header.nlmsg_seq != seq) continue;  // a reply to an earlier request that timed out
+    recording.Received(buffer.data(), static_cast<size_t>(n));
+    bytes.append(buffer.data(), static_cast<size_t>(n));
+    if (bytes.size() > kMaxNetlinkReplyBytes) {
+      recording.Finish(EMSGSIZE);
+      return std::unexpected(EMSGSIZE);
+    }
+    if (EndsEthtoolDump(buffer.data(), static_cast<size_t>(n))) break;
+  }
+  recording.Finish(0);
+  return bytes;
 }
 
 }  // namespace rdmascope::sys

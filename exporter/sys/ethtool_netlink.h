@@ -47,6 +47,14 @@ class EthtoolNetlink {
   std::expected<std::string, int> ReadModule(std::string_view ifname, const ModulePageKey& key,
                                              uint8_t offset, uint8_t length);
 
+  // Issue 40, FEC and link modes: a dump request built by `build(family, seq, buf)`
+  // (sys/ethtool_fec.h, sys/ethtool_linkmodes.h) sent, and its replies received until
+  // NLMSG_DONE or NLMSG_ERROR, concatenated (at most kMaxNetlinkReplyBytes). Recorded under
+  // capture as netlink/ethtool/<command>.bin; under replay answered from the capture (ENOENT:
+  // a capture without it), the socket never opened.
+  using DumpBuilder = size_t (*)(uint16_t family, uint32_t seq, std::vector<char>& buf);
+  std::expected<std::string, int> Dump(DumpBuilder build);
+
  private:
   EthtoolNetlink(mnl_socket* socket, uint16_t family) : socket_(socket), family_(family) {}
   // Sends one request and returns the reply to it (replies to earlier requests skipped).

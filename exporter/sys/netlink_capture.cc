@@ -1,6 +1,8 @@
 #include "sys/netlink_capture.h"
 
 #include <linux/dcbnl.h>
+#include <linux/ethtool_netlink.h>
+#include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -134,6 +136,71 @@ nlohmann::ordered_json DecodeAttributes(std::string_view bytes, int depth) {
 
 std::string CapturePath(const std::string& key) { return "netlink/" + key + ".bin"; }
 
+std::string FamilyName(NetlinkFamily family) {
+  switch (family) {
+    case NetlinkFamily::kRdma:
+      return "rdma";
+    case NetlinkFamily::kDcb:
+      return "dcb";
+    case NetlinkFamily::kEthtool:
+      return "ethtool";
+  }
+  return "unknown";
+}
+
+// The family header after nlmsghdr: dcbmsg, genlmsghdr, none for RDMA's nldev.
+size_t ExtraHeader(NetlinkFamily family) {
+  switch (family) {
+    case NetlinkFamily::kDcb:
+      return sizeof(dcbmsg);
+    case NetlinkFamily::kEthtool:
+      return GENL_HDRLEN;
+    case NetlinkFamily::kRdma:
+      break;
+  }
+  return 0;
+}
+
+const char* EthtoolCommandName(uint8_t command) {
+  switch (command) {
+    case ETHTOOL_MSG_FEC_GET:
+      return "fec_get";
+    case ETHTOOL_MSG_LINKMODES_GET:
+      return "linkmodes_get";
+    case ETHTOOL_MSG_LINKSTATE_GET:
+      return "linkstate_get";
+    default:
+      return nullptr;
+  }
+}
+
+// "ethtool/fec_get" for a dump; "ethtool/fec_get-eth0" for one interface, named in the
+// request's header nest (ETHTOOL_A_*_HEADER is attribute 1 of every ethtool GET request).
+std::expected<std::string, int> EthtoolRequestKey(const nlmsghdr& header, std::string_view body) {
+  if (body.size() < GENL_HDRLEN) return std::unexpected(EINVAL);
+  genlmsghdr genl;
+  std::memcpy(&genl, body.data(), sizeof genl);
+  const char* name = EthtoolCommandName(genl.cmd);
+  std::string key =
+      "ethtool/" + (name != nullptr ? std::string(name) : "cmd" + std::to_string(genl.cmd));
+  if ((header.nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP) return key;
+  const auto attributes = Attributes(body.substr(GENL_HDRLEN));
+  if (!attributes) return std::unexpected(EINVAL);
+  for (const Attribute& attribute : *attributes) {
+    if (attribute.type != 1) continue;  // the request header nest
+    const auto fields = Attributes(attribute.payload);
+    if (!fields) return std::unexpected(EINVAL);
+    for (const Attribute& field : *fields) {
+      if (field.type != ETHTOOL_A_HEADER_DEV_NAME) continue;
+      const std::string_view ifname(field.payload.data(),
+                                    strnlen(field.payload.data(), field.payload.size()));
+      if (!PathComponent(ifname)) return std::unexpected(EINVAL);
+      return key + "-" + std::string(ifname);
+    }
+  }
+  return std::unexpected(EINVAL);  // neither a dump nor an interface: nothing to name it by
+}
+
 }  // namespace
 
 std::expected<std::string, int> NetlinkRequestKey(NetlinkFamily family, const void* request,
@@ -146,6 +213,7 @@ std::expected<std::string, int> NetlinkRequestKey(NetlinkFamily family, const vo
     return std::unexpected(EINVAL);
   }
   const std::string_view body = bytes.substr(NLMSG_HDRLEN, header.nlmsg_len - NLMSG_HDRLEN);
+  if (family == NetlinkFamily::kEthtool) return EthtoolRequestKey(header, body);
   if (family == NetlinkFamily::kDcb) {
     if (header.nlmsg_type != RTM_GETDCB || body.size() < sizeof(dcbmsg)) {
       return std::unexpected(EINVAL);
@@ -234,13 +302,13 @@ void RewriteNetlinkHeaders(std::string& bytes, uint32_t seq, uint32_t portid) {
 void RecordNetlinkOpen(NetlinkFamily family, int error) {
   capture::Session* session = capture::Active();
   if (session == nullptr || session->writer() == nullptr) return;
-  const std::string name = family == NetlinkFamily::kRdma ? "rdma" : "dcb";
+  const std::string name = FamilyName(family);
   session->writer()->Errno("netlink/" + name + "/socket", error);
   session->writer()->Missed("netlink " + name + " socket", capture::ErrnoName(error));
 }
 
 int ReplayNetlinkOpen(const capture::Session& session, NetlinkFamily family) {
-  const std::string name = family == NetlinkFamily::kRdma ? "rdma" : "dcb";
+  const std::string name = FamilyName(family);
   const auto stored = session.reader()->ReadFile(session.sample(), "netlink/" + name + "/socket",
                                                  /*max_bytes=*/0);
   // Nothing stored: the socket opened. A stored errno is the host's refusal.
@@ -276,8 +344,7 @@ void NetlinkRecording::Finish(int error) {
       bytes_ = std::move(*redacted);
     }
     writer->File(path, bytes_);
-    writer->File("netlink/" + key_ + ".json",
-                 DecodeNetlinkJson(bytes_, family_ == NetlinkFamily::kDcb ? sizeof(dcbmsg) : 0));
+    writer->File("netlink/" + key_ + ".json", DecodeNetlinkJson(bytes_, ExtraHeader(family_)));
   }
   key_.clear();
   bytes_.clear();

@@ -22,10 +22,13 @@ namespace rdmascope::sys {
 // dump is a few MiB); a larger file in a capture is refused.
 constexpr size_t kMaxNetlinkReplyBytes = 64 << 20;
 
-enum class NetlinkFamily { kRdma, kDcb };
+// kEthtool: ethtool's generic netlink family (issue 40: FEC, link modes, link state), keyed by
+// the genetlink command, never by the family id (dynamic: another on the replaying host).
+enum class NetlinkFamily { kRdma, kDcb, kEthtool };
 
-// "rdma/get", "rdma/port_get-dev_index3", "dcb/ieee_get-eth0"; EINVAL for a request this
-// cannot name (malformed, or an interface name that is no path component).
+// "rdma/get", "rdma/port_get-dev_index3", "dcb/ieee_get-eth0", "ethtool/fec_get" (a dump:
+// NLM_F_DUMP), "ethtool/fec_get-eth0" (one interface, its header's name); EINVAL for a request
+// this cannot name (malformed, or an interface name that is no path component).
 std::expected<std::string, int> NetlinkRequestKey(NetlinkFamily family, const void* request,
                                                   size_t len);
 

@@ -191,6 +191,26 @@ inline void AddLinkHealth(Families& f, bool bad) {
 
 // One host, 10 s apart: `bad` makes every check fire, otherwise everything is healthy.
 // Counters are `base` in the earlier snapshot, `base + increase` in the later one.
+// The link collector's FEC and speed series (checks_link_fec.cc), eth2 400G over 4 PAM4 lanes
+// with RS-FEC over 10 s: bad, a pre-FEC BER of 2e-5 (8.5e6 corrected bits/s at 425e9 b/s),
+// 3 uncorrectable codewords and 200G where both ends advertise 400G; healthy, 1e-9, none, 400G.
+inline void AddLinkFec(Families& f, bool bad, bool later) {
+  const std::vector<Label> port{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}};
+  const std::vector<Label> netlink{
+      {"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"source", "netlink"}};
+  f.Gauge("rdma_link_line_rate_bits_per_second", port, 425e9);
+  f.Gauge("rdma_link_lanes", port, 4);
+  f.Gauge("rdma_link_fec_info",
+          {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"mode", "rs"}, {"auto", "0"}},
+          1);
+  f.Counter("rdma_link_fec_corrected_bits_total", netlink,
+            1e9 + (later ? (bad ? 8.5e7 : 4250) : 0));
+  f.Counter("rdma_link_fec_uncorrectable_codewords_total", netlink, 7 + (later && bad ? 3 : 0));
+  f.Gauge("rdma_link_speed_bits_per_second", port, bad ? 200e9 : 400e9);
+  f.Gauge("rdma_link_max_speed_bits_per_second", port, 400e9);
+  f.Gauge("rdma_link_common_max_speed_bits_per_second", port, 400e9);
+}
+
 inline Snapshot Host(bool bad, bool later) {
   const double t = later ? 110 : 100;
   const auto counter = [later](double base, double increase) {
@@ -311,6 +331,7 @@ inline Snapshot Host(bool bad, bool later) {
           {{"pid", "4242"}, {"comm", "trainer"}, {"device", "mlx5_0"}}, bad ? 0.75 : 0);
   AddHostTuning(f, bad);
   AddLinkHealth(f, bad);
+  AddLinkFec(f, bad, later);
   // The exporter itself.
   f.Gauge("rdmascope_probe_attached", {{"probe", "mr"}}, 1);
   f.Gauge("rdmascope_probe_attached", {{"probe", "verbs"}}, 1);

@@ -8,6 +8,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "e2e"))
 import harness  # noqa: E402
 
 
+# Every source the link collector says is there or not, for each port.
+LINK_SOURCES = ("module",)
+
+
 def one(samples, name, **labels):
     values = harness.series(samples, name, **labels)
     return next(iter(values.items())) if len(values) == 1 else (None, None)
@@ -66,6 +70,12 @@ def check(lab):
     expect("eth0 driver", dict(info or {}).get("driver"), "virtio_net")
     if not any("rxe0" in line and "eth0" in line for line in lab.blocks["rdma_link"]):
         failures.append("rdma link show does not map rxe0 to eth0: " + str(lab.blocks["rdma_link"]))
+    # Link health (issue 40): soft-RoCE has no module, FEC, link state or PMA counters. Each
+    # source must say so (0), never be left out or read as healthy.
+    sources = {dict(key).get("source"): value for key, value in harness.series(
+        samples, "rdma_link_source_available", device="rxe0", port="1").items()}
+    expect("rxe0 link sources listed", sorted(sources), sorted(LINK_SOURCES))
+    expect("rxe0 link sources available", sorted(s for s, v in sources.items() if v != 0), [])
     lab.notes.append(f"rxe0: {len(exported)} GIDs, rate {port['rate']}, active/max MTU "
                      f"{active}/{maximum}, eth0 MTU {int(netdev_mtu)}")
     return failures
