@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/link_events.h"
 #include "collectors/link_modules.h"
 #include "collectors/link_ports.h"
 #include "core/collector.h"
@@ -39,22 +41,51 @@ struct LinkOptions {
 struct LinkSnapshot {
   std::vector<LinkPort> ports;
   std::map<std::string, ModuleState> modules;  // by netdev
+  std::map<std::string, PortEvents> events;     // by netdev (collectors/link_events.h)
+  std::optional<uint64_t> resyncs;              // the live watcher's ENOBUFS re-dumps
 };
+
+// rdma_link_source_available's help, one text for every source.
+inline constexpr std::string_view kLinkSourceAvailableHelp =
+    "1 when the port's link source answers (source=\"module\": a module's management pages "
+    "were read and decoded; source=\"link_ext_state\": the driver said why the link was down "
+    "at its last down edge), 0 when it does not (no module, no module access through ethtool: "
+    "rxe, veth, native InfiniBand; CAP_NET_ADMIN missing; a driver without "
+    "get_link_ext_state): its series are then absent.";
 
 // Snapshot -> rdma_link_* series (collectors/link_metrics.cc). Exposed for tests.
 void MapLinks(const LinkSnapshot& snapshot, MetricSet& out);
+// The link-down series of the snapshot's events (collectors/link_events_metrics.cc).
+void MapLinkEvents(const LinkSnapshot& snapshot, MetricSet& out);
 
 // The host's module reads: ethtool netlink, its socket opened at the first read and kept (the
 // refresher's thread only, or a capture's collection); never opened while a capture is
 // replayed, which answers every read.
 ModuleReads::Read SystemModuleRead();
 
+// The host's reads for link-down events (collectors/link_events.h): LINKSTATE through its own
+// ethtool netlink socket, the module's pages through another, the interface's carrier_changes
+// and flags from sysfs (capture and replay); each function used by one thread only.
+LinkEventReads SystemLinkEventReads(const std::filesystem::path& sysfs);
+
+// CMIS module state named ("ready", "fault"...), as rdma_link_module_state_info labels it.
+const char* CmisModuleStateName(uint8_t state);
+// What /debug/links shows of a module read: the state and the RX power per lane.
+ModuleAtEvent ModuleAtEventOf(const ModuleState& state);
 class LinkCollector : public Collector {
  public:
+  // `events`: the link-down reads (none: no link-down events are followed). Live (refresh
+  // interval > 0) a LinkWatcher thread follows rtnetlink; with interval 0 each pass asks
+  // LINKSTATE of every interface.
   LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPortSource> ports,
-                ModuleReads::Read read, ModuleReads::Clock clock = std::chrono::steady_clock::now);
+                ModuleReads::Read read, ModuleReads::Clock clock = std::chrono::steady_clock::now,
+                LinkEventReads events = {});
   ~LinkCollector() override;
   CollectResult Collect(MetricSet& out) const override;
+  // /debug/links (JSON) and /debug/links.html (collectors/debug_links.h).
+  void AddDebugRoutes(DebugRoutes& routes) override;
+  // The link-down watcher read its first dump (tests, host tests); true without a watcher.
+  bool WaitForWatcher(std::chrono::milliseconds timeout) const;
 
   // Waits until the refresher made `passes` passes in all (tests).
   bool WaitForPasses(uint64_t passes, std::chrono::milliseconds timeout) const;
@@ -64,6 +95,8 @@ class LinkCollector : public Collector {
   // Returns whether anything a scrape shows changed.
   bool Pass() const;
   LinkSnapshot SnapshotLocked() const;
+  // Interval 0: LINKSTATE of every followed interface, edges between passes.
+  void PollLinkStates() const;
 
   const LinkOptions options_;
   const std::unique_ptr<LinkPortSource> port_source_;
@@ -80,6 +113,11 @@ class LinkCollector : public Collector {
   mutable bool published_once_ = false;
   std::atomic<bool> stopping_{false};
   mutable std::unique_ptr<sys::BackgroundRefresh> refresh_;
+  // Link-down events: the log (its own lock), the reads, the live watcher.
+  mutable LinkEventLog events_;
+  const LinkEventReads event_reads_;
+  mutable std::map<std::string, PortEvents> published_events_;  // under read_mutex_
+  std::unique_ptr<LinkWatcher> watcher_;
 };
 
 }  // namespace rdmascope

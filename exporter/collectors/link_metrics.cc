@@ -13,9 +13,7 @@ using prometheus::MetricType;
 
 constexpr MetricDesc kAvailable{
     "rdma_link_source_available",
-    "1 when the port's link source answers (source=\"module\": a module's management pages "
-    "were read and decoded), 0 when it does not (no module, no module access through ethtool: "
-    "rxe, veth, native InfiniBand; CAP_NET_ADMIN missing): its series are then absent.",
+    kLinkSourceAvailableHelp,
     MetricType::Gauge};
 constexpr MetricDesc kInfo{"rdma_link_module_info",
                            "The pluggable module's identity (SFF-8024 type, memory map, vendor, "
@@ -103,7 +101,9 @@ const char* TypeName(uint8_t identifier) {
   }
 }
 
-const char* StateName(uint8_t state) {
+}  // namespace
+
+const char* CmisModuleStateName(uint8_t state) {
   switch (state) {
     case 1:
       return "low_power";
@@ -119,6 +119,8 @@ const char* StateName(uint8_t state) {
       return "reserved";
   }
 }
+
+namespace {
 
 const char* FaultName(uint8_t cause) {
   switch (cause) {
@@ -200,7 +202,7 @@ void MapModule(const std::vector<Label>& key, const ModuleState& state, MetricSe
     if (r->cmis_module_state) {
       out.Add(kState, key, *r->cmis_module_state);
       std::vector<Label> named = key;
-      named.emplace_back("state", StateName(*r->cmis_module_state));
+      named.emplace_back("state", CmisModuleStateName(*r->cmis_module_state));
       named.emplace_back("fault_cause", r->cmis_fault_cause ? FaultName(*r->cmis_fault_cause) : "");
       out.Add(kStateInfo, named, 1);
     }
@@ -234,6 +236,7 @@ void MapLinks(const LinkSnapshot& snapshot, MetricSet& out) {
     out.Add(kAvailable, source, state->second.available ? 1 : 0);
     MapModule(key, state->second, out);
   }
+  MapLinkEvents(snapshot, out);
 }
 
 }  // namespace rdmascope

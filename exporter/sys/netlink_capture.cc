@@ -1,6 +1,8 @@
 #include "sys/netlink_capture.h"
 
 #include <linux/dcbnl.h>
+#include <linux/ethtool_netlink.h>
+#include <linux/genetlink.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -134,6 +136,67 @@ nlohmann::ordered_json DecodeAttributes(std::string_view bytes, int depth) {
 
 std::string CapturePath(const std::string& key) { return "netlink/" + key + ".bin"; }
 
+// The capture directory of a family's replies (netlink/<name>/...).
+std::string FamilyName(NetlinkFamily family) {
+  switch (family) {
+    case NetlinkFamily::kRdma:
+      return "rdma";
+    case NetlinkFamily::kDcb:
+      return "dcb";
+    case NetlinkFamily::kEthtool:
+      return "ethtool";
+  }
+  return "unknown";
+}
+
+// The family header after nlmsghdr: dcbmsg, genlmsghdr, none for RDMA's nldev.
+size_t FamilyHeaderBytes(NetlinkFamily family) {
+  switch (family) {
+    case NetlinkFamily::kDcb:
+      return sizeof(dcbmsg);
+    case NetlinkFamily::kEthtool:
+      return GENL_HDRLEN;
+    case NetlinkFamily::kRdma:
+      break;
+  }
+  return 0;
+}
+
+// ethtool netlink requests recorded (include/uapi/linux/ethtool_netlink.h); others "cmdN".
+const char* EthtoolCommandName(uint8_t cmd) {
+  switch (cmd) {
+    case ETHTOOL_MSG_LINKSTATE_GET:
+      return "linkstate_get";
+    default:
+      return nullptr;
+  }
+}
+
+// "ethtool/linkstate_get-eth0": the command, and the interface its request header names (every
+// ethtool message's attribute 1 is its ETHTOOL_A_*_HEADER nest).
+std::expected<std::string, int> EthtoolRequestKey(std::string_view body) {
+  if (body.size() < GENL_HDRLEN) return std::unexpected(EINVAL);
+  genlmsghdr genl;
+  std::memcpy(&genl, body.data(), sizeof genl);
+  const char* name = EthtoolCommandName(genl.cmd);
+  std::string key = "ethtool/" + (name != nullptr ? std::string(name) : "cmd" + std::to_string(genl.cmd));
+  const auto attributes = Attributes(body.substr(GENL_HDRLEN));
+  if (!attributes) return std::unexpected(EINVAL);
+  for (const Attribute& attribute : *attributes) {
+    if (attribute.type != 1) continue;
+    const auto nested = Attributes(attribute.payload);
+    if (!nested) return std::unexpected(EINVAL);
+    for (const Attribute& field : *nested) {
+      if (field.type != ETHTOOL_A_HEADER_DEV_NAME) continue;
+      const std::string_view ifname(field.payload.data(),
+                                    strnlen(field.payload.data(), field.payload.size()));
+      if (!PathComponent(ifname)) return std::unexpected(EINVAL);
+      key += "-" + std::string(ifname);
+    }
+  }
+  return key;
+}
+
 }  // namespace
 
 std::expected<std::string, int> NetlinkRequestKey(NetlinkFamily family, const void* request,
@@ -146,6 +209,7 @@ std::expected<std::string, int> NetlinkRequestKey(NetlinkFamily family, const vo
     return std::unexpected(EINVAL);
   }
   const std::string_view body = bytes.substr(NLMSG_HDRLEN, header.nlmsg_len - NLMSG_HDRLEN);
+  if (family == NetlinkFamily::kEthtool) return EthtoolRequestKey(body);
   if (family == NetlinkFamily::kDcb) {
     if (header.nlmsg_type != RTM_GETDCB || body.size() < sizeof(dcbmsg)) {
       return std::unexpected(EINVAL);
@@ -234,13 +298,13 @@ void RewriteNetlinkHeaders(std::string& bytes, uint32_t seq, uint32_t portid) {
 void RecordNetlinkOpen(NetlinkFamily family, int error) {
   capture::Session* session = capture::Active();
   if (session == nullptr || session->writer() == nullptr) return;
-  const std::string name = family == NetlinkFamily::kRdma ? "rdma" : "dcb";
+  const std::string name = FamilyName(family);
   session->writer()->Errno("netlink/" + name + "/socket", error);
   session->writer()->Missed("netlink " + name + " socket", capture::ErrnoName(error));
 }
 
 int ReplayNetlinkOpen(const capture::Session& session, NetlinkFamily family) {
-  const std::string name = family == NetlinkFamily::kRdma ? "rdma" : "dcb";
+  const std::string name = FamilyName(family);
   const auto stored = session.reader()->ReadFile(session.sample(), "netlink/" + name + "/socket",
                                                  /*max_bytes=*/0);
   // Nothing stored: the socket opened. A stored errno is the host's refusal.
@@ -277,7 +341,7 @@ void NetlinkRecording::Finish(int error) {
     }
     writer->File(path, bytes_);
     writer->File("netlink/" + key_ + ".json",
-                 DecodeNetlinkJson(bytes_, family_ == NetlinkFamily::kDcb ? sizeof(dcbmsg) : 0));
+                 DecodeNetlinkJson(bytes_, FamilyHeaderBytes(family_)));
   }
   key_.clear();
   bytes_.clear();

@@ -22,9 +22,11 @@ namespace rdmascope::sys {
 // dump is a few MiB); a larger file in a capture is refused.
 constexpr size_t kMaxNetlinkReplyBytes = 64 << 20;
 
-enum class NetlinkFamily { kRdma, kDcb };
+// kEthtool: the ethtool generic netlink family (genlmsghdr, 4 bytes, before the attributes),
+// keyed by command and the request header's interface name: "ethtool/linkstate_get-eth0".
+enum class NetlinkFamily { kRdma, kDcb, kEthtool };
 
-// "rdma/get", "rdma/port_get-dev_index3", "dcb/ieee_get-eth0"; EINVAL for a request this
+// "rdma/get", "rdma/port_get-dev_index3", "dcb/ieee_get-eth0", "ethtool/linkstate_get-eth0"; EINVAL for a request this
 // cannot name (malformed, or an interface name that is no path component).
 std::expected<std::string, int> NetlinkRequestKey(NetlinkFamily family, const void* request,
                                                   size_t len);
