@@ -90,8 +90,8 @@ std::string LinkEventsJson(const LinkSnapshot& snapshot) {
 }
 
 std::string LinkEventsHtml(const LinkSnapshot& snapshot) {
-  std::string html = HtmlPageHead("rdmascope: link events") +
-                     "<h1>Link events</h1>\n<p>The last " + std::to_string(kEventsPerPort) +
+  std::string html = HtmlPageHead("rdmascope: link events") + "<h1>Link events</h1>\n<p>The last " +
+                     std::to_string(kEventsPerPort) +
                      " carrier edges of each port, newest first, with the driver's reason for a "
                      "down edge and the module then (<a href=\"/debug/links?format=json\">JSON"
                      "</a>).</p>\n";
@@ -99,11 +99,11 @@ std::string LinkEventsHtml(const LinkSnapshot& snapshot) {
   ForEachPort(snapshot, [&](const LinkPort& port, const PortEvents& events) {
     any = true;
     html += "<h2>" + HtmlEscape(port.netdev) +
-            (port.device.empty() ? std::string()
-                                 : " (" + HtmlEscape(port.device) + " port " +
-                                       HtmlEscape(port.port) + ")") +
-            ": carrier " +
-            (events.carrier_up ? (*events.carrier_up ? "up" : "down") : "unknown") + "</h2>\n";
+            (port.device.empty()
+                 ? std::string()
+                 : " (" + HtmlEscape(port.device) + " port " + HtmlEscape(port.port) + ")") +
+            ": carrier " + (events.carrier_up ? (*events.carrier_up ? "up" : "down") : "unknown") +
+            "</h2>\n";
     if (events.recent.empty()) {
       html += "<p>No edge seen.</p>\n";
       return;
@@ -125,10 +125,10 @@ std::string LinkEventsHtml(const LinkSnapshot& snapshot) {
       std::string detail = event.operstate.empty() ? "" : "operstate " + event.operstate;
       if (!event.linkstate_error.empty()) detail += " linkstate " + event.linkstate_error;
       html += "<tr><td>" + HtmlEscape(TimeText(event.time)) + "</td><td>" +
-              (event.down ? "down" : "up") + "</td><td>" + HtmlEscape(event.reason) +
-              "</td><td>" + HtmlEscape(event.substate) + "</td><td>" + HtmlEscape(module_state) +
-              "</td><td>" + HtmlEscape(lanes) + "</td><td>" + HtmlEscape(event.fec) +
-              "</td><td>" + HtmlEscape(detail) + "</td></tr>\n";
+              (event.down ? "down" : "up") + "</td><td>" + HtmlEscape(event.reason) + "</td><td>" +
+              HtmlEscape(event.substate) + "</td><td>" + HtmlEscape(module_state) + "</td><td>" +
+              HtmlEscape(lanes) + "</td><td>" + HtmlEscape(event.fec) + "</td><td>" +
+              HtmlEscape(detail) + "</td></tr>\n";
     }
     html += "</table>\n";
   });

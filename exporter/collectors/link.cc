@@ -29,8 +29,8 @@ ModuleReads::Read SystemModuleRead() {
 LinkEventReads SystemLinkEventReads(const std::filesystem::path& sysfs) {
   LinkEventReads reads;
   auto linkstate = std::make_shared<std::optional<sys::EthtoolNetlink>>();
-  reads.link_state = [linkstate](const std::string& netdev)
-      -> std::expected<sys::LinkStateReading, int> {
+  reads.link_state =
+      [linkstate](const std::string& netdev) -> std::expected<sys::LinkStateReading, int> {
     if (!linkstate->has_value()) {
       auto opened = sys::EthtoolNetlink::Open();
       if (!opened) return std::unexpected(opened.error());
@@ -227,9 +227,7 @@ void LinkCollector::AddDebugRoutes(DebugRoutes& routes) {
                         events_.Snapshot()};
   };
   routes["/debug/links"] = [snapshot](std::string_view) { return LinkEventsJson(snapshot()); };
-  routes["/debug/links.html"] = [snapshot](std::string_view) {
-    return LinkEventsHtml(snapshot());
-  };
+  routes["/debug/links.html"] = [snapshot](std::string_view) { return LinkEventsHtml(snapshot()); };
 }
 
 bool LinkCollector::WaitForPasses(uint64_t passes, std::chrono::milliseconds timeout) const {

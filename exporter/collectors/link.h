@@ -41,8 +41,8 @@ struct LinkOptions {
 struct LinkSnapshot {
   std::vector<LinkPort> ports;
   std::map<std::string, ModuleState> modules;  // by netdev
-  std::map<std::string, PortEvents> events;     // by netdev (collectors/link_events.h)
-  std::optional<uint64_t> resyncs;              // the live watcher's ENOBUFS re-dumps
+  std::map<std::string, PortEvents> events;    // by netdev (collectors/link_events.h)
+  std::optional<uint64_t> resyncs;             // the live watcher's ENOBUFS re-dumps
 };
 
 // rdma_link_source_available's help, one text for every source.

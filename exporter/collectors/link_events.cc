@@ -193,10 +193,9 @@ void LinkWatcher::Handle(LinkEventLog& log, const LinkEventReads& reads,
     if (notice.operstate) event.operstate = OperstateName(*notice.operstate);
     if (event.down) {
       // The extended state is readable only while the link is down: asked first, at once.
-      const auto reading = reads.link_state
-                               ? reads.link_state(notice.name)
-                               : std::expected<sys::LinkStateReading, int>(
-                                     std::unexpected(EOPNOTSUPP));
+      const auto reading =
+          reads.link_state ? reads.link_state(notice.name)
+                           : std::expected<sys::LinkStateReading, int>(std::unexpected(EOPNOTSUPP));
       event.query_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - arrived).count();
       std::tie(event.reason, event.substate) = DownReason((notice.flags & IFF_UP) != 0, reading);

@@ -39,9 +39,9 @@ constexpr size_t kMaxEventPorts = 64;
 
 // What the module said at a down edge (the link collector's module reader, dynamic pages).
 struct ModuleAtEvent {
-  std::string state;                          // CMIS module state named; "" for SFF modules
+  std::string state;                                  // CMIS module state named; "" for SFF modules
   std::vector<std::optional<double>> rx_power_watts;  // per lane, from lane 1
-  std::string error;                          // why it was not read ("EIO": no module)
+  std::string error;                                  // why it was not read ("EIO": no module)
   bool operator==(const ModuleAtEvent&) const = default;
 };
 
@@ -68,7 +68,7 @@ struct LinkEvent {
 struct PortEvents {
   std::deque<LinkEvent> recent;  // oldest first, at most kEventsPerPort
   std::map<std::pair<std::string, std::string>, uint64_t> down_by_reason;  // (reason, substate)
-  std::optional<uint32_t> phy_down_count;  // the last ETHTOOL_A_LINKSTATE_EXT_DOWN_CNT
+  std::optional<uint32_t> phy_down_count;   // the last ETHTOOL_A_LINKSTATE_EXT_DOWN_CNT
   std::optional<uint64_t> carrier_changes;  // IFLA_CARRIER_CHANGES / sysfs carrier_changes
   // source="link_ext_state": known once a down interface (admin up) was asked: 1 if the
   // reply held the extended state, 0 if not.

@@ -77,7 +77,8 @@ void MapLinkEvents(const LinkSnapshot& snapshot, MetricSet& out) {
       out.Add(kCarrierChanges, key, static_cast<double>(*events.carrier_changes));
     }
   }
-  if (snapshot.resyncs) out.Add(kResyncs, std::vector<Label>{}, static_cast<double>(*snapshot.resyncs));
+  if (snapshot.resyncs)
+    out.Add(kResyncs, std::vector<Label>{}, static_cast<double>(*snapshot.resyncs));
 }
 
 }  // namespace rdmascope

@@ -11,10 +11,8 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDesc kAvailable{
-    "rdma_link_source_available",
-    kLinkSourceAvailableHelp,
-    MetricType::Gauge};
+constexpr MetricDesc kAvailable{"rdma_link_source_available", kLinkSourceAvailableHelp,
+                                MetricType::Gauge};
 constexpr MetricDesc kInfo{"rdma_link_module_info",
                            "The pluggable module's identity (SFF-8024 type, memory map, vendor, "
                            "part, serial, revision, media, wavelength, CMIS firmware).",

@@ -45,20 +45,19 @@ constexpr std::array<std::string_view, 13> kStates = {
 // The substate enums, by state; index 0 is substate 1 (0 is never sent: the kernel puts the
 // attribute only when __link_ext_substate is non-zero).
 constexpr std::array<std::string_view, 6> kAutoneg = {
-    "no_partner_detected",             "ack_not_received",
-    "next_page_exchange_failed",       "no_partner_detected_force_mode",
-    "fec_mismatch_during_override",    "no_hcd"};
+    "no_partner_detected",          "ack_not_received",
+    "next_page_exchange_failed",    "no_partner_detected_force_mode",
+    "fec_mismatch_during_override", "no_hcd"};
 constexpr std::array<std::string_view, 4> kLinkTraining = {
     "kr_frame_lock_not_acquired", "kr_link_inhibit_timeout",
     "kr_link_partner_did_not_set_receiver_ready", "remote_fault"};
 constexpr std::array<std::string_view, 5> kLogicalMismatch = {
-    "pcs_did_not_acquire_block_lock", "pcs_did_not_acquire_am_lock",
-    "pcs_did_not_get_align_status", "fc_fec_is_not_locked", "rs_fec_is_not_locked"};
+    "pcs_did_not_acquire_block_lock", "pcs_did_not_acquire_am_lock", "pcs_did_not_get_align_status",
+    "fc_fec_is_not_locked", "rs_fec_is_not_locked"};
 constexpr std::array<std::string_view, 4> kSignalIntegrity = {
     "large_number_of_physical_errors", "unsupported_rate", "serdes_reference_clock_lost",
     "serdes_alos"};
-constexpr std::array<std::string_view, 2> kCableIssue = {"unsupported_cable",
-                                                         "cable_test_failure"};
+constexpr std::array<std::string_view, 2> kCableIssue = {"unsupported_cable", "cable_test_failure"};
 constexpr std::array<std::string_view, 1> kModule = {"cmis_not_ready"};
 
 template <size_t N>

@@ -22,10 +22,10 @@ namespace rdmascope::sys {
 
 // What one LINKSTATE_GET reply holds; each field absent when the kernel did not send it.
 struct LinkStateReading {
-  std::optional<bool> link;              // ETHTOOL_A_LINKSTATE_LINK (__ethtool_get_link)
-  std::optional<uint8_t> ext_state;      // enum ethtool_link_ext_state
-  std::optional<uint8_t> ext_substate;   // the state's substate enum (never 0: not sent then)
-  std::optional<uint32_t> down_count;    // ETHTOOL_A_LINKSTATE_EXT_DOWN_CNT
+  std::optional<bool> link;             // ETHTOOL_A_LINKSTATE_LINK (__ethtool_get_link)
+  std::optional<uint8_t> ext_state;     // enum ethtool_link_ext_state
+  std::optional<uint8_t> ext_substate;  // the state's substate enum (never 0: not sent then)
+  std::optional<uint32_t> down_count;   // ETHTOOL_A_LINKSTATE_EXT_DOWN_CNT
   auto operator<=>(const LinkStateReading&) const = default;
 };
 

@@ -179,7 +179,8 @@ std::expected<std::string, int> EthtoolRequestKey(std::string_view body) {
   genlmsghdr genl;
   std::memcpy(&genl, body.data(), sizeof genl);
   const char* name = EthtoolCommandName(genl.cmd);
-  std::string key = "ethtool/" + (name != nullptr ? std::string(name) : "cmd" + std::to_string(genl.cmd));
+  std::string key =
+      "ethtool/" + (name != nullptr ? std::string(name) : "cmd" + std::to_string(genl.cmd));
   const auto attributes = Attributes(body.substr(GENL_HDRLEN));
   if (!attributes) return std::unexpected(EINVAL);
   for (const Attribute& attribute : *attributes) {

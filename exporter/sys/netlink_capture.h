@@ -26,8 +26,8 @@ constexpr size_t kMaxNetlinkReplyBytes = 64 << 20;
 // keyed by command and the request header's interface name: "ethtool/linkstate_get-eth0".
 enum class NetlinkFamily { kRdma, kDcb, kEthtool };
 
-// "rdma/get", "rdma/port_get-dev_index3", "dcb/ieee_get-eth0", "ethtool/linkstate_get-eth0"; EINVAL for a request this
-// cannot name (malformed, or an interface name that is no path component).
+// "rdma/get", "rdma/port_get-dev_index3", "dcb/ieee_get-eth0", "ethtool/linkstate_get-eth0"; EINVAL
+// for a request this cannot name (malformed, or an interface name that is no path component).
 std::expected<std::string, int> NetlinkRequestKey(NetlinkFamily family, const void* request,
                                                   size_t len);
 

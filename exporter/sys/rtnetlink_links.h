@@ -18,15 +18,15 @@ namespace rdmascope::sys {
 
 // One interface as an RTM_NEWLINK or RTM_DELLINK (struct ifinfomsg + IFLA_* attributes) says.
 struct LinkNotice {
-  bool deleted = false;    // RTM_DELLINK
-  int ifindex = 0;         // ifi_index
-  std::string name;        // IFLA_IFNAME (empty when absent)
-  uint32_t flags = 0;      // ifi_flags: IFF_UP, IFF_RUNNING, IFF_LOWER_UP (dev_get_flags)
-  std::optional<uint8_t> carrier;          // IFLA_CARRIER: netif_carrier_ok (Linux 3.10)
-  std::optional<uint8_t> operstate;        // IFLA_OPERSTATE: IF_OPER_* (RFC 2863)
-  std::optional<uint32_t> carrier_changes; // IFLA_CARRIER_CHANGES (Linux 4.0): up + down
+  bool deleted = false;              // RTM_DELLINK
+  int ifindex = 0;                   // ifi_index
+  std::string name;                  // IFLA_IFNAME (empty when absent)
+  uint32_t flags = 0;                // ifi_flags: IFF_UP, IFF_RUNNING, IFF_LOWER_UP (dev_get_flags)
+  std::optional<uint8_t> carrier;    // IFLA_CARRIER: netif_carrier_ok (Linux 3.10)
+  std::optional<uint8_t> operstate;  // IFLA_OPERSTATE: IF_OPER_* (RFC 2863)
+  std::optional<uint32_t> carrier_changes;     // IFLA_CARRIER_CHANGES (Linux 4.0): up + down
   std::optional<uint32_t> carrier_down_count;  // IFLA_CARRIER_DOWN_COUNT (Linux 4.20)
-  bool dump_done = false;  // NLMSG_DONE of a dump (no interface)
+  bool dump_done = false;                      // NLMSG_DONE of a dump (no interface)
   // Whether the link is up as `ip link` shows LOWER_UP on an UP interface: the kernel sets
   // IFF_LOWER_UP only while the device runs with its carrier on (dev_get_flags:
   // netif_running && netif_carrier_ok), so an interface set down is down here too.

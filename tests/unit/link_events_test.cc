@@ -3,6 +3,8 @@
 // rtnl_fill_ifinfo), parsed, named and hostile; the event log's edges (first sight, rename,
 // delete, not followed, storm, lost notifications); the series and /debug/links; capture ->
 // replay of LINKSTATE through sys/netlink_capture, and a replayed no_cable down edge.
+#include "collectors/link_events.h"
+
 #include <gtest/gtest.h>
 #include <libmnl/libmnl.h>
 #include <linux/ethtool.h>
@@ -22,7 +24,6 @@
 
 #include "collectors/debug_links.h"
 #include "collectors/link.h"
-#include "collectors/link_events.h"
 #include "core/capture.h"
 #include "sys/ethtool_linkstate.h"
 #include "sys/netlink_capture.h"
@@ -144,9 +145,8 @@ TEST(LinkState, LinkTrainingFailureWithSubstateAndDownCount) {
   const auto reading = sys::ParseLinkStateReply(reply.data(), reply.size());
   ASSERT_TRUE(reading.has_value());
   EXPECT_EQ(reading->down_count, 42u);
-  EXPECT_EQ(DownReason(true, reading),
-            std::make_pair(std::string("link_training_failure"),
-                           std::string("kr_frame_lock_not_acquired")));
+  EXPECT_EQ(DownReason(true, reading), std::make_pair(std::string("link_training_failure"),
+                                                      std::string("kr_frame_lock_not_acquired")));
 }
 
 TEST(LinkState, NamesFollowTheUapiEnums) {
@@ -158,9 +158,9 @@ TEST(LinkState, NamesFollowTheUapiEnums) {
   EXPECT_EQ(sys::LinkExtSubstateName(ETHTOOL_LINK_EXT_STATE_BAD_SIGNAL_INTEGRITY,
                                      ETHTOOL_LINK_EXT_SUBSTATE_BSI_SERDES_ALOS),
             "serdes_alos");
-  EXPECT_EQ(sys::LinkExtSubstateName(ETHTOOL_LINK_EXT_STATE_AUTONEG,
-                                     ETHTOOL_LINK_EXT_SUBSTATE_AN_NO_HCD),
-            "no_hcd");
+  EXPECT_EQ(
+      sys::LinkExtSubstateName(ETHTOOL_LINK_EXT_STATE_AUTONEG, ETHTOOL_LINK_EXT_SUBSTATE_AN_NO_HCD),
+      "no_hcd");
   EXPECT_EQ(sys::LinkExtSubstateName(ETHTOOL_LINK_EXT_STATE_MODULE,
                                      ETHTOOL_LINK_EXT_SUBSTATE_MODULE_CMIS_NOT_READY),
             "cmis_not_ready");
@@ -234,18 +234,20 @@ TEST(LinkState, RequestAsksStatisticsAndRefusesNonNames) {
   EXPECT_EQ(sys::BuildLinkStateRequest(kFamily, "sixteen-chars-xx", true, 3, buf), 0u);
   // A name that is no path component is no capture key.
   const size_t dots = sys::BuildLinkStateRequest(kFamily, "..", true, 3, buf);
-  EXPECT_EQ(sys::NetlinkRequestKey(sys::NetlinkFamily::kEthtool, buf.data(), dots).error(),
-            EINVAL);
+  EXPECT_EQ(sys::NetlinkRequestKey(sys::NetlinkFamily::kEthtool, buf.data(), dots).error(), EINVAL);
 }
 
 // ---- rtnetlink
 
 TEST(RtnetlinkLinks, NewLinkDelLinkAndDone) {
-  const std::string bytes =
-      BuildLinkMessage({.carrier_changes = 6}) +
-      BuildLinkMessage({.ifindex = 6, .name = "eth3", .flags = IFF_UP, .carrier = 0,
-                        .operstate = IF_OPER_DOWN}) +
-      BuildLinkMessage({.type = RTM_DELLINK, .ifindex = 7, .name = "veth9"}) + BuildDone();
+  const std::string bytes = BuildLinkMessage({.carrier_changes = 6}) +
+                            BuildLinkMessage({.ifindex = 6,
+                                              .name = "eth3",
+                                              .flags = IFF_UP,
+                                              .carrier = 0,
+                                              .operstate = IF_OPER_DOWN}) +
+                            BuildLinkMessage({.type = RTM_DELLINK, .ifindex = 7, .name = "veth9"}) +
+                            BuildDone();
   const auto notices = Notices(bytes);
   ASSERT_EQ(notices.size(), 4u);
   EXPECT_EQ(notices[0].name, "eth2");
@@ -285,8 +287,8 @@ struct FakeReads {
   int asked = 0;
   LinkEventReads Reads() {
     LinkEventReads reads;
-    reads.link_state = [this](const std::string& netdev)
-        -> std::expected<sys::LinkStateReading, int> {
+    reads.link_state =
+        [this](const std::string& netdev) -> std::expected<sys::LinkStateReading, int> {
       ++asked;
       const auto it = replies.find(netdev);
       if (it == replies.end()) return std::unexpected(ENODEV);
@@ -312,8 +314,9 @@ TEST(LinkEventLog, DownEdgeAsksWhyAndCountsTheReason) {
   const auto reads = fake.Reads();
   Feed(log, reads, BuildLinkMessage({}));  // first sight: no edge, nothing asked
   EXPECT_EQ(fake.asked, 0);
-  Feed(log, reads, BuildLinkMessage({.flags = IFF_UP, .carrier = 0, .operstate = IF_OPER_DOWN,
-                                     .carrier_changes = 1}));
+  Feed(log, reads,
+       BuildLinkMessage(
+           {.flags = IFF_UP, .carrier = 0, .operstate = IF_OPER_DOWN, .carrier_changes = 1}));
   EXPECT_EQ(fake.asked, 1);
   auto snapshot = log.Snapshot();
   ASSERT_EQ(snapshot.count("eth2"), 1u);
@@ -456,11 +459,11 @@ TEST(LinkEventSeries, CounterLastReasonPhyCountAndAvailability) {
   LinkEventLog log;
   log.Follow({"eth2"});
   FakeReads fake;
-  fake.replies["eth2"] = BuildLinkStateReply(
-      "eth2", {.link = 0,
-               .ext_state = ETHTOOL_LINK_EXT_STATE_BAD_SIGNAL_INTEGRITY,
-               .ext_substate = ETHTOOL_LINK_EXT_SUBSTATE_BSI_SERDES_ALOS,
-               .down_count = 9});
+  fake.replies["eth2"] =
+      BuildLinkStateReply("eth2", {.link = 0,
+                                   .ext_state = ETHTOOL_LINK_EXT_STATE_BAD_SIGNAL_INTEGRITY,
+                                   .ext_substate = ETHTOOL_LINK_EXT_SUBSTATE_BSI_SERDES_ALOS,
+                                   .down_count = 9});
   const auto reads = fake.Reads();
   Feed(log, reads, BuildLinkMessage({.carrier_changes = 4}));
   Feed(log, reads, BuildLinkMessage({.flags = IFF_UP, .carrier = 0, .carrier_changes = 5}));
@@ -541,8 +544,8 @@ std::string Scrape(const Collector& collector) {
 // socket: the request's key, the reply recorded as received.
 LinkEventReads RecordingReads(const std::vector<std::string>& replies, size_t& sample) {
   LinkEventReads reads;
-  reads.link_state = [&replies, &sample](const std::string& netdev)
-      -> std::expected<sys::LinkStateReading, int> {
+  reads.link_state =
+      [&replies, &sample](const std::string& netdev) -> std::expected<sys::LinkStateReading, int> {
     std::vector<char> request;
     const size_t len = sys::BuildLinkStateRequest(kFamily, netdev, true, 1, request);
     sys::NetlinkRecording recording(sys::NetlinkFamily::kEthtool, request.data(), len);
@@ -558,9 +561,8 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
   testing::TempDir dir;
   const std::vector<std::string> replies = {
       BuildLinkStateReply("eth2", {.link = 1, .down_count = 2}),
-      BuildLinkStateReply("eth2", {.link = 0,
-                                   .ext_state = ETHTOOL_LINK_EXT_STATE_NO_CABLE,
-                                   .down_count = 3}),
+      BuildLinkStateReply(
+          "eth2", {.link = 0, .ext_state = ETHTOOL_LINK_EXT_STATE_NO_CABLE, .down_count = 3}),
       BuildLinkStateReply("eth2", {.link = 1, .down_count = 3})};
   std::vector<std::string> recorded;
   {
