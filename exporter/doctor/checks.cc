@@ -12,6 +12,7 @@ namespace rdmascope::doctor {
 namespace {
 
 constexpr std::string_view kRdma[] = {"rdma"};
+constexpr std::string_view kLink[] = {"link"};
 constexpr std::string_view kEthtool[] = {"ethtool"};
 constexpr std::string_view kRdmaEthtool[] = {"rdma", "ethtool"};
 constexpr std::string_view kVerbs[] = {"verbs"};
@@ -31,6 +32,7 @@ constexpr Check kChecks[] = {
     {"links.iba_errors", "links", kRdma, "rdmasymbolerrors", &CheckIbaErrors},
     {"links.counter_saturated", "links", kRdma, "rdmaportcountersaturated", &CheckSaturated},
     {"links.retransmissions", "links", kRdma, "rdmaretransmissions", &CheckRetransmissions},
+    {"links.flapping", "links", kLink, "rdmalinkwentdown", &CheckLinkFlapping},
     {"roce.netdev_mtu", "roce", kRdmaEthtool, "rdmanetdevmtutoosmallforroce", &CheckNetdevMtu},
     {"roce.pfc", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckPfc},
     {"roce.global_pause", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckGlobalPause},

@@ -35,6 +35,8 @@ std::vector<Finding> CheckLinkDowned(const Snapshot&, const Snapshot*, const Doc
 std::vector<Finding> CheckIbaErrors(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckSaturated(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckRetransmissions(const Snapshot&, const Snapshot*, const DoctorOptions&);
+// links: checks_link_down.cc
+std::vector<Finding> CheckLinkFlapping(const Snapshot&, const Snapshot*, const DoctorOptions&);
 // roce: checks_roce.cc
 std::vector<Finding> CheckNetdevMtu(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckPfc(const Snapshot&, const Snapshot*, const DoctorOptions&);
