@@ -241,9 +241,10 @@ void LinkWatcher::Run() {
       const int error = socket->Receive(notices);
       const auto arrived = std::chrono::steady_clock::now();
       if (error == EAGAIN || error == EWOULDBLOCK) break;
-      if (error == ENOBUFS) {
-        // Notifications were lost: a whole dump says where every link stands (a dump in
-        // flight is asked again when it ends: the kernel runs one at a time per socket).
+      if (error == ENOBUFS || error == ENOSPC) {
+        // Notifications were lost (ENOBUFS: the socket overflowed; ENOSPC: a message larger
+        // than the receive buffer, cut by the kernel): a whole dump says where every link
+        // stands (a dump in flight is asked again when it ends: one at a time per socket).
         log_.CountResync();
         if (dumping) {
           dump_again = true;

@@ -484,6 +484,38 @@ TEST(LinkEventSeries, CounterLastReasonPhyCountAndAvailability) {
             std::string::npos);
 }
 
+// The golden file (tests/fixtures/golden/link_events.prom): eth2 (mlx5_0 port 1) lost its
+// cable once and came back, eth3 (mlx5_0 port 2, an rxe-like driver without a reason) went down,
+// eth4 was set down; the PHY's count, the carrier changes, availability per port.
+TEST(LinkEventSeries, MatchesTheGoldenFile) {
+  LinkEventLog log;
+  log.Follow({"eth2", "eth3", "eth4"});
+  FakeReads fake;
+  fake.replies["eth2"] = BuildLinkStateReply(
+      "eth2", {.link = 0, .ext_state = ETHTOOL_LINK_EXT_STATE_NO_CABLE, .down_count = 7});
+  fake.replies["eth3"] = BuildLinkStateReply("eth3", {.link = 0});
+  fake.replies["eth4"] = BuildLinkStateReply("eth4", {.link = 0});
+  const auto reads = fake.Reads();
+  for (const auto& [index, name] : {std::pair{5, "eth2"}, {6, "eth3"}, {7, "eth4"}}) {
+    Feed(log, reads, BuildLinkMessage({.ifindex = index, .name = name, .carrier_changes = 1}));
+  }
+  Feed(log, reads, BuildLinkMessage({.flags = IFF_UP, .carrier = 0, .carrier_changes = 2}));
+  Feed(log, reads, BuildLinkMessage({.carrier_changes = 3}));
+  Feed(log, reads,
+       BuildLinkMessage(
+           {.ifindex = 6, .name = "eth3", .flags = IFF_UP, .carrier = 0, .carrier_changes = 2}));
+  Feed(log, reads, BuildLinkMessage({.ifindex = 7, .name = "eth4", .flags = 0, .carrier = 0}));
+  LinkSnapshot snapshot;
+  snapshot.ports = {LinkPort{.device = "mlx5_0", .port = "1", .netdev = "eth2"},
+                    LinkPort{.device = "mlx5_0", .port = "2", .netdev = "eth3"},
+                    LinkPort{.netdev = "eth4"}};
+  snapshot.events = log.Snapshot();
+  snapshot.resyncs = 0;
+  MetricSet set;
+  MapLinkEvents(snapshot, set);
+  EXPECT_TRUE(testing::MatchesGolden(testing::Serialise(set.Take()), "link_events.prom"));
+}
+
 TEST(LinkEventSeries, NoEventsNoSeries) {
   LinkEventLog log;
   log.Follow({"eth2"});
