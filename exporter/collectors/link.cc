@@ -92,12 +92,6 @@ LinkCollector::LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPor
              std::move(clock)),
       event_reads_(std::move(events)) {
   if (options_.refresh_interval.count() <= 0) return;
-  if (event_reads_.link_state) {
-    // The PHY's down count is read again at the module interval.
-    watcher_ = std::make_unique<LinkWatcher>(
-        events_, event_reads_,
-        std::chrono::duration_cast<std::chrono::milliseconds>(options_.refresh_interval));
-  }
   // The refresher wakes up often enough to keep each module's slot within a tenth of the
   // interval (at most every second); a wake-up with nothing due costs a clock read.
   const auto tick = std::clamp(
@@ -164,7 +158,8 @@ bool LinkCollector::Pass() const {
   changed |= reads_.Pass([this] { return stopping_.load(); }) > 0;
   if (event_reads_.link_state && options_.refresh_interval.count() <= 0) PollLinkStates();
   // The watcher's events since: a scrape shows them at the next pass (a tenth of the interval).
-  if (watcher_ != nullptr && events_.Snapshot() != published_events_) changed = true;
+  const bool live_events = event_reads_.link_state && options_.refresh_interval.count() > 0;
+  if (live_events && events_.Snapshot() != published_events_) changed = true;
   return changed;
 }
 
@@ -202,9 +197,21 @@ void LinkCollector::PollLinkStates() const {
 
 LinkSnapshot LinkCollector::SnapshotLocked() const {
   LinkSnapshot snapshot{ports_, reads_.states(), events_.Snapshot()};
-  if (watcher_ != nullptr) snapshot.resyncs = events_.resyncs();
+  if (event_reads_.link_state && options_.refresh_interval.count() > 0) {
+    snapshot.resyncs = events_.resyncs();
+  }
   published_events_ = snapshot.events;
   return snapshot;
+}
+
+void LinkCollector::StartWatcherLocked() const {
+  // At the first scrape, as the refresher: no thread may run before the process drops its
+  // capabilities (they are per thread). The PHY's down count is read again at the module
+  // interval.
+  if (watcher_ != nullptr || !event_reads_.link_state) return;
+  watcher_ = std::make_unique<LinkWatcher>(
+      events_, event_reads_,
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.refresh_interval));
 }
 
 bool LinkCollector::WaitForWatcher(std::chrono::milliseconds timeout) const {
@@ -243,6 +250,7 @@ CollectResult LinkCollector::Collect(MetricSet& out) const {
   } else {
     const auto lock = refresh_->Lock();
     refresh_->StartLocked();
+    StartWatcherLocked();
     if (!published_once_) {
       return {.no_data = true, .detail = "the modules' first reading is under way"};
     }

@@ -97,6 +97,8 @@ class LinkCollector : public Collector {
   LinkSnapshot SnapshotLocked() const;
   // Interval 0: LINKSTATE of every followed interface, edges between passes.
   void PollLinkStates() const;
+  // Live: the watcher's thread, started once (under refresh_->Lock()).
+  void StartWatcherLocked() const;
 
   const LinkOptions options_;
   const std::unique_ptr<LinkPortSource> port_source_;
@@ -117,7 +119,7 @@ class LinkCollector : public Collector {
   mutable LinkEventLog events_;
   const LinkEventReads event_reads_;
   mutable std::map<std::string, PortEvents> published_events_;  // under read_mutex_
-  std::unique_ptr<LinkWatcher> watcher_;
+  mutable std::unique_ptr<LinkWatcher> watcher_;                // started by the first scrape
 };
 
 }  // namespace rdmascope
