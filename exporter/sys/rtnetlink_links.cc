@@ -92,6 +92,19 @@ int OnDone(const nlmsghdr* /*message*/, void* data) {
   return MNL_CB_STOP;
 }
 
+// NLMSG_ERROR, as libmnl's own control callback (which a control array replaces): the
+// kernel's errno, or the end of an acknowledged request.
+int OnError(const nlmsghdr* message, void* data) {
+  if (mnl_nlmsg_get_payload_len(message) < sizeof(nlmsgerr)) {
+    static_cast<ParseState*>(data)->malformed = true;
+    return MNL_CB_ERROR;
+  }
+  const auto* error = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(message));
+  if (error->error == 0) return MNL_CB_STOP;
+  errno = error->error < 0 ? -error->error : error->error;
+  return MNL_CB_ERROR;
+}
+
 }  // namespace
 
 bool LinkNotice::up() const { return (flags & IFF_UP) != 0 && (flags & IFF_LOWER_UP) != 0; }
@@ -110,9 +123,10 @@ size_t BuildLinkDumpRequest(uint32_t seq, std::vector<char>& buf) {
 int ParseLinkMessages(const void* data, size_t len, std::vector<LinkNotice>& out) {
   if (len == 0 || !WholeNetlinkMessages(data, len)) return EBADMSG;
   ParseState state{.out = &out};
-  // NLMSG_DONE through its own callback; NLMSG_ERROR is libmnl's (errno set).
+  // NLMSG_DONE and NLMSG_ERROR through their callbacks (the others, NOOP and OVERRUN, skipped).
   mnl_cb_t controls[NLMSG_MIN_TYPE] = {};
   controls[NLMSG_DONE] = OnDone;
+  controls[NLMSG_ERROR] = OnError;
   errno = 0;
   // Port id and sequence 0: notifications and a dump's replies alike.
   if (mnl_cb_run2(data, len, 0, 0, OnMessage, &state, controls, NLMSG_MIN_TYPE) < 0) {

@@ -272,7 +272,7 @@ TEST(RtnetlinkLinks, MalformedMessagesAreRefused) {
   // A message shorter than its ifinfomsg.
   message->nlmsg_len = NLMSG_HDRLEN + 4;
   EXPECT_EQ(sys::ParseLinkMessages(buf.data(), message->nlmsg_len, out), EBADMSG);
-  // An unterminated name of 300 bytes.
+  // Cut by one byte: not whole messages.
   const std::string good = BuildLinkMessage({});
   EXPECT_EQ(sys::ParseLinkMessages(good.data(), good.size() - 1, out), EBADMSG);
   EXPECT_TRUE(out.empty());
@@ -470,7 +470,7 @@ TEST(LinkEventSeries, CounterLastReasonPhyCountAndAvailability) {
   MetricSet set;
   MapLinkEvents(SnapshotWith("eth2", log), set);
   const std::string text = testing::Serialise(set.Take());
-  const std::string key = R"(device="mlx5_0",netdev="eth2",port="1")";
+  const std::string key = R"(device="mlx5_0",port="1",netdev="eth2")";
   EXPECT_NE(text.find("rdma_link_down_events_total{" + key +
                       R"(,reason="bad_signal_integrity",substate="serdes_alos"} 1)"),
             std::string::npos)
@@ -610,8 +610,8 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
     }
     ASSERT_TRUE(writer->WriteIndex("test", {"link"}).has_value());
   }
-  EXPECT_NE(recorded[1].find(R"(rdma_link_down_events_total{device="mlx5_0",netdev="eth2",)"
-                             R"(port="1",reason="no_cable",substate=""} 1)"),
+  EXPECT_NE(recorded[1].find(R"(rdma_link_down_events_total{device="mlx5_0",port="1",)"
+                             R"(netdev="eth2",reason="no_cable",substate=""} 1)"),
             std::string::npos)
       << recorded[1];
   // Replayed with the host's reads: the socket is never opened, the bytes answer.
