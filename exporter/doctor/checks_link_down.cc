@@ -96,7 +96,8 @@ std::vector<Finding> CheckLinkFlapping(const Snapshot& now, const Snapshot* befo
     finding.expected = "no down (warn from " + Num(kWarnDowns) + ", critical from " +
                        Num(kCritDowns) + " in 10 minutes, as the alerts)";
     if (severity != Severity::kOk) {
-      finding.advice = "each down drops every connection on the port; " + AdviceFor(reason);
+      finding.advice = Num(port.downs) + " carrier downs in " + window +
+                       ", each dropping every connection on the port: " + AdviceFor(reason);
       // What the optic or the link says now: the module's pages, or the link's settings.
       finding.fix = ModuleReason(reason) ? FixLine({"ethtool -m ", HostValue(netdev)})
                                          : FixLine({"ethtool ", HostValue(netdev)});

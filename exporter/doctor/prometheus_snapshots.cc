@@ -25,6 +25,8 @@ const std::vector<std::string_view> kCheckSeries = {
     "rdma_port_transmit_wait_total", "rdma_port_stat_total", "rdma_port_stat_saturated",
     "rdma_port_hw_counter_total", "rdma_port_gid_info", "rdma_port_default_roce_tos",
     "rdma_pcie_link_speed_transfers_per_second", "rdma_pcie_link_width_lanes",
+    // links.flapping (checks_link_down.cc)
+    "rdma_link_source_available", "rdma_link_down_events_total", "rdma_link_last_down_info",
     // NIC, RoCE configuration
     "rdma_netdev_info", "rdma_netdev_mtu_bytes", "rdma_netdev_numa_node",
     "rdma_netdev_crc_errors_total", "rdma_netdev_symbol_errors_total",
