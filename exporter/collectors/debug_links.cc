@@ -84,6 +84,8 @@ std::string LinkEventsJson(const LinkSnapshot& snapshot) {
   });
   nlohmann::ordered_json doc;
   doc["events_per_port"] = kEventsPerPort;
+  // Live only: times notifications were lost (ENOBUFS) and every link dumped again.
+  if (snapshot.resyncs) doc["notification_resyncs"] = *snapshot.resyncs;
   doc["ports"] = std::move(ports);
   // Hostile names may not be UTF-8: replaced, never a throw.
   return doc.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -224,14 +224,15 @@ void LinkCollector::AddDebugRoutes(DebugRoutes& routes) {
   const auto snapshot = [this] {
     if (refresh_ == nullptr) {
       const std::lock_guard lock(read_mutex_);
-      return LinkSnapshot{ports_, {}, events_.Snapshot()};
+      return LinkSnapshot{ports_, {}, events_.Snapshot(), std::nullopt};
     }
     return LinkSnapshot{[this] {
                           const auto lock = refresh_->Lock();
                           return published_.ports;
                         }(),
                         {},
-                        events_.Snapshot()};
+                        events_.Snapshot(),
+                        events_.resyncs()};
   };
   routes["/debug/links"] = [snapshot](std::string_view) { return LinkEventsJson(snapshot()); };
   routes["/debug/links.html"] = [snapshot](std::string_view) { return LinkEventsHtml(snapshot()); };

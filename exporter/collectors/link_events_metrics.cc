@@ -3,7 +3,9 @@
 // (by the driver's reason), the PHY's own down count, the kernel's carrier changes. The IB
 // PortCounters' link_downed and link_error_recovery are the rdma collector's
 // (rdma_port_link_downed_total, rdma_port_link_error_recovery_total) and mlx5's
-// link_down_events_phy is rdma_ethtool_stat's: not repeated here.
+// link_down_events_phy is rdma_ethtool_stat's: not repeated here. Lost notifications (the
+// watcher's re-dumps) are on /debug/links, not a series: a replay has no watcher, and its
+// exposition must equal the live one's.
 #include <string>
 #include <vector>
 
@@ -36,11 +38,6 @@ constexpr MetricDesc kCarrierChanges{
     "rdma_link_carrier_changes_total",
     "The kernel's carrier changes of the interface, up and down (IFLA_CARRIER_CHANGES, "
     "class/net/X/carrier_changes): software's view, since the interface was created.",
-    MetricType::Counter};
-constexpr MetricDesc kResyncs{
-    "rdma_link_notification_resyncs_total",
-    "Times rtnetlink link notifications were lost (ENOBUFS: a storm outran the socket) and "
-    "every link was dumped again; edges within the loss are not counted.",
     MetricType::Counter};
 
 }  // namespace
@@ -77,8 +74,6 @@ void MapLinkEvents(const LinkSnapshot& snapshot, MetricSet& out) {
       out.Add(kCarrierChanges, key, static_cast<double>(*events.carrier_changes));
     }
   }
-  if (snapshot.resyncs)
-    out.Add(kResyncs, std::vector<Label>{}, static_cast<double>(*snapshot.resyncs));
 }
 
 }  // namespace rdmascope
