@@ -178,12 +178,18 @@ inline Snapshot Host(bool bad, bool later) {
   f.Gauge("rdma_link_source_available",
           {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"source", "module"}}, 1);
   f.Counter("rdma_link_down_events_total",
-            {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"reason", "admin_down"},
+            {{"device", "mlx5_0"},
+             {"port", "1"},
+             {"netdev", "eth2"},
+             {"reason", "admin_down"},
              {"substate", ""}},
             1);
   if (bad && later) {
     f.Counter("rdma_link_down_events_total",
-              {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"reason", "no_cable"},
+              {{"device", "mlx5_0"},
+               {"port", "1"},
+               {"netdev", "eth2"},
+               {"reason", "no_cable"},
                {"substate", ""}},
               3);
   }
