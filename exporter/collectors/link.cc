@@ -4,9 +4,12 @@
 #include <exception>
 #include <utility>
 
+#include "collectors/debug_links.h"
 #include "core/capture.h"
 #include "core/log.h"
+#include "core/sysfs.h"
 #include "sys/ethtool_netlink.h"
+#include "sys/module_eeprom_source.h"
 
 namespace rdmascope {
 
@@ -24,15 +27,75 @@ ModuleReads::Read SystemModuleRead() {
   };
 }
 
+LinkEventReads SystemLinkEventReads(const std::filesystem::path& sysfs) {
+  LinkEventReads reads;
+  auto linkstate = std::make_shared<std::optional<sys::EthtoolNetlink>>();
+  reads.link_state =
+      [linkstate](const std::string& netdev) -> std::expected<sys::LinkStateReading, int> {
+    if (!linkstate->has_value()) {
+      auto opened = sys::EthtoolNetlink::Open();
+      if (!opened) return std::unexpected(opened.error());
+      linkstate->emplace(std::move(*opened));
+    }
+    return (*linkstate)->ReadLinkState(netdev);
+  };
+  // The module at a down edge (live only: under capture the pass's own module read is used):
+  // every page through the decoder, on the watcher's own socket.
+  auto read = SystemModuleRead();
+  reads.module = [read](const std::string& netdev) {
+    sys::ModuleEepromSource source(
+        netdev, [&](const sys::ModulePageKey& key, uint8_t offset, uint8_t length) {
+          return read(netdev, key, offset, length);
+        });
+    ModuleState state;
+    auto reading = sys::DecodeModule(source.Reader());
+    if (reading.standard != sys::ModuleReading::Standard::kUnknown) {
+      state.available = true;
+      state.reading = std::move(reading);
+    }
+    ModuleAtEvent at = ModuleAtEventOf(state);
+    if (!state.available) at.error = capture::ErrnoName(source.first_error());
+    return at;
+  };
+  // The FEC counters at a down edge: one FEC and link-mode dump on the watcher's own socket
+  // (a down edge is rare; the refresher's dumps are at the refresh interval).
+  reads.fec = [ethtool = SystemLinkEthtoolRead()](const std::string& netdev) {
+    return FecAtEvent(MakeLinkFecSnapshot(ethtool()), netdev);
+  };
+  reads.carrier_changes = [sysfs](const std::string& netdev) {
+    return sysfs::ReadUnsigned(sysfs / "class" / "net" / netdev / "carrier_changes");
+  };
+  reads.admin_up = [sysfs](const std::string& netdev) -> std::optional<bool> {
+    // class/net/X/flags: ifi_flags in hex (net/core/net-sysfs.c format_flags).
+    const auto flags = sysfs::ReadUnsigned(sysfs / "class" / "net" / netdev / "flags");
+    if (!flags) return std::nullopt;
+    return (*flags & 0x1) != 0;  // IFF_UP
+  };
+  return reads;
+}
+
+ModuleAtEvent ModuleAtEventOf(const ModuleState& state) {
+  ModuleAtEvent at;
+  if (!state.available || !state.reading) {
+    at.error = state.why.empty() ? "not read" : state.why;
+    return at;
+  }
+  const sys::ModuleReading& r = *state.reading;
+  if (r.cmis_module_state) at.state = CmisModuleStateName(*r.cmis_module_state);
+  for (const sys::ModuleLane& lane : r.lanes) at.rx_power_watts.push_back(lane.rx_power_watts);
+  return at;
+}
+
 LinkCollector::LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPortSource> ports,
                              ModuleReads::Read read, ModuleReads::Clock clock,
-                             LinkEthtoolRead ethtool)
+                             LinkEthtoolRead ethtool, LinkEventReads events)
     : options_(options),
       port_source_(std::move(ports)),
       clock_(clock),
       reads_({options.refresh_interval, options.static_refresh_interval}, std::move(read),
              std::move(clock)),
-      ethtool_read_(std::move(ethtool)) {
+      ethtool_read_(std::move(ethtool)),
+      event_reads_(std::move(events)) {
   if (options_.refresh_interval.count() <= 0) return;
   // The refresher wakes up often enough to keep each module's slot within a tenth of the
   // interval (at most every second); a wake-up with nothing due costs a clock read.
@@ -72,6 +135,7 @@ LinkCollector::~LinkCollector() {
   // The pass in flight ends after the module it reads now; then the thread is joined.
   stopping_ = true;
   refresh_.reset();
+  watcher_.reset();
 }
 
 bool LinkCollector::Pass() const {
@@ -93,6 +157,7 @@ bool LinkCollector::Pass() const {
         }
       }
       reads_.SetNetdevs(netdevs);
+      if (event_reads_.link_state) events_.Follow(netdevs);
     }
   }
   changed |= reads_.Pass([this] { return stopping_.load(); }) > 0;
@@ -115,10 +180,89 @@ bool LinkCollector::Pass() const {
     ethtool_read_at_ = now;
     changed = true;
   }
+  if (event_reads_.link_state && options_.refresh_interval.count() <= 0) PollLinkStates();
+  // The watcher's events since: a scrape shows them at the next pass (a tenth of the interval).
+  const bool live_events = event_reads_.link_state && options_.refresh_interval.count() > 0;
+  if (live_events && events_.Snapshot() != published_events_) changed = true;
   return changed;
 }
 
-LinkSnapshot LinkCollector::SnapshotLocked() const { return {ports_, reads_.states(), fec_}; }
+void LinkCollector::PollLinkStates() const {
+  const auto& modules = reads_.states();
+  for (const std::string& netdev : events_.Followed()) {
+    if (event_reads_.carrier_changes) {
+      if (const auto changes = event_reads_.carrier_changes(netdev)) {
+        events_.NoteCarrierChanges(netdev, *changes);
+      }
+    }
+    const auto reading = event_reads_.link_state(netdev);
+    if (!reading) continue;  // EOPNOTSUPP, ENODEV: no carrier seen, no edge
+    events_.NoteLinkState(netdev, *reading);
+    if (!reading->link) continue;
+    const auto edge = events_.ObserveLink(netdev, *reading->link);
+    if (!edge) continue;
+    LinkEvent event;
+    event.time = std::chrono::system_clock::now();
+    event.down = *edge;
+    if (event.down) {
+      const std::optional<bool> admin_up =
+          event_reads_.admin_up ? event_reads_.admin_up(netdev) : std::nullopt;
+      std::tie(event.reason, event.substate) = DownReason(admin_up.value_or(true), reading);
+      event.phy_down_count = reading->down_count;
+      // The module as this pass read it, at the same sample.
+      if (const auto it = modules.find(netdev); it != modules.end()) {
+        event.module = ModuleAtEventOf(it->second);
+      }
+      // The FEC counters as this pass read them, at the same sample.
+      event.fec = FecAtEvent(fec_, netdev);
+    }
+    events_.Record(netdev, std::move(event));
+  }
+}
+
+LinkSnapshot LinkCollector::SnapshotLocked() const {
+  LinkSnapshot snapshot{ports_, reads_.states(), fec_, events_.Snapshot()};
+  if (event_reads_.link_state && options_.refresh_interval.count() > 0) {
+    snapshot.resyncs = events_.resyncs();
+  }
+  published_events_ = snapshot.events;
+  return snapshot;
+}
+
+void LinkCollector::StartWatcherLocked() const {
+  // At the first scrape, as the refresher: no thread may run before the process drops its
+  // capabilities (they are per thread). The PHY's down count is read again at the module
+  // interval.
+  if (watcher_ != nullptr || !event_reads_.link_state) return;
+  watcher_ = std::make_unique<LinkWatcher>(
+      events_, event_reads_,
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.refresh_interval));
+}
+
+bool LinkCollector::WaitForWatcher(std::chrono::milliseconds timeout) const {
+  return watcher_ == nullptr || watcher_->WaitReady(timeout);
+}
+
+void LinkCollector::AddDebugRoutes(DebugRoutes& routes) {
+  if (!event_reads_.link_state) return;
+  // What the last scrape would show (the published snapshot, or a pass now at interval 0).
+  const auto snapshot = [this] {
+    if (refresh_ == nullptr) {
+      const std::lock_guard lock(read_mutex_);
+      return LinkSnapshot{ports_, {}, {}, events_.Snapshot(), std::nullopt};
+    }
+    return LinkSnapshot{[this] {
+                          const auto lock = refresh_->Lock();
+                          return published_.ports;
+                        }(),
+                        {},
+                        {},
+                        events_.Snapshot(),
+                        events_.resyncs()};
+  };
+  routes["/debug/links"] = [snapshot](std::string_view) { return LinkEventsJson(snapshot()); };
+  routes["/debug/links.html"] = [snapshot](std::string_view) { return LinkEventsHtml(snapshot()); };
+}
 
 bool LinkCollector::WaitForPasses(uint64_t passes, std::chrono::milliseconds timeout) const {
   return refresh_ == nullptr || refresh_->WaitForAttempts(passes, timeout);
@@ -133,6 +277,7 @@ CollectResult LinkCollector::Collect(MetricSet& out) const {
   } else {
     const auto lock = refresh_->Lock();
     refresh_->StartLocked();
+    StartWatcherLocked();
     if (!published_once_) {
       return {.no_data = true, .detail = "the modules' first reading is under way"};
     }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/link_events.h"
 #include "collectors/link_fec.h"
 #include "collectors/link_modules.h"
 #include "collectors/link_ports.h"
@@ -42,24 +44,55 @@ struct LinkSnapshot {
   std::vector<LinkPort> ports;
   std::map<std::string, ModuleState> modules;  // by netdev
   LinkFecSnapshot fec;                         // FEC and link modes (collectors/link_fec.h)
+  std::map<std::string, PortEvents> events;    // by netdev (collectors/link_events.h)
+  std::optional<uint64_t> resyncs;             // the live watcher's ENOBUFS re-dumps
 };
+
+// rdma_link_source_available's help, one text for every source (link_metrics.cc, the ports'
+// sources; link_events_metrics.cc, link_ext_state).
+inline constexpr std::string_view kLinkSourceAvailableHelp =
+    "1 when the port's link source answers (source=\"module\": a module's management pages "
+    "were read and decoded; \"fec\": the driver reports FEC counters; \"fec_hist\": the FEC "
+    "histogram; \"linkmodes\": speed and link modes; \"ib_counters\": the InfiniBand port's "
+    "PMA counters; \"link_ext_state\": the driver said why the link was down at its last down "
+    "edge), 0 when it does not (no module, no module access through ethtool: rxe, veth, native "
+    "InfiniBand; CAP_NET_ADMIN missing; a driver or kernel without FEC statistics or "
+    "get_link_ext_state): its series are then absent.";
 
 // Snapshot -> rdma_link_* series (collectors/link_metrics.cc). Exposed for tests.
 void MapLinks(const LinkSnapshot& snapshot, MetricSet& out);
+// The link-down series of the snapshot's events (collectors/link_events_metrics.cc).
+void MapLinkEvents(const LinkSnapshot& snapshot, MetricSet& out);
 
 // The host's module reads: ethtool netlink, its socket opened at the first read and kept (the
 // refresher's thread only, or a capture's collection); never opened while a capture is
 // replayed, which answers every read.
 ModuleReads::Read SystemModuleRead();
 
+// The host's reads for link-down events (collectors/link_events.h): LINKSTATE through its own
+// ethtool netlink socket, the module's pages through another, the interface's carrier_changes
+// and flags from sysfs (capture and replay); each function used by one thread only.
+LinkEventReads SystemLinkEventReads(const std::filesystem::path& sysfs);
+
+// CMIS module state named ("ready", "fault"...), as rdma_link_module_state_info labels it.
+const char* CmisModuleStateName(uint8_t state);
+// What /debug/links shows of a module read: the state and the RX power per lane.
+ModuleAtEvent ModuleAtEventOf(const ModuleState& state);
 class LinkCollector : public Collector {
  public:
   // `ethtool`: the FEC and link-mode dumps, once per refresh interval (none: not read).
+  // `events`: the link-down reads (none: no link-down events are followed). Live (refresh
+  // interval > 0) a LinkWatcher thread follows rtnetlink; with interval 0 each pass asks
+  // LINKSTATE of every interface.
   LinkCollector(const LinkOptions& options, std::unique_ptr<LinkPortSource> ports,
                 ModuleReads::Read read, ModuleReads::Clock clock = std::chrono::steady_clock::now,
-                LinkEthtoolRead ethtool = nullptr);
+                LinkEthtoolRead ethtool = nullptr, LinkEventReads events = {});
   ~LinkCollector() override;
   CollectResult Collect(MetricSet& out) const override;
+  // /debug/links (JSON) and /debug/links.html (collectors/debug_links.h).
+  void AddDebugRoutes(DebugRoutes& routes) override;
+  // The link-down watcher read its first dump (tests, host tests); true without a watcher.
+  bool WaitForWatcher(std::chrono::milliseconds timeout) const;
 
   // Waits until the refresher made `passes` passes in all (tests).
   bool WaitForPasses(uint64_t passes, std::chrono::milliseconds timeout) const;
@@ -69,6 +102,10 @@ class LinkCollector : public Collector {
   // Returns whether anything a scrape shows changed.
   bool Pass() const;
   LinkSnapshot SnapshotLocked() const;
+  // Interval 0: LINKSTATE of every followed interface, edges between passes.
+  void PollLinkStates() const;
+  // Live: the watcher's thread, started once (under refresh_->Lock()).
+  void StartWatcherLocked() const;
 
   const LinkOptions options_;
   const std::unique_ptr<LinkPortSource> port_source_;
@@ -88,6 +125,11 @@ class LinkCollector : public Collector {
   mutable bool published_once_ = false;
   std::atomic<bool> stopping_{false};
   mutable std::unique_ptr<sys::BackgroundRefresh> refresh_;
+  // Link-down events: the log (its own lock), the reads, the live watcher.
+  mutable LinkEventLog events_;
+  const LinkEventReads event_reads_;
+  mutable std::map<std::string, PortEvents> published_events_;  // under read_mutex_
+  mutable std::unique_ptr<LinkWatcher> watcher_;                // started by the first scrape
 };
 
 }  // namespace rdmascope

@@ -169,6 +169,20 @@ LinkEthtoolRead SystemLinkEthtoolRead() {
   };
 }
 
+std::string FecAtEvent(const LinkFecSnapshot& fec, const std::string& netdev) {
+  const auto it = fec.fec.find(netdev);
+  if (it == fec.fec.end() || !it->second.has_stats) return "";
+  std::string out;
+  for (const auto& [name, counter] :
+       {std::pair<const char*, const sys::FecCounter&>{"corrected", it->second.corrected},
+        {"uncorrectable", it->second.uncorrectable},
+        {"corrected bits", it->second.corrected_bits}}) {
+    if (!counter.total) continue;
+    out += (out.empty() ? "" : ", ") + std::string(name) + " " + std::to_string(*counter.total);
+  }
+  return out;
+}
+
 LinkFecSnapshot MakeLinkFecSnapshot(LinkEthtoolDumps dumps) {
   LinkFecSnapshot snapshot{.read = true};
   if (dumps.fec) {

@@ -43,6 +43,10 @@ struct LinkFecSnapshot {
 };
 LinkFecSnapshot MakeLinkFecSnapshot(LinkEthtoolDumps dumps);
 
+// What /debug/links keeps of `netdev`'s FEC counters at a down edge: "corrected 12,
+// uncorrectable 0, corrected bits 96" (the totals the driver counts), "" when it counts none.
+std::string FecAtEvent(const LinkFecSnapshot& fec, const std::string& netdev);
+
 // The FEC and link-mode series of one port (`key`: its device, port and netdev labels), and
 // its rdma_link_source_available for "fec", "fec_hist" and "linkmodes" (`available`: the
 // family as link_metrics.cc declares it).

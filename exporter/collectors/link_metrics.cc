@@ -11,14 +11,8 @@ namespace {
 
 using prometheus::MetricType;
 
-constexpr MetricDesc kAvailable{
-    "rdma_link_source_available",
-    "1 when the port's link source answers (source=\"module\": a module's management pages "
-    "were read and decoded; \"fec\": the driver reports FEC counters; \"fec_hist\": the FEC "
-    "histogram; \"linkmodes\": speed and link modes), 0 when it does not (no module, no module "
-    "access through ethtool: rxe, veth, native InfiniBand; CAP_NET_ADMIN missing; a driver or "
-    "kernel without FEC statistics): its series are then absent.",
-    MetricType::Gauge};
+constexpr MetricDesc kAvailable{"rdma_link_source_available", kLinkSourceAvailableHelp,
+                                MetricType::Gauge};
 constexpr MetricDesc kInfo{"rdma_link_module_info",
                            "The pluggable module's identity (SFF-8024 type, memory map, vendor, "
                            "part, serial, revision, media, wavelength, CMIS firmware).",
@@ -115,7 +109,9 @@ const char* TypeName(uint8_t identifier) {
   }
 }
 
-const char* StateName(uint8_t state) {
+}  // namespace
+
+const char* CmisModuleStateName(uint8_t state) {
   switch (state) {
     case 1:
       return "low_power";
@@ -131,6 +127,8 @@ const char* StateName(uint8_t state) {
       return "reserved";
   }
 }
+
+namespace {
 
 const char* FaultName(uint8_t cause) {
   switch (cause) {
@@ -212,7 +210,7 @@ void MapModule(const std::vector<Label>& key, const ModuleState& state, MetricSe
     if (r->cmis_module_state) {
       out.Add(kState, key, *r->cmis_module_state);
       std::vector<Label> named = key;
-      named.emplace_back("state", StateName(*r->cmis_module_state));
+      named.emplace_back("state", CmisModuleStateName(*r->cmis_module_state));
       named.emplace_back("fault_cause", r->cmis_fault_cause ? FaultName(*r->cmis_fault_cause) : "");
       out.Add(kStateInfo, named, 1);
     }
@@ -263,6 +261,7 @@ void MapLinks(const LinkSnapshot& snapshot, MetricSet& out) {
     MapModule(key, state->second, out);
     MapLinkFec(key, port, snapshot.fec, kAvailable, out);  // issue 40: FEC and link modes
   }
+  MapLinkEvents(snapshot, out);
 }
 
 }  // namespace rdmascope

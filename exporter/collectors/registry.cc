@@ -75,7 +75,8 @@ std::unique_ptr<Collector> MakeLink(const CollectorsConfig& config) {
   return std::make_unique<LinkCollector>(
       config.link,
       std::make_unique<SystemLinkPorts>(config.sysfs, std::move(netdevs), config.link.max_netdevs),
-      SystemModuleRead(), std::chrono::steady_clock::now, SystemLinkEthtoolRead());
+      SystemModuleRead(), std::chrono::steady_clock::now, SystemLinkEthtoolRead(),
+      SystemLinkEventReads(config.sysfs));
 }
 
 // Replaying: the container runtime and the kubelet the capture recorded, answered from each

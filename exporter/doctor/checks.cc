@@ -13,6 +13,7 @@ namespace rdmascope::doctor {
 namespace {
 
 constexpr std::string_view kRdma[] = {"rdma"};
+constexpr std::string_view kLink[] = {"link"};
 constexpr std::string_view kEthtool[] = {"ethtool"};
 constexpr std::string_view kRdmaEthtool[] = {"rdma", "ethtool"};
 constexpr std::string_view kVerbs[] = {"verbs"};
@@ -45,6 +46,7 @@ constexpr Check kChecks[] = {
     {"links.fec_pre_ber", "links", kLink, "rdmalinkprefecberhigh", &CheckFecPreBer},
     {"links.fec_uncorrectable", "links", kLink, "rdmalinkfecuncorrectable", &CheckFecUncorrectable},
     {"links.speed_degraded", "links", kLink, "rdmalinkspeeddegraded", &CheckLinkSpeed},
+    {"links.flapping", "links", kLink, "rdmalinkwentdown", &CheckLinkFlapping},
     {"roce.netdev_mtu", "roce", kRdmaEthtool, "rdmanetdevmtutoosmallforroce", &CheckNetdevMtu},
     {"roce.pfc", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckPfc},
     {"roce.global_pause", "roce", kRdmaEthtool, "rdmapfcnotonrocepriority", &CheckGlobalPause},

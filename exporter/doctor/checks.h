@@ -39,6 +39,8 @@ std::vector<Finding> CheckRetransmissions(const Snapshot&, const Snapshot*, cons
 std::vector<Finding> CheckFecPreBer(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckFecUncorrectable(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckLinkSpeed(const Snapshot&, const Snapshot*, const DoctorOptions&);
+// links: checks_link_down.cc
+std::vector<Finding> CheckLinkFlapping(const Snapshot&, const Snapshot*, const DoctorOptions&);
 // roce: checks_roce.cc
 std::vector<Finding> CheckNetdevMtu(const Snapshot&, const Snapshot*, const DoctorOptions&);
 std::vector<Finding> CheckPfc(const Snapshot&, const Snapshot*, const DoctorOptions&);

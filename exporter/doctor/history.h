@@ -26,15 +26,16 @@ inline constexpr std::string_view kTrendSeries[] = {
 // The counters the window checks compare between two collections (the `before` of checks.h):
 // links.crc_errors, symbol_errors, link_downed, retransmissions; roce.global_pause,
 // pause_storm; queues.receive_starvation, peer_receive_starvation; memory.registration_churn;
-// links.fec_pre_ber, fec_uncorrectable (issue 40).
+// links.fec_pre_ber, fec_uncorrectable, flapping (issue 40).
 // DoctorLookback.CounterSnapshotsHoldWhatTheWindowChecksRead fails when a check reads another.
 inline constexpr std::string_view kWindowSeries[] = {
     "rdma_netdev_crc_errors_total", "rdma_netdev_symbol_errors_total",
     "rdma_port_symbol_errors_total", "rdma_port_link_downed_total", "rdma_port_hw_counter_total",
     "rdma_netdev_pause_frames_total", "rdma_netdev_pause_storm_events_total",
     "rdma_mr_registrations_total", "rdma_mr_deregistrations_total",
-    // issue 40, FEC (checks_link_fec.cc)
-    "rdma_link_fec_corrected_bits_total", "rdma_link_fec_uncorrectable_codewords_total"};
+    // issue 40: FEC (checks_link_fec.cc), link-down events (checks_link_down.cc)
+    "rdma_link_fec_corrected_bits_total", "rdma_link_fec_uncorrectable_codewords_total",
+    "rdma_link_down_events_total"};
 // And two of the ethtool stats: the netdev's IP packets (IpPacketRate, check_util.h), which
 // say whether its Ethernet knobs matter (roce.coalescing, roce.cqe_compression, nic.xps).
 inline constexpr std::string_view kIpPacketStats[] = {"rx_packets", "tx_packets"};

@@ -37,6 +37,8 @@ const std::vector<std::string_view> kCheckSeries = {
     "rdma_link_fec_info", "rdma_link_line_rate_bits_per_second", "rdma_link_lanes",
     "rdma_link_speed_bits_per_second",
     "rdma_link_max_speed_bits_per_second", "rdma_link_common_max_speed_bits_per_second",
+    // links.flapping (checks_link_down.cc)
+    "rdma_link_source_available", "rdma_link_down_events_total", "rdma_link_last_down_info",
     // NIC, RoCE configuration
     "rdma_netdev_info", "rdma_netdev_mtu_bytes", "rdma_netdev_numa_node",
     "rdma_netdev_crc_errors_total", "rdma_netdev_symbol_errors_total",

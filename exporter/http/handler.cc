@@ -56,7 +56,10 @@ std::string RenderLandingPage(const CollectorRunner& runner, std::string_view te
                   "of each RDMA process, and the container runtime's state"},
         std::pair{"/debug/mr/stacks",
                   "Memory registration call sites (JSON): the code holding the most outstanding "
-                  "regions, per process and workload"}}) {
+                  "regions, per process and workload"},
+        std::pair{"/debug/links",
+                  "Link events: the last carrier edges of each port, why the driver says a link "
+                  "went down, the module's state and RX power then"}}) {
     if (routes.contains(path)) {
       html += "<p><a href=\"" + std::string(path) + "\">" + HtmlEscape(what) + "</a></p>\n";
     }
@@ -162,7 +165,11 @@ HttpReply HttpHandler::Handle(const HttpRequest& request) const {
     std::string path(request.path);
     // A browser asking for a route that has a page for people (/doctor, /doctor.html) gets
     // the page; curl, Prometheus and doctor --exporter (Accept: application/json, */*) the JSON.
-    if (PrefersHtml(request.accept) && routes_.contains(path + ".html")) path += ".html";
+    // ?format=json asks for the JSON whatever the Accept (a link from the page to its data).
+    const bool json_asked = request.query.find("format=json") != std::string_view::npos;
+    if (!json_asked && PrefersHtml(request.accept) && routes_.contains(path + ".html")) {
+      path += ".html";
+    }
     if (const auto route = routes_.find(path); route != routes_.end()) {
       // GET only: a debug route can be costly, HEAD would pay it for nothing.
       if (request.method != "GET") return MethodNotAllowed("GET");

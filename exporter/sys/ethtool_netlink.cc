@@ -160,7 +160,10 @@ std::expected<EthtoolNetlink, int> EthtoolNetlink::Open() {
 }
 
 EthtoolNetlink::EthtoolNetlink(EthtoolNetlink&& other) noexcept
-    : socket_(std::exchange(other.socket_, nullptr)), family_(other.family_), seq_(other.seq_) {}
+    : socket_(std::exchange(other.socket_, nullptr)),
+      family_(other.family_),
+      seq_(other.seq_),
+      linkstate_stats_refused_(other.linkstate_stats_refused_) {}
 
 EthtoolNetlink::~EthtoolNetlink() {
   if (socket_ != nullptr) mnl_socket_close(socket_);

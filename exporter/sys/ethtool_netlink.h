@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sys/ethtool_linkstate.h"
 #include "sys/module_eeprom.h"
 
 struct mnl_socket;
@@ -46,6 +47,9 @@ class EthtoolNetlink {
 
   std::expected<std::string, int> ReadModule(std::string_view ifname, const ModulePageKey& key,
                                              uint8_t offset, uint8_t length);
+  // ETHTOOL_MSG_LINKSTATE_GET of `ifname` (sys/ethtool_linkstate.{h,cc}): recorded as raw
+  // netlink bytes under ethtool/linkstate_get-IF, and answered from them under replay.
+  std::expected<LinkStateReading, int> ReadLinkState(std::string_view ifname);
 
   // Issue 40, FEC and link modes: a dump request built by `build(family, seq, buf)`
   // (sys/ethtool_fec.h, sys/ethtool_linkmodes.h) sent, and its replies received until
@@ -63,6 +67,7 @@ class EthtoolNetlink {
   mnl_socket* socket_ = nullptr;
   uint16_t family_ = 0;
   uint32_t seq_ = 1;
+  bool linkstate_stats_refused_ = false;  // a kernel before 6.2: LINKSTATE without STATS
 };
 
 }  // namespace rdmascope::sys

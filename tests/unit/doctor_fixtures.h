@@ -243,6 +243,34 @@ inline Snapshot Host(bool bad, bool later) {
            {"phys_state", bad ? "LinkUp" : "Disabled"},
            {"netdev", ""}},
           1);
+  // The link collector's link-down events (checks_link_down.cc): eth2 was set down once before
+  // the window (admin_down, never counted); when bad, it lost its carrier three times during
+  // it, the last for no cable.
+  f.Gauge("rdma_link_source_available",
+          {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"source", "module"}}, 1);
+  f.Counter("rdma_link_down_events_total",
+            {{"device", "mlx5_0"},
+             {"port", "1"},
+             {"netdev", "eth2"},
+             {"reason", "admin_down"},
+             {"substate", ""}},
+            1);
+  if (bad && later) {
+    f.Counter("rdma_link_down_events_total",
+              {{"device", "mlx5_0"},
+               {"port", "1"},
+               {"netdev", "eth2"},
+               {"reason", "no_cable"},
+               {"substate", ""}},
+              3);
+  }
+  f.Gauge("rdma_link_last_down_info",
+          {{"device", "mlx5_0"},
+           {"port", "1"},
+           {"netdev", "eth2"},
+           {"reason", bad && later ? "no_cable" : "admin_down"},
+           {"substate", ""}},
+          1);
   f.Gauge("rdma_port_state", {{"device", "mlx5_0"}, {"port", "1"}}, 4);
   f.Gauge("rdma_port_state", {{"device", "mlx5_1"}, {"port", "1"}}, 4);
   f.Gauge("rdma_port_state", {{"device", "mlx5_1"}, {"port", "2"}}, bad ? 2 : 1);
