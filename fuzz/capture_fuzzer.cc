@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/capture.h"
 #include "collectors/occupancy_facts.h"
+#include "core/capture.h"
 #include "core/capture_index.h"
 #include "fuzz_input.h"
 #include "fuzz_tree.h"
@@ -25,11 +25,11 @@
 
 namespace {
 
-constexpr const char* kFiles[] = {"ethtool/eth0/statistics", "ethtool/eth0/driver",
-                                  "ethtool/eth0/coalesce",   "ethtool/eth0/priv-flags",
-                                  "netlink/rdma/get.bin",    "sys/class/net/eth0/mtu",
-                                  "perf/libpfm/cycles",      "grpc/cri.json",
-                                  "grpc/podresources.json",  "run/rdmascope.stat.json",
+constexpr const char* kFiles[] = {"ethtool/eth0/statistics",      "ethtool/eth0/driver",
+                                  "ethtool/eth0/coalesce",        "ethtool/eth0/priv-flags",
+                                  "netlink/rdma/get.bin",         "sys/class/net/eth0/mtu",
+                                  "perf/libpfm/cycles",           "grpc/cri.json",
+                                  "grpc/podresources.json",       "run/rdmascope.stat.json",
                                   "run/rdmascope/a.occ.stat.json"};
 
 std::filesystem::path Root() {

@@ -17,14 +17,12 @@ constexpr std::string_view kLink[] = {"link"};
 constexpr std::string_view kEthtool[] = {"ethtool"};
 constexpr std::string_view kRdmaEthtool[] = {"rdma", "ethtool"};
 constexpr std::string_view kVerbs[] = {"verbs"};
-constexpr std::string_view kLink[] = {"link"};
 constexpr std::string_view kMr[] = {"mr"};
 constexpr std::string_view kHost[] = {"host"};
 constexpr std::string_view kResources[] = {"resources"};
 constexpr std::string_view kRdmaHost[] = {"rdma", "host"};
 constexpr std::string_view kVerbsRdma[] = {"verbs", "rdma"};
 constexpr std::string_view kResourcesHost[] = {"resources", "host"};
-constexpr std::string_view kLink[] = {"link"};
 constexpr std::string_view kRdmaLink[] = {"rdma", "link"};
 
 constexpr Check kChecks[] = {

@@ -35,8 +35,8 @@ const std::vector<std::string_view> kCheckSeries = {
     // links, FEC and speed (issue 40; doctor/checks_link_fec.cc)
     "rdma_link_fec_corrected_bits_total", "rdma_link_fec_uncorrectable_codewords_total",
     "rdma_link_fec_info", "rdma_link_line_rate_bits_per_second", "rdma_link_lanes",
-    "rdma_link_speed_bits_per_second",
-    "rdma_link_max_speed_bits_per_second", "rdma_link_common_max_speed_bits_per_second",
+    "rdma_link_speed_bits_per_second", "rdma_link_max_speed_bits_per_second",
+    "rdma_link_common_max_speed_bits_per_second",
     // links.flapping (checks_link_down.cc)
     "rdma_link_source_available", "rdma_link_down_events_total", "rdma_link_last_down_info",
     // NIC, RoCE configuration

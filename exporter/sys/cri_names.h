@@ -36,7 +36,6 @@ struct CriOptions {
   std::filesystem::path library;  // librdmascope_grpc.so; found with FindGrpcLibrary
 };
 
-
 class ContainerNames {
  public:
   using ListFn = std::function<std::expected<std::vector<CriContainer>, std::string>()>;

@@ -30,7 +30,6 @@ struct PodResourcesOptions {
   std::filesystem::path library;  // librdmascope_grpc.so; found with FindGrpcLibrary
 };
 
-
 class PodResources {
  public:
   using ListFn = std::function<std::expected<std::vector<PodDevices>, std::string>()>;

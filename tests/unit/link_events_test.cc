@@ -602,7 +602,8 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
     Installed session(capture::Session::Recording(capture::Layout("/sys", "/proc"), writer.get()));
     size_t sample = 0;
     LinkCollector collector(Synchronous(), std::make_unique<FakePorts>(), NoModule(),
-                            std::chrono::steady_clock::now, RecordingReads(replies, sample));
+                            std::chrono::steady_clock::now, nullptr,
+                            RecordingReads(replies, sample));
     for (sample = 0; sample < replies.size(); ++sample) {
       ASSERT_TRUE(writer->BeginSample(sample + 1).has_value());
       recorded.push_back(Scrape(collector));
@@ -620,7 +621,7 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
   capture::Session* replaying = session.get();
   Installed installed(std::move(session));
   LinkCollector collector(Synchronous(), std::make_unique<FakePorts>(), NoModule(),
-                          std::chrono::steady_clock::now, SystemLinkEventReads("/sys"));
+                          std::chrono::steady_clock::now, nullptr, SystemLinkEventReads("/sys"));
   std::vector<std::string> replayed;
   for (size_t n = 0; n < replies.size(); ++n) {
     replaying->NextSample();
@@ -648,7 +649,7 @@ TEST(LinkEventCapture, HostileReplayedBytesAreNoReading) {
   capture::Session* replaying = session.get();
   Installed installed(std::move(session));
   LinkCollector collector(Synchronous(), std::make_unique<FakePorts>(), NoModule(),
-                          std::chrono::steady_clock::now, SystemLinkEventReads("/sys"));
+                          std::chrono::steady_clock::now, nullptr, SystemLinkEventReads("/sys"));
   replaying->NextSample();
   const std::string text = Scrape(collector);
   EXPECT_EQ(text.find("rdma_link_down_events_total"), std::string::npos);

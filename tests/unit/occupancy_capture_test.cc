@@ -232,7 +232,9 @@ class HostileCapture : public ::testing::Test {
     ASSERT_NE(cap_.live[0].find("pid=\"4242\""), std::string::npos) << cap_.live[0];
   }
   fs::path Bytes() const { return cap_.in_sample(1) / "a.occ"; }
-  fs::path Facts() const { return cap_.in_sample(1) / ("a.occ" + std::string(occupancy_facts::kSuffix)); }
+  fs::path Facts() const {
+    return cap_.in_sample(1) / ("a.occ" + std::string(occupancy_facts::kSuffix));
+  }
   // The replay of the edited capture: its exposition, which must not serve the process.
   std::string Replayed() {
     const auto start = std::chrono::steady_clock::now();

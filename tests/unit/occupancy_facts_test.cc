@@ -21,8 +21,8 @@ struct stat Regular() {
 
 TEST(OccupancyFacts, WhatIsWrittenReadsBack) {
   const struct stat st = Regular();
-  nlohmann::json facts = {{"lstat", StatJson(st)}, {"open", "ok"}, {"stat", StatJson(st)},
-                          {"held", true}};
+  nlohmann::json facts = {
+      {"lstat", StatJson(st)}, {"open", "ok"}, {"stat", StatJson(st)}, {"held", true}};
   const auto read = ParseNameFacts(facts.dump());
   ASSERT_TRUE(read) << read.error();
   EXPECT_EQ(read->lstat.st_mode, st.st_mode);

@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "sys/spawn_helper.h"
-#include "sys/unwind_broker.h"
 #include "sys/untrusted_files.h"
+#include "sys/unwind_broker.h"
 #include "unit/process_status.h"
 #include "unit/unwind_fixture.h"
 
@@ -262,11 +262,18 @@ class UnwindBrokerTest : public DwarfUnwinderTest {
                          .String(link)
                          .U32(first));
   }
-  // The error and index of a kOpenDebugFile reply.
+  // The error and index of a kOpenDebugFile reply; with a file, whether only root can write it
+  // as the parent saw it (the worker's own fstat cannot tell), which must be the file's truth.
   static std::pair<std::string, uint32_t> Found(const std::optional<wire::Message>& reply) {
     wire::Reader reader(reply->body);
     std::string error = reader.String();
     const uint32_t index = reader.U32();
+    if (error.empty()) {
+      const uint8_t only_root = reader.U8();
+      struct stat status {};
+      EXPECT_EQ(fstat(reply->fd.get(), &status), 0);
+      EXPECT_EQ(only_root, OnlyRootCanWrite(status) ? 1 : 0);
+    }
     EXPECT_TRUE(reader.done());
     return {error, index};
   }
