@@ -123,7 +123,9 @@ std::string InstallSeccomp() {
   scmp_filter_ctx filter = seccomp_init(SCMP_ACT_KILL_PROCESS);
   if (filter == nullptr) return "seccomp_init failed";
   // I/O on the descriptors it was given, memory, time, the protocol, exit; tgkill and
-  // rt_sigaction for abort(), whose signal is the crash the parent sees.
+  // rt_sigaction for abort(), whose signal is the crash the parent sees; sysinfo, read-only
+  // counters glibc's qsort asks (sysconf _SC_PHYS_PAGES) before it allocates a merge buffer:
+  // libdw sorts a separate debug file's address ranges with it (host_mr_exec_images: SIGSYS).
   int failed = AddRules(filter, SCMP_ACT_ALLOW, {SCMP_SYS(read),         SCMP_SYS(write),
                                                  SCMP_SYS(pread64),      SCMP_SYS(readv),
                                                  SCMP_SYS(writev),       SCMP_SYS(recvmsg),
@@ -139,7 +141,8 @@ std::string InstallSeccomp() {
                                                  SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
                                                  SCMP_SYS(rt_sigaction), SCMP_SYS(tgkill),
                                                  SCMP_SYS(sched_yield),  SCMP_SYS(setitimer),
-                                                 SCMP_SYS(exit),         SCMP_SYS(exit_group)});
+                                                 SCMP_SYS(exit),         SCMP_SYS(exit_group),
+                                                 SCMP_SYS(sysinfo)});
   // Memory, never executable: nothing the worker maps is code.
   for (const int call : {SCMP_SYS(mmap), SCMP_SYS(mprotect)}) {
     failed |= seccomp_rule_add(filter, SCMP_ACT_ALLOW, call, 1,
