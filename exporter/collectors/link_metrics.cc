@@ -17,6 +17,12 @@ constexpr MetricDesc kInfo{"rdma_link_module_info",
                            "The pluggable module's identity (SFF-8024 type, memory map, vendor, "
                            "part, serial, revision, media, wavelength, CMIS firmware).",
                            MetricType::Gauge};
+constexpr MetricDesc kMaxSpeed{
+    "rdma_link_module_max_speed_bits_per_second",
+    "The fastest Ethernet speed the module advertises (CMIS: its highest application's host "
+    "interface, SFF-8024 Table 4-5; SFF-8636: compliance codes, else the lanes' nominal rate; "
+    "SFF-8472: nominal rate); absent when it advertises nothing decoded.",
+    MetricType::Gauge};
 constexpr MetricDesc kTemperature{"rdma_link_module_temperature_celsius",
                                   "Module temperature, as the module measures it.",
                                   MetricType::Gauge};
@@ -191,6 +197,7 @@ void MapModule(const std::vector<Label>& key, const ModuleState& state, MetricSe
                              {"wavelength_nm", wavelength},
                              {"firmware", r->firmware}});
     out.Add(kInfo, info, 1);
+    if (r->max_speed_mbps) out.Add(kMaxSpeed, key, *r->max_speed_mbps * 1e6);
     if (r->temperature_celsius) out.Add(kTemperature, key, *r->temperature_celsius);
     if (r->supply_volts) out.Add(kSupply, key, *r->supply_volts);
     for (size_t i = 0; i < r->lanes.size(); ++i) {

@@ -1,5 +1,6 @@
 // Links, issue 40: the pre-FEC bit error ratio over the window, uncorrectable FEC codewords and
-// links that trained below the speed both ends advertise. The thresholds are the alert rules'
+// links that trained below the speed both ends advertise (or, without the partner's modes, below
+// the port's and its module's maxima). The thresholds are the alert rules'
 // (rules/rdmascope.rules.yml, group rdmascope.link-fec): RS-FEC on PAM4 lanes warns at 1e-7 and
 // is critical at 1e-5, 10x stricter over copper; any uncorrectable codeword is critical.
 // Sources: the link collector (collectors/link_fec.h, docs/metrics.md).
@@ -60,6 +61,52 @@ std::optional<double> WarningThreshold(const Snapshot& now, const Sample& series
   return kWarningBer;
 }
 
+// Where a port's corrected bits come from, as rdma:link_fec_pre_ber:rate12m takes them
+// (rules/rdmascope.rules.yml): FEC_GET's corrected bits; else the driver's `ethtool -S` bits
+// (mlx5 rx_corrected_bits_phy, bnxt_en rx_corrected_bits); else corrected codewords (FEC_GET's,
+// else bnxt_en's rx_fec_corrected_blocks) x 75 bits, FBOSS's estimate for RS(544,514), t = 15
+// (fboss/lib/phy/PhyUtils.cpp): the only code judged here (RS on PAM4 lanes).
+constexpr double kEstimatedBitsPerCodeword = 15 * 10 / 2.0;
+
+struct CorrectedBits {
+  std::string name;  // the counter's series name
+  const Sample* series;
+  double bits_each;  // bits per count: 1, or the estimate per codeword
+  std::string what;  // "corrected-bit", "corrected-codeword"
+  std::string note;  // said in `observed` after the rate
+};
+
+std::optional<CorrectedBits> CorrectedBitsOf(const Snapshot& now, const Sample& line) {
+  const Matchers key = PortKey(line);
+  const std::string netdev = line.Label("netdev");
+  const auto vendor = [&](const char* stat) -> const Sample* {
+    if (netdev.empty()) return nullptr;
+    const auto found = now.Find("rdma_ethtool_stat", {{"device", netdev}, {"stat", stat}});
+    return found.empty() ? nullptr : found.front();
+  };
+  if (const auto bits = now.Find("rdma_link_fec_corrected_bits_total", key); !bits.empty()) {
+    return CorrectedBits{"rdma_link_fec_corrected_bits_total", bits.front(), 1, "corrected-bit",
+                         ""};
+  }
+  for (const char* stat : {"rx_corrected_bits_phy", "rx_corrected_bits"}) {
+    if (const Sample* bits = vendor(stat)) {
+      return CorrectedBits{"rdma_ethtool_stat", bits, 1, "corrected-bit",
+                           std::string(", the driver's ") + stat};
+    }
+  }
+  const std::string estimate =
+      ", estimated from corrected codewords x 75 bits: between a 75th of it and twice it";
+  if (const auto words = now.Find("rdma_link_fec_corrected_codewords_total", key); !words.empty()) {
+    return CorrectedBits{"rdma_link_fec_corrected_codewords_total", words.front(),
+                         kEstimatedBitsPerCodeword, "corrected-codeword", estimate};
+  }
+  if (const Sample* words = vendor("rx_fec_corrected_blocks")) {
+    return CorrectedBits{"rdma_ethtool_stat", words, kEstimatedBitsPerCodeword,
+                         "corrected-codeword", estimate};
+  }
+  return std::nullopt;
+}
+
 std::string ShowFec(const std::string& netdev) {
   return FixLine({"ethtool -I --show-fec ", HostValue(netdev)});
 }
@@ -70,40 +117,44 @@ std::vector<Finding> CheckFecPreBer(const Snapshot& now, const Snapshot* before,
                                     const DoctorOptions&) {
   const std::string id = "links.fec_pre_ber";
   std::vector<Finding> findings;
-  for (const Sample* bits : now.Find("rdma_link_fec_corrected_bits_total")) {
-    const auto threshold = WarningThreshold(now, *bits);
+  for (const Sample* line : now.Find("rdma_link_line_rate_bits_per_second")) {
+    const auto counter = CorrectedBitsOf(now, *line);
+    if (!counter) continue;  // the port counts no corrected bits or codewords
+    const auto threshold = WarningThreshold(now, *line);
     if (!threshold) continue;  // not an RS-FEC PAM4 link: the BER is not judged
     if (before == nullptr) {
-      findings.push_back(Skip(id, kArea, FecScope(*bits), "rdmalinkprefecberhigh", kNeedsWindow));
+      findings.push_back(Skip(id, kArea, FecScope(*line), "rdmalinkprefecberhigh", kNeedsWindow));
       continue;
     }
-    const auto rate = Rate(now, *before, "rdma_link_fec_corrected_bits_total", *bits);
-    const auto line = now.Value("rdma_link_line_rate_bits_per_second", PortKey(*bits));
-    if (!rate || !line || *line <= 0) {
-      findings.push_back(Skip(id, kArea, FecScope(*bits), "rdmalinkprefecberhigh",
-                              "the corrected-bit counter reset during the window (a link-up)"));
+    const auto counted = Rate(now, *before, counter->name, *counter->series);
+    if (!counted || line->value <= 0) {
+      findings.push_back(
+          Skip(id, kArea, FecScope(*line), "rdmalinkprefecberhigh",
+               "the " + counter->what + " counter reset during the window (a link-up)"));
       continue;
     }
-    const double ber = *rate / *line;
+    const double rate = *counted * counter->bits_each;
+    const double ber = rate / line->value;
     const bool critical = ber >= *threshold * kCriticalFactor;
     Finding finding =
         Make(id, kArea,
              critical            ? Severity::kCrit
              : ber >= *threshold ? Severity::kWarn
                                  : Severity::kOk,
-             FecScope(*bits), critical ? "rdmalinkprefecbercritical" : "rdmalinkprefecberhigh");
+             FecScope(*line), critical ? "rdmalinkprefecbercritical" : "rdmalinkprefecberhigh");
     finding.observed = "pre-FEC BER " + Sci(ber) + " over " +
-                       Num(now.seconds() - before->seconds()) + " s (" + Num(*rate) +
-                       " corrected bits/s at a line rate of " + Num(*line / 1e9) + " Gb/s)";
+                       Num(now.seconds() - before->seconds()) + " s (" + Num(rate) +
+                       " corrected bits/s at a line rate of " + Num(line->value / 1e9) + " Gb/s" +
+                       counter->note + ")";
     finding.expected = "under " + Sci(*threshold) + " (critical at " +
                        Sci(*threshold * kCriticalFactor) + "; RS-FEC on PAM4 lanes" +
                        (*threshold < kWarningBer ? ", over copper" : "") + ")";
     if (finding.severity != Severity::kOk) {
-      finding.advice = "FEC corrects " + Sci(ber) + " of the bits on " + bits->Label("netdev") +
+      finding.advice = "FEC corrects " + Sci(ber) + " of the bits on " + line->Label("netdev") +
                        ": clean the fiber ends and the optic, reseat or replace the optic or "
                        "cable, and check the far end's optic and FEC counters; per lane: "
-                       "rdma_link_fec_lane_corrected_bits_total";
-      finding.fix = ShowFec(bits->Label("netdev"));
+                       "rdma:link_fec_lane_pre_ber:rate12m";
+      finding.fix = ShowFec(line->Label("netdev"));
     }
     findings.push_back(std::move(finding));
   }
@@ -142,30 +193,56 @@ std::vector<Finding> CheckFecUncorrectable(const Snapshot& now, const Snapshot* 
   return findings;
 }
 
+namespace {
+
+// The reference a port's speed is compared with, as RdmaLinkSpeedDegraded takes it: the fastest
+// mode both ends advertise; without the partner's modes, the lower of the port's fastest mode
+// and its module's advertised maximum (sys/module_speed.h).
+struct SpeedReference {
+  double bits_per_second;
+  std::string what;
+};
+std::optional<SpeedReference> ReferenceSpeed(const Snapshot& now, const Sample& speed) {
+  const Matchers key = PortKey(speed);
+  if (const auto common = now.Value("rdma_link_common_max_speed_bits_per_second", key)) {
+    return SpeedReference{*common, "the fastest mode both ends advertise"};
+  }
+  const auto max = now.Value("rdma_link_max_speed_bits_per_second", key);
+  const auto module = now.Value("rdma_link_module_max_speed_bits_per_second", key);
+  if (!max || !module) return std::nullopt;
+  return *module < *max
+             ? SpeedReference{*module, "the module's advertised maximum, below the port's " +
+                                           Num(*max / 1e9) + " Gb/s; no partner modes"}
+             : SpeedReference{*max, "the port's fastest mode, which its module (" +
+                                        Num(*module / 1e9) + " Gb/s) carries; no partner modes"};
+}
+
+}  // namespace
+
 std::vector<Finding> CheckLinkSpeed(const Snapshot& now, const Snapshot*, const DoctorOptions&) {
   const std::string id = "links.speed_degraded";
   std::vector<Finding> findings;
   for (const Sample* speed : now.Find("rdma_link_speed_bits_per_second")) {
-    const auto common = now.Value("rdma_link_common_max_speed_bits_per_second", PortKey(*speed));
-    const auto max = now.Value("rdma_link_max_speed_bits_per_second", PortKey(*speed));
-    if (!common) {
-      if (max) {
+    const auto reference = ReferenceSpeed(now, *speed);
+    if (!reference) {
+      if (const auto max = now.Value("rdma_link_max_speed_bits_per_second", PortKey(*speed))) {
         findings.push_back(Skip(id, kArea, FecScope(*speed), "rdmalinkspeeddegraded",
-                                "no link partner modes (autonegotiation off or not reported): " +
+                                "no link partner modes (autonegotiation off or not reported) "
+                                "and no module advertisement decoded: " +
                                     Num(speed->value / 1e9) + " Gb/s in a port of up to " +
                                     Num(*max / 1e9) + " Gb/s, not judged"));
       }
       continue;
     }
-    const bool degraded = speed->value < *common;
+    const bool degraded = speed->value < reference->bits_per_second;
     Finding finding = Make(id, kArea, degraded ? Severity::kWarn : Severity::kOk, FecScope(*speed),
                            "rdmalinkspeeddegraded");
     finding.observed = Num(speed->value / 1e9) + " Gb/s";
-    finding.expected = Num(*common / 1e9) + " Gb/s (the fastest mode both ends advertise)";
+    finding.expected = Num(reference->bits_per_second / 1e9) + " Gb/s (" + reference->what + ")";
     if (degraded) {
-      finding.advice = speed->Label("netdev") +
-                       " trained below what both ends advertise: a failing lane, optic or "
-                       "cable; reseat or replace it, then restart autonegotiation";
+      finding.advice = speed->Label("netdev") + " trained below " + reference->what +
+                       ": a failing lane, optic or cable; reseat or replace it, then restart "
+                       "autonegotiation (unless the speed was set on purpose)";
       finding.fix = FixLine({"ethtool -r ", HostValue(speed->Label("netdev"))});
     }
     findings.push_back(std::move(finding));

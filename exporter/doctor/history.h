@@ -34,12 +34,17 @@ inline constexpr std::string_view kWindowSeries[] = {
     "rdma_netdev_pause_frames_total", "rdma_netdev_pause_storm_events_total",
     "rdma_mr_registrations_total", "rdma_mr_deregistrations_total",
     // issue 40: FEC (checks_link_fec.cc), link-down events (checks_link_down.cc)
-    "rdma_link_fec_corrected_bits_total", "rdma_link_fec_uncorrectable_codewords_total",
-    "rdma_link_down_events_total"};
-// And two of the ethtool stats: the netdev's IP packets (IpPacketRate, check_util.h), which
-// say whether its Ethernet knobs matter (roce.coalescing, roce.cqe_compression, nic.xps).
-inline constexpr std::string_view kIpPacketStats[] = {"rx_packets", "tx_packets"};
-inline constexpr SeriesSelector kWindowSelected[] = {{"rdma_ethtool_stat", "stat", kIpPacketStats}};
+    "rdma_link_fec_corrected_bits_total", "rdma_link_fec_corrected_codewords_total",
+    "rdma_link_fec_uncorrectable_codewords_total", "rdma_link_down_events_total"};
+// And some of the ethtool stats: the netdev's IP packets (IpPacketRate, check_util.h), which
+// say whether its Ethernet knobs matter (roce.coalescing, roce.cqe_compression, nic.xps); the
+// drivers' own FEC counters where FEC_GET has none (links.fec_pre_ber: mlx5
+// rx_corrected_bits_phy, bnxt_en rx_corrected_bits and rx_fec_corrected_blocks).
+inline constexpr std::string_view kWindowEthtoolStats[] = {
+    "rx_packets", "tx_packets", "rx_corrected_bits_phy", "rx_corrected_bits",
+    "rx_fec_corrected_blocks"};
+inline constexpr SeriesSelector kWindowSelected[] = {
+    {"rdma_ethtool_stat", "stat", kWindowEthtoolStats}};
 
 // What a counter snapshot of the ring holds of a whole collection.
 inline Snapshot WindowSeriesOf(const Snapshot& snapshot) {

@@ -33,10 +33,11 @@ const std::vector<std::string_view> kCheckSeries = {
     "rdma_link_module_state_info", "rdma_link_module_info", "rdma_link_ib_width_lanes",
     "rdma_link_ib_lane_rate_bits_per_second",
     // links, FEC and speed (issue 40; doctor/checks_link_fec.cc)
-    "rdma_link_fec_corrected_bits_total", "rdma_link_fec_uncorrectable_codewords_total",
-    "rdma_link_fec_info", "rdma_link_line_rate_bits_per_second", "rdma_link_lanes",
-    "rdma_link_speed_bits_per_second", "rdma_link_max_speed_bits_per_second",
-    "rdma_link_common_max_speed_bits_per_second",
+    "rdma_link_fec_corrected_bits_total", "rdma_link_fec_corrected_codewords_total",
+    "rdma_link_fec_uncorrectable_codewords_total", "rdma_link_fec_info",
+    "rdma_link_line_rate_bits_per_second", "rdma_link_lanes", "rdma_link_speed_bits_per_second",
+    "rdma_link_max_speed_bits_per_second", "rdma_link_common_max_speed_bits_per_second",
+    "rdma_link_module_max_speed_bits_per_second",
     // links.flapping (checks_link_down.cc)
     "rdma_link_source_available", "rdma_link_down_events_total", "rdma_link_last_down_info",
     // NIC, RoCE configuration
@@ -68,7 +69,9 @@ const std::vector<std::string_view> kCheckSeries = {
     // records them (nothing answers for them where it does not: doctor computes them then)
     fleet_rules::kSettingSeries, fleet_rules::kErrorRateSeries};
 
-const std::vector<std::string_view> kCheckEthtoolStats = {"rx_packets", "tx_packets"};
+const std::vector<std::string_view> kCheckEthtoolStats = {
+    "rx_packets", "tx_packets", "rx_corrected_bits_phy", "rx_corrected_bits",
+    "rx_fec_corrected_blocks"};
 
 namespace {
 
@@ -130,7 +133,7 @@ std::vector<std::string> CheckSeriesQueries(const std::string& matchers) {
 }
 
 std::vector<std::string> CounterSeriesQueries(const std::string& matchers) {
-  return Selectors(kWindowSeries, kIpPacketStats, matchers);
+  return Selectors(kWindowSeries, kWindowEthtoolStats, matchers);
 }
 
 std::string TrendSelector(const std::string& matchers) {

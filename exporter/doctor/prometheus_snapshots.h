@@ -30,8 +30,9 @@ extern const std::vector<std::string_view> kCheckEthtoolStats;
 // The PromQL selectors asking for those series (a few, to keep each answer and each regex
 // short), each with `matchers` added: `cluster="a",job="rdmascope"` (may be empty).
 std::vector<std::string> CheckSeriesQueries(const std::string& matchers);
-// The same for the counters the window checks compare (history.h kWindowSeries and the IP
-// packet stats): all that is asked at the window's start, a fifth of the series.
+// The same for the counters the window checks compare (history.h kWindowSeries and the
+// ethtool stats of kWindowEthtoolStats): all that is asked at the window's start, a fifth of
+// the series.
 std::vector<std::string> CounterSeriesQueries(const std::string& matchers);
 
 // The trend series the history checks read (history.h kTrendSeries), as `serve` keeps them

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <span>
 
+#include "sys/module_speed.h"
+
 namespace rdmascope::sys {
 namespace {
 
@@ -147,6 +149,7 @@ void DecodeSff8472(const ModulePageReader& read, Page& a0, ModuleReading& out) {
     out.wavelength_nm = a0.u16(60);
   }
   out.revision = std::to_string(a0.byte(94));
+  out.max_speed_mbps = Sff8472MaxSpeedMbps(a0.byte(12), a0.byte(66));
   const uint8_t dom = a0.byte(92);
   if ((dom & 0x40) == 0) {
     out.problems.push_back("no digital diagnostics (A0h byte 92 bit 6 clear)");
@@ -252,6 +255,9 @@ void DecodeSff8636(const ModulePageReader& read, Page& page0, ModuleReading& out
     if (technology < 0x0a) out.wavelength_nm = page0.u16(186) / 20.0;
     // Byte 220 bit 3: received power measured as average (1) or OMA (0).
     out.rx_power_average = (page0.byte(220) & 0x08) != 0;
+    // Byte 131 Ethernet compliance, 192 its extension, 140 / 222 the lanes' nominal rate.
+    out.max_speed_mbps =
+        Sff8636MaxSpeedMbps(page0.byte(131), page0.byte(192), page0.byte(140), page0.byte(222));
   } else {
     out.problems.push_back("upper page 00h (identity) not read");
   }
@@ -290,9 +296,9 @@ const char* CmisMedia(uint8_t type) {
 void DecodeCmis(const ModulePageReader& read, Page& page0, ModuleReading& out) {
   out.standard = ModuleReading::Standard::kCmis;
   // Lower page: 1..3 (revision, memory model, module state), 14..17 temperature and supply,
-  // 39..41 active firmware and fault cause, 85..88 media type and the first application; never
-  // 8..13 (latched module flags).
-  if (!page0.Fetch(1, 3) || !page0.Fetch(14, 4) || !page0.Fetch(39, 3) || !page0.Fetch(85, 4)) {
+  // 39..41 active firmware and fault cause, 85..117 media type and the eight application
+  // descriptors of the lower page; never 8..13 (latched module flags).
+  if (!page0.Fetch(1, 3) || !page0.Fetch(14, 4) || !page0.Fetch(39, 3) || !page0.Fetch(85, 33)) {
     out.problems.push_back("lower page not read");
     return;
   }
@@ -308,6 +314,9 @@ void DecodeCmis(const ModulePageReader& read, Page& page0, ModuleReading& out) {
   // 88, low nibble) is how many lanes carry light; the others read 0, which is no signal to
   // alert on.
   const uint8_t media_lanes = page0.byte(88) & 0x0f;
+  std::array<uint8_t, 32> descriptors{};
+  for (size_t i = 0; i < descriptors.size(); ++i) descriptors[i] = page0.byte(86 + i);
+  out.max_speed_mbps = CmisMaxSpeedMbps(descriptors);
   if (page0.Fetch(128, 128)) {  // upper page 00h: static identity
     out.vendor = page0.text(129, 16);
     out.oui = page0.oui(145);

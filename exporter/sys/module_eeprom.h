@@ -82,6 +82,10 @@ struct ModuleReading {
   std::vector<ModuleLane> lanes;
   std::optional<ModuleThresholds> temperature_thresholds, supply_thresholds, tx_bias_thresholds,
       tx_power_thresholds, rx_power_thresholds;
+  // The fastest Ethernet speed the module advertises, Mb/s (sys/module_speed.h: CMIS
+  // applications, SFF-8636 compliance codes or nominal rate, SFF-8472 nominal rate); none when
+  // it advertises nothing decodable.
+  std::optional<uint32_t> max_speed_mbps;
   std::vector<std::string> problems;  // what could not be read or made no sense
 };
 

@@ -63,6 +63,72 @@ TEST(DoctorLinkFec, PreBerThresholdsPerMedia) {
   EXPECT_EQ(PreBer(2e-7, "optical", 106.25e9, "e$(x)")[0].fix, "ethtool -I --show-fec 'e$(x)'");
 }
 
+// Where FEC_GET counts no corrected bits, the driver's `ethtool -S` counter, else corrected
+// codewords x 75 bits (FBOSS's estimate for RS(544,514)), as rdma:link_fec_pre_ber:rate12m. A
+// 400G port (4 x 106.25 Gb/s = 425e9 b/s) over 10 s carries 4.25e12 bits.
+TEST(DoctorLinkFec, PreBerFromTheDriversCountersAndTheCodewordEstimate) {
+  // Each (series, stat or "", increase over 10 s) of the port eth2.
+  struct Counter {
+    const char* name;
+    const char* stat;
+    double increase;
+  };
+  const auto check = [](const std::vector<Counter>& counters) {
+    const auto build = [&](bool later) {
+      Families f;
+      const std::vector<Label> port{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}};
+      f.Gauge("rdma_link_line_rate_bits_per_second", port, 425e9);
+      f.Gauge("rdma_link_lanes", port, 4);
+      f.Gauge(
+          "rdma_link_fec_info",
+          {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"mode", "rs"}, {"auto", "1"}},
+          1);
+      for (const Counter& c : counters) {
+        const double value = 1000 + (later ? c.increase : 0);
+        if (*c.stat != 0) {
+          f.Counter(c.name, {{"device", "eth2"}, {"stat", c.stat}}, value);
+        } else {
+          f.Counter(
+              c.name,
+              {{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}, {"source", "netlink"}},
+              value);
+        }
+      }
+      return f.Build(later ? 110 : 100);
+    };
+    const Snapshot before = build(false), now = build(true);
+    return CheckFecPreBer(now, &before, {});
+  };
+  // mlx5's rx_corrected_bits_phy: 850000 bits / 4.25e12 = 2e-7: warning.
+  auto f = check({{"rdma_ethtool_stat", "rx_corrected_bits_phy", 850000}});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].severity, Severity::kWarn);
+  EXPECT_NE(f[0].observed.find("2e-07"), std::string::npos) << f[0].observed;
+  EXPECT_NE(f[0].observed.find("the driver's rx_corrected_bits_phy"), std::string::npos);
+  // Codewords only (ice): 17000 x 75 = 1.275e6 bits / 4.25e12 = 3e-7, said to be an estimate.
+  f = check({{"rdma_link_fec_corrected_codewords_total", "", 17000}});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].severity, Severity::kWarn);
+  EXPECT_NE(f[0].observed.find("3e-07"), std::string::npos) << f[0].observed;
+  EXPECT_NE(f[0].observed.find("estimated from corrected codewords"), std::string::npos);
+  // bnxt_en's rx_fec_corrected_blocks alike.
+  f = check({{"rdma_ethtool_stat", "rx_fec_corrected_blocks", 17000}});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].severity, Severity::kWarn);
+  // FEC_GET's bits win over its codewords: 212500 bits = 5e-8, healthy (the estimate, 3e-7,
+  // would warn); the driver's bits over the estimate alike.
+  f = check({{"rdma_link_fec_corrected_bits_total", "", 212500},
+             {"rdma_link_fec_corrected_codewords_total", "", 17000}});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].severity, Severity::kOk);
+  f = check({{"rdma_ethtool_stat", "rx_corrected_bits", 212500},
+             {"rdma_ethtool_stat", "rx_fec_corrected_blocks", 17000}});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].severity, Severity::kOk);
+  // No counter at all: no finding.
+  EXPECT_TRUE(check({}).empty());
+}
+
 TEST(DoctorLinkFec, NeedsAWindow) {
   const Snapshot now = testing::Host(true, true);
   const auto ber = CheckFecPreBer(now, nullptr, {});
@@ -98,6 +164,35 @@ TEST(DoctorLinkFec, SpeedWithoutPartnerModesIsNotJudged) {
   ASSERT_EQ(s.size(), 1U);
   EXPECT_EQ(s[0].severity, Severity::kSkip);
   EXPECT_EQ(s[0].scope, (Scope{{"netdev", "eno1"}}));
+}
+
+// Without the partner's modes, the module's advertisement: a 400G port with a 400G module
+// running 200G is degraded (the reference 400 Gb/s); with a 100G module, 100G is all it can do.
+TEST(DoctorLinkFec, SpeedWithoutPartnerModesAgainstTheModule) {
+  const auto check = [](double speed, double module) {
+    Families f;
+    const std::vector<Label> port{{"device", "mlx5_0"}, {"port", "1"}, {"netdev", "eth2"}};
+    f.Gauge("rdma_link_speed_bits_per_second", port, speed);
+    f.Gauge("rdma_link_max_speed_bits_per_second", port, 400e9);
+    f.Gauge("rdma_link_module_max_speed_bits_per_second", port, module);
+    return CheckLinkSpeed(f.Build(100), nullptr, {});
+  };
+  const auto degraded = check(200e9, 400e9);
+  ASSERT_EQ(degraded.size(), 1U);
+  EXPECT_EQ(degraded[0].severity, Severity::kWarn);
+  EXPECT_EQ(degraded[0].observed, "200 Gb/s");
+  EXPECT_EQ(degraded[0].expected,
+            "400 Gb/s (the port's fastest mode, which its module (400 Gb/s) carries; no partner "
+            "modes)");
+  EXPECT_EQ(degraded[0].fix, "ethtool -r eth2");
+  const auto slow_module = check(100e9, 100e9);
+  ASSERT_EQ(slow_module.size(), 1U);
+  EXPECT_EQ(slow_module[0].severity, Severity::kOk);
+  EXPECT_EQ(slow_module[0].expected,
+            "100 Gb/s (the module's advertised maximum, below the port's 400 Gb/s; no partner "
+            "modes)");
+  // 100G in the 400G port of a 200G module: below both.
+  EXPECT_EQ(check(100e9, 200e9)[0].severity, Severity::kWarn);
 }
 
 }  // namespace

@@ -41,6 +41,11 @@ TEST(DoctorPrometheus, CheckSeriesAreWhatTheChecksRead) {
   }
 }
 
+// The ethtool stats the checks read: the IP packets and the drivers' FEC counters.
+const std::string kStatSelector =
+    "rdma_ethtool_stat{stat=~\"rx_packets|tx_packets|rx_corrected_bits_phy|rx_corrected_bits|"
+    "rx_fec_corrected_blocks\"";
+
 TEST(DoctorPrometheus, QueriesAskForEveryCheckSeriesWithTheMatchers) {
   const auto queries = CheckSeriesQueries("cluster=\"a\",job=\"rdmascope\"");
   ASSERT_GE(queries.size(), 2U);
@@ -53,9 +58,8 @@ TEST(DoctorPrometheus, QueriesAskForEveryCheckSeriesWithTheMatchers) {
   for (std::string_view name : kCheckSeries) {
     EXPECT_NE(all.find(name), std::string::npos) << name;
   }
-  EXPECT_NE(all.find("rdma_ethtool_stat{stat=~\"rx_packets|tx_packets\""), std::string::npos)
-      << all;
-  EXPECT_EQ(CheckSeriesQueries("").back(), "rdma_ethtool_stat{stat=~\"rx_packets|tx_packets\"}");
+  EXPECT_NE(all.find(kStatSelector), std::string::npos) << all;
+  EXPECT_EQ(CheckSeriesQueries("").back(), kStatSelector + "}");
 }
 
 constexpr const char* kAnswer = R"({"status":"success","data":{"resultType":"vector","result":[
@@ -131,8 +135,7 @@ TEST(DoctorPrometheus, CounterQueriesHoldWhatTheWindowChecksRead) {
         names.push_back(name);
       }
     }
-    ASSERT_NE(all.find("rdma_ethtool_stat{stat=~\"rx_packets|tx_packets\""), std::string::npos)
-        << all;
+    ASSERT_NE(all.find(kStatSelector), std::string::npos) << all;
     const SeriesSelector stats[] = {{"rdma_ethtool_stat", "stat", kCheckEthtoolStats}};
     const Snapshot before_only = before.Only(names, stats);
     EXPECT_EQ(RenderJson(RunChecks(now, &before, {}), {}),

@@ -307,6 +307,12 @@ TEST(LinkCollector, SeriesOfThreeModulesAndOfPortsWithoutOne) {
   EXPECT_TRUE(Has(text, "rdma_link_module_lane_tx_bias_amperes{" + eth2 + R"(,lane="4"} 0.016)"));
   EXPECT_FALSE(Has(text, "rdma_link_module_lane_rx_power_watts{" + eth2 + R"(,lane="5"} 0)"));
   EXPECT_TRUE(Has(text, "rdma_link_module_state{" + eth2 + "} 3"));
+  // Host interface 400GAUI-8 C2M; the QSFP28's extended code 100GBASE-SR4; the SFP's 10.3 GBd.
+  EXPECT_TRUE(Has(text, "rdma_link_module_max_speed_bits_per_second{" + eth2 + "} 400000000000"));
+  EXPECT_TRUE(Has(text, R"(rdma_link_module_max_speed_bits_per_second{device="mlx5_0",port="2",)"
+                        R"(netdev="eth3"} 100000000000)"));
+  EXPECT_TRUE(Has(text, R"(rdma_link_module_max_speed_bits_per_second{device="",port="",)"
+                        R"(netdev="eth4"} 10000000000)"));
   EXPECT_TRUE(
       Has(text, "rdma_link_module_state_info{" + eth2 + R"(,state="ready",fault_cause="none"} 1)"));
   EXPECT_TRUE(Has(text, "rdma_link_module_temperature_threshold_celsius{" + eth2 +

@@ -68,7 +68,8 @@ class FakeModule {
 // 0x20, average RX power 0x08).
 inline FakeModule InternallyCalibratedSfp() {
   FakeModule m;
-  m.Put(0x50, 0, 0, {0x03});  // SFP
+  m.Put(0x50, 0, 0, {0x03});   // SFP
+  m.Put(0x50, 0, 12, {0x67});  // nominal rate 103 x 100 MBd = 10.3 GBd: 10GBASE-R, 10 Gb/s
   m.Text(0x50, 0, 20, 16, "ACME OPTICS");
   m.Put(0x50, 0, 37, {0x00, 0x90, 0x65});
   m.Text(0x50, 0, 40, 16, "SFP-10G-SR");
@@ -99,6 +100,12 @@ inline FakeModule Qsfp28() {
   m.Put(0x50, 0, 34, {0x13, 0x88, 0x0F, 0xA0, 0x0B, 0xB8, 0x00, 0x00});
   m.Put(0x50, 0, 42, {0x1D, 0x4C, 0x1D, 0x4C, 0x1D, 0x4C, 0x1D, 0x4C});
   m.Put(0x50, 0, 50, {0x27, 0x10, 0x27, 0x10, 0x27, 0x10, 0x27, 0x10});
+  // Byte 131 bit 7: the extended code at 192, 0x02 "100GBASE-SR4 or 25GBASE-SR": 100 Gb/s in
+  // a QSFP's 4 lanes. Byte 140 FFh: the nominal rate is byte 222's, 103 x 250 MBd = 25.75 GBd.
+  m.Put(0x50, 0, 131, {0x80});
+  m.Put(0x50, 0, 140, {0xFF});
+  m.Put(0x50, 0, 192, {0x02});
+  m.Put(0x50, 0, 222, {0x67});
   m.Put(0x50, 0, 147, {0x00});  // 850 nm VCSEL
   m.Text(0x50, 0, 148, 16, "ACME");
   m.Put(0x50, 0, 165, {0x00, 0x02, 0xC9});
@@ -125,7 +132,9 @@ inline FakeModule QsfpDd() {
   m.Put(0x50, 0, 8, std::vector<uint8_t>(6, 0xFF));  // latched module flags: never read
   m.Put(0x50, 0, 14, {0x2D, 0x80, 0x80, 0x52});      // 45.5 C; 32850 -> 3.285 V
   m.Put(0x50, 0, 39, {0x07, 0x02, 0x00});            // firmware 7.2, no fault
-  m.Put(0x50, 0, 85, {0x02, 0x1C, 0x10, 0x44});      // SMF; application 1: 4 host, 4 media lanes
+  // SMF; application 1 (bytes 86..89): host interface 0x11 400GAUI-8 C2M (400 Gb/s, SFF-8024
+  // Table 4-5), media 0x1D 400GBASE-FR4, 8 host and 4 media lanes; byte 90 FFh ends the list.
+  m.Put(0x50, 0, 85, {0x02, 0x11, 0x1D, 0x84, 0x01, 0xFF});
   m.Text(0x50, 0, 129, 16, "ACME");
   m.Put(0x50, 0, 145, {0x00, 0x02, 0xC9});
   m.Text(0x50, 0, 148, 16, "QDD-400G-FR4");
