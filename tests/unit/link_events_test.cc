@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -214,6 +215,16 @@ TEST(LinkState, MalformedRepliesAreErrorsNotReadings) {
   const std::string gone = BuildError(ENODEV);
   EXPECT_EQ(sys::ParseLinkStateReply(gone.data(), gone.size()).error(), ENODEV);
   EXPECT_EQ(DownReason(true, sys::ParseLinkStateReply(gone.data(), gone.size())).first, "none");
+  // An error field no kernel sends (the reply is the driver's or a replay's bytes): INT_MIN
+  // cannot be negated (undefined: fuzz/link_events_fuzzer), a positive one or 4096 is no
+  // -errno. Malformed, never a negative or zero errno.
+  for (const int field : {INT_MIN, -4096, 5}) {
+    std::string odd = BuildError(0);
+    std::memcpy(odd.data() + NLMSG_HDRLEN, &field, sizeof field);
+    const auto parsed = sys::ParseLinkStateReply(odd.data(), odd.size());
+    ASSERT_FALSE(parsed) << field;
+    EXPECT_EQ(parsed.error(), field == 5 ? 5 : EBADMSG) << field;
+  }
 }
 
 TEST(LinkState, RequestAsksStatisticsAndRefusesNonNames) {
@@ -278,6 +289,11 @@ TEST(RtnetlinkLinks, MalformedMessagesAreRefused) {
   EXPECT_TRUE(out.empty());
   const std::string error = BuildError(ENOBUFS);
   EXPECT_EQ(sys::ParseLinkMessages(error.data(), error.size(), out), ENOBUFS);
+  // An error field outside the errno range (INT_MIN: negating it is undefined).
+  std::string odd = BuildError(0);
+  const int field = INT_MIN;
+  std::memcpy(odd.data() + NLMSG_HDRLEN, &field, sizeof field);
+  EXPECT_EQ(sys::ParseLinkMessages(odd.data(), odd.size(), out), EBADMSG);
 }
 
 // ---- the event log
