@@ -18,8 +18,10 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -627,6 +629,17 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
     }
     ASSERT_TRUE(writer->WriteIndex("test", {"link"}).has_value());
   }
+  // The samples' times as a capture taken long ago would have them, so that an event stamped
+  // with the replay's clock could not match them by chance.
+  const std::vector<std::string> times = {"2026-12-06T12:00:00.000Z", "2026-12-06T12:00:10.250Z",
+                                          "2026-12-06T12:00:20.500Z"};
+  {
+    const auto index_path = dir.path() / "cap" / "index.json";
+    std::ifstream in(index_path);
+    nlohmann::json index = nlohmann::json::parse(in);
+    for (size_t n = 0; n < times.size(); ++n) index["samples"][n]["time"] = times[n];
+    std::ofstream(index_path) << index.dump();
+  }
   EXPECT_NE(recorded[1].find(R"(rdma_link_down_events_total{device="mlx5_0",port="1",)"
                              R"(netdev="eth2",reason="no_cable",substate=""} 1)"),
             std::string::npos)
@@ -649,6 +662,27 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
   const std::string json = routes.at("/debug/links")("");
   EXPECT_NE(json.find(R"("reason": "no_cable")"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("direction": "up")"), std::string::npos);
+  // Each event at the time of the sample that showed it (index.json), not the replay's clock:
+  // the down edge between samples 1 and 2 at sample 2's time, the up edge at sample 3's.
+  const nlohmann::json page = nlohmann::json::parse(json);
+  std::vector<std::pair<std::string, std::string>> events;
+  for (const auto& port : page.at("ports")) {
+    for (const auto& event : port.at("events")) {
+      events.emplace_back(event.at("direction").get<std::string>(),
+                          event.at("time").get<std::string>());
+    }
+  }
+  EXPECT_EQ(events, (std::vector<std::pair<std::string, std::string>>{{"down", times[1]},
+                                                                      {"up", times[2]}}))
+      << json;
+}
+
+// Live and under capture an event's time is the clock's.
+TEST(LinkEventCapture, EventTimeIsTheClockWithoutAReplay) {
+  const auto before = std::chrono::system_clock::now();
+  const auto time = LinkEventTime();
+  EXPECT_GE(time, before);
+  EXPECT_LE(time, std::chrono::system_clock::now());
 }
 
 TEST(LinkEventCapture, HostileReplayedBytesAreNoReading) {
