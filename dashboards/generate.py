@@ -401,8 +401,8 @@ def row(title, description):
 
 # Link health (issue 40): optics per lane against the module's thresholds (the dBm recording
 # rules and the thresholds in effect, rules/rdmascope.rules.yml group rdmascope.link), module
-# temperature and state, InfiniBand symbol BER and trained width and speed; the "FEC and BER"
-# and "Flaps" rows hold what existing series give (the fec and linkdown slices extend them).
+# temperature and state, InfiniBand symbol BER and trained width and speed, pre-FEC BER and the
+# FEC histogram's tail (group rdmascope.link-fec), down events with their reasons.
 def link_health():
     nd = 'netdev=~"$netdev"'
     port = "{{instance}} {{netdev}} {{device}}/{{port}}"
@@ -469,8 +469,41 @@ def link_health():
                    [(f"rdma_link_ib_width_lanes{{{SEL}}}", "{{instance}} {{device}}/{{port}} lanes"),
                     (f"rdma_link_ib_lane_rate_bits_per_second{{{SEL}}} / 1000000000",
                      "{{instance}} {{device}}/{{port}} Gb/s a lane")], "short"),
-        row("FEC and BER", "Errors on the line: InfiniBand symbol errors and RoCE CRC errors "
-            "(FEC counters and pre-FEC BER come with the link collector's FEC slice)."),
+        row("FEC and BER", "Errors on the line before and after FEC: pre-FEC BER per port and "
+            "lane, the FEC histogram's tail, uncorrectable codewords, the trained speed "
+            "(collector link: ethtool FEC_GET and LINKMODES_GET), InfiniBand symbol and RoCE "
+            "CRC errors."),
+        timeseries("Pre-FEC BER", "Corrected bits per bit on the wire over 12 minutes, with the "
+                   "warning threshold for the port's FEC and media (RS-FEC on PAM4: 1e-7, copper "
+                   "1e-8; critical 100x: RdmaLinkPreFecBerHigh, RdmaLinkPreFecBerCritical). "
+                   "source says where the bits come from: fec (the kernel's FEC statistics), "
+                   "ethtool_stats (the driver's own counter), or an estimate.",
+                   [(f"rdma:link_fec_pre_ber:rate12m{{{SEL},{nd}}}", port + " {{source}}"),
+                    (f"rdma:link_fec_pre_ber_warning_threshold{{{SEL},{nd}}}",
+                     port + " warning")], "sci"),
+        timeseries("Pre-FEC BER per lane", "The same per FEC lane: one bad lane is one bad "
+                   "fibre, laser or SerDes.",
+                   [(f"rdma:link_fec_lane_pre_ber:rate12m{{{SEL},{nd}}}", lane)], "sci"),
+        timeseries("FEC histogram tail", "Symbol errors per codeword of the worst codewords "
+                   "corrected in 12 minutes (Linux 6.18's FEC histogram); RS(544,514) corrects "
+                   "15: above 8 warns, above 12 is critical (RdmaLinkFecTailHigh, "
+                   "RdmaLinkFecTailCritical).",
+                   [(f"rdma:link_fec_tail_symbol_errors:increase12m{{{SEL},{nd}}}", port)],
+                   "short"),
+        timeseries("Uncorrectable codewords", "Codewords FEC could not correct, each a lost "
+                   "frame (RdmaLinkFecUncorrectable, critical at any).",
+                   [(f"increase(rdma_link_fec_uncorrectable_codewords_total{{{SEL},{nd}}}"
+                     "[$__rate_interval])", port)], "short"),
+        timeseries("Speed against the maximum", "The speed the link trained at, the port's "
+                   "fastest mode and the fastest both ends advertise: below the latter is "
+                   "RdmaLinkSpeedDegraded (400G trained at 200G).",
+                   [(f"rdma_link_speed_bits_per_second{{{SEL},{nd}}}", port + " speed"),
+                    (f"rdma_link_max_speed_bits_per_second{{{SEL},{nd}}}", port + " port max"),
+                    (f"rdma_link_common_max_speed_bits_per_second{{{SEL},{nd}}}",
+                     port + " common max")], "bps"),
+        table("FEC mode", "The FEC each port runs (rs, baser, llrs, none) and whether it was "
+              "chosen by autonegotiation.",
+              [(f"rdma_link_fec_info{{{SEL},{nd}}}", "")], width=12),
         timeseries("Symbol errors", "InfiniBand port symbol errors per second (RdmaSymbolErrors; "
                    "a saturated counter reads 0: RdmaPortCounterSaturated).",
                    [(f"rate(rdma_port_symbol_errors_total{{{SEL}}}[$__rate_interval])",
@@ -479,8 +512,23 @@ def link_health():
                    "(RdmaCrcErrors).",
                    [(f"rate(rdma_netdev_crc_errors_total{{{SEL}}}[$__rate_interval])",
                      "{{instance}} {{device}}")], "pps"),
-        row("Flaps", "Links going down and recovering (reasons come with the link collector's "
-            "link-down slice)."),
+        row("Flaps", "Links going down and why: the exporter's own down edges with the driver's "
+            "reason, the PHY's count, the kernel's carrier changes, the IB PMA counters."),
+        timeseries("Down events by reason", "Carrier-down edges with the driver's extended "
+                   "link state then (no_cable, link_training_failure...; none: the driver gives "
+                   "none). One in 10 minutes warns, three is critical (RdmaLinkWentDown, "
+                   "RdmaLinkDownRepeatedly); the events are on the exporter's /debug/links.",
+                   [(f"increase(rdma_link_down_events_total{{{SEL},{nd}}}[$__rate_interval])",
+                     port + " {{reason}} {{substate}}")], "short"),
+        timeseries("PHY down events and carrier changes", "The PHY's own down count (flaps too "
+                   "short for the carrier to show) and the kernel's carrier changes, up and "
+                   "down.",
+                   [(f"increase(rdma_link_phy_down_events_total{{{SEL},{nd}}}[$__rate_interval])",
+                     port + " PHY downs"),
+                    (f"increase(rdma_link_carrier_changes_total{{{SEL},{nd}}}[$__rate_interval])",
+                     port + " carrier changes")], "short"),
+        table("Last down reason", "Each port's last carrier-down reason and substate.",
+              [(f"rdma_link_last_down_info{{{SEL},{nd}}}", "")], width=12),
         timeseries("Link downed", "Times the link went down (IB PMA link_downed, 8-bit: "
                    "RdmaLinkFlapping).",
                    [(f"increase(rdma_port_link_downed_total{{{SEL}}}[$__rate_interval])",

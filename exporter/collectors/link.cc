@@ -6,12 +6,31 @@
 
 #include "collectors/debug_links.h"
 #include "core/capture.h"
+#include "core/capture_index.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 #include "sys/ethtool_netlink.h"
 #include "sys/module_eeprom_source.h"
 
 namespace rdmascope {
+
+std::chrono::system_clock::time_point LinkEventTime() {
+  // Replaying: the event happened when the capture took the sample that shows it, not when
+  // this replay reads it (the edge is between two samples; the later one saw it). The index's
+  // times are what the Writer stamped (core/capture.h Writer::sample_times).
+  if (const capture::Session* session = capture::Active(); session && session->replaying()) {
+    const auto facts = capture::ReadIndexFacts(session->reader()->index_text());
+    const size_t sample = session->sample();
+    if (facts && sample >= 1 && sample <= facts->sample_times.size()) {
+      if (const auto millis = capture::ParseUtcMillis(facts->sample_times[sample - 1])) {
+        return std::chrono::system_clock::time_point(std::chrono::milliseconds(*millis));
+      }
+    }
+    // An index whose times do not read (ReadIndexFacts refuses it; doctor --replay refuses
+    // such a capture) leaves the clock: the event's order is still right.
+  }
+  return std::chrono::system_clock::now();
+}
 
 ModuleReads::Read SystemModuleRead() {
   // Shared by the copies of the function; used by one pass at a time (LinkCollector's lock).
@@ -202,7 +221,7 @@ void LinkCollector::PollLinkStates() const {
     const auto edge = events_.ObserveLink(netdev, *reading->link);
     if (!edge) continue;
     LinkEvent event;
-    event.time = std::chrono::system_clock::now();
+    event.time = LinkEventTime();
     event.down = *edge;
     if (event.down) {
       const std::optional<bool> admin_up =

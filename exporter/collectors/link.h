@@ -74,6 +74,11 @@ ModuleReads::Read SystemModuleRead();
 // and flags from sysfs (capture and replay); each function used by one thread only.
 LinkEventReads SystemLinkEventReads(const std::filesystem::path& sysfs);
 
+// When a link event seen now happened: the clock, live and under capture; under replay the
+// replayed sample's time from the capture's index.json (an edge between samples 1 and 2 is
+// sample 2's time on /debug/links, whenever the replay runs).
+std::chrono::system_clock::time_point LinkEventTime();
+
 // CMIS module state named ("ready", "fault"...), as rdma_link_module_state_info labels it.
 const char* CmisModuleStateName(uint8_t state);
 // What /debug/links shows of a module read: the state and the RX power per lane.

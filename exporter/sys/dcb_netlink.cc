@@ -135,7 +135,7 @@ std::expected<PfcConfig, int> ParseIeeeGetReply(const void* data, size_t len) {
   if (mnl_cb_run(data, len, 0, 0, OnMessage, &state) < 0) {
     if (!state.result && state.result.error() == EBADMSG) return state.result;
     // An NLMSG_ERROR reply: libmnl sets errno to the kernel's error (EOPNOTSUPP, ENODEV...).
-    return std::unexpected(errno != 0 ? errno : EBADMSG);
+    return std::unexpected(ReplyErrno(errno));
   }
   if (state.result) {
     state.result->dscp = state.dscp;

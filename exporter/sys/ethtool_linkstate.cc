@@ -145,7 +145,7 @@ std::expected<LinkStateReading, int> ParseLinkStateReply(const void* data, size_
   if (mnl_cb_run(data, len, 0, 0, OnMessage, &state) < 0) {
     if (state.malformed) return std::unexpected(EBADMSG);
     // An NLMSG_ERROR reply: libmnl sets errno to the kernel's error.
-    return std::unexpected(errno != 0 ? errno : EBADMSG);
+    return std::unexpected(ReplyErrno(errno));
   }
   if (state.malformed) return std::unexpected(EBADMSG);
   return state.reading;

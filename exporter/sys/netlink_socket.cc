@@ -38,4 +38,9 @@ bool WholeNetlinkMessages(const void* data, size_t len) {
   return true;
 }
 
+int ReplyErrno(int error) {
+  if (error < 0 && error >= -4095) error = -error;
+  return error > 0 && error <= 4095 ? error : EBADMSG;
+}
+
 }  // namespace rdmascope::sys

@@ -19,4 +19,10 @@ std::expected<mnl_socket*, int> OpenNetlinkSocket(int protocol);
 // (found by fuzz/rdma_netlink_fuzzer and fuzz/dcb_netlink_fuzzer).
 bool WholeNetlinkMessages(const void* data, size_t len);
 
+// The errno an NLMSG_ERROR reply carried, from the reply's error field or from `errno` as
+// libmnl's callback left it (negated): its magnitude when 1..4095, else EBADMSG. The field is
+// the sender's to choose: INT_MIN cannot even be negated (found by fuzz/rdma_netlink_fuzzer
+// and fuzz/link_events_fuzzer), and 0 here would read as success.
+int ReplyErrno(int error);
+
 }  // namespace rdmascope::sys

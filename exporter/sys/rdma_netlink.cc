@@ -283,9 +283,7 @@ int Run(const void* data, size_t len, ParseState& state) {
   // NLMSG_ERROR from the kernel (libmnl sets errno), or a reply to another request (EPROTO).
   // The error code is the reply's own: one outside the errno range (INT_MIN, found by fuzzing,
   // cannot even be negated) is a malformed reply.
-  const int error = errno;
-  if (error <= 0 || error > 4095) return -EBADMSG;
-  return -error;
+  return -ReplyErrno(errno);
 }
 
 size_t BuildDump(uint16_t command, std::optional<uint32_t> device_index, uint32_t seq,

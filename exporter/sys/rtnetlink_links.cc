@@ -101,7 +101,7 @@ int OnError(const nlmsghdr* message, void* data) {
   }
   const auto* error = static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(message));
   if (error->error == 0) return MNL_CB_STOP;
-  errno = error->error < 0 ? -error->error : error->error;
+  errno = ReplyErrno(error->error);
   return MNL_CB_ERROR;
 }
 

@@ -15,6 +15,23 @@ A spec names, per shape:
                         every interface under class/net, as `ethtool -i` and SIOCGIFMTU give it;
                         "statistics" a file of `ethtool -S` text (tests/fixtures/ethtool/)
   sample2               {"sys/...": "value"}: the files that move between the two samples
+  kernel                the kernel release the shape claims ("6.1.0"): what its link replies
+                        may hold (no FEC histogram before 6.18, no EXT_DOWN_CNT before 6.2)
+  netdevs.NAME.link     the interface's link sources (issue 40; link_replies.py writes them as
+                        the kernel and `rdmascope capture` do):
+                          fec {modes, auto, active, stats {corrected_blocks, uncorrectable_
+                            blocks, corrected_bits: {"total": N} or {"lanes": [...]}, absent
+                            when the driver does not set it; histogram [{low, high, value,
+                            lanes}]}}: in the FEC_GET dump (absent: a driver without
+                            get_fecparam, not in the dump);
+                          linkmodes {autoneg, speed (Mb/s, null while down), lanes, supported,
+                            advertised, peer: link mode names}: in the LINKMODES_GET dump;
+                          state {link, ext_state, ext_substate, down_count}: LINKSTATE_GET;
+                          module {"fixture": NAME of tests/unit/module_eeprom_fixtures.h,
+                            "put": [[i2c, page, offset, [bytes]]]} or {"errno": "EIO"};
+                          sample2: the same keys, laid over the others in the second sample.
+                        A shape without any `link` answers every link request EOPNOTSUPP (not
+                        modelled).
 
 Every interface answers SIOCGIFINDEX with its device/net/N/ifindex from the tree (else the next
 free number from 100), `ethtool -i` with its spec; `ethtool -S` without a statistics file, -c and
@@ -34,6 +51,9 @@ import os
 import shutil
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import link_replies  # noqa: E402
 
 SAMPLES = ("0001", "0002")
 # Two samples 10 s apart, as `rdmascope capture` takes them by default: doctor --replay's rates
@@ -139,8 +159,20 @@ def ifindexes(entries, netdevs):
 
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    with open(path, "wb" if isinstance(text, bytes) else "w",
+              **({} if isinstance(text, bytes) else {"encoding": "utf-8"})) as f:
         f.write(text)
+
+
+def link_files(source, spec, netdevs, described, index_of, sample):
+    """The link sources of one sample (link_replies.py): a path's bytes, or its errno name."""
+    links = {name: described[name]["link"] for name in netdevs if "link" in described[name]}
+    try:
+        if not links:
+            return link_replies.not_modelled_files(netdevs)
+        return link_replies.sample_files(source, spec.get("kernel"), links, index_of, sample)
+    except link_replies.LinkSpecError as e:
+        raise SpecError(str(e)) from e
 
 
 def build(source, shape, out):
@@ -198,6 +230,14 @@ def build(source, shape, out):
                 not_recorded.append({"source": f"ethtool -S {name}", "reason": NOT_MODELLED})
         for family in ("rdma", "dcb"):
             write(os.path.join(root, "netlink", family, "socket.errno"), NOT_MODELLED)
+        for rel, data in link_files(source, spec, netdevs, described, index_of, n).items():
+            if isinstance(data, bytes):
+                write(os.path.join(root, rel), data)
+                continue
+            write(os.path.join(root, rel + ".errno"), data)
+            if n == 0 and rel.startswith("netlink/"):
+                not_recorded.append({"source": "netlink " + rel[len("netlink/"):],
+                                     "reason": data})
     index = {
         "format_version": FORMAT_VERSION,
         "rdmascope_version": "make_capture.py",
@@ -207,7 +247,7 @@ def build(source, shape, out):
         "redacted": False,
         "origin": origin,
         "samples": [{"name": s, "time": t} for s, t in zip(SAMPLES, TIMES)],
-        "collectors_replayed": ["rdma", "ethtool"],
+        "collectors_replayed": ["rdma", "ethtool", "link"],
         "netdevs": {name: {"driver": described[name]["driver"],
                            "version": described[name].get("version", ""),
                            "firmware_version": described[name].get("firmware", "")}

@@ -16,9 +16,12 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -214,6 +217,16 @@ TEST(LinkState, MalformedRepliesAreErrorsNotReadings) {
   const std::string gone = BuildError(ENODEV);
   EXPECT_EQ(sys::ParseLinkStateReply(gone.data(), gone.size()).error(), ENODEV);
   EXPECT_EQ(DownReason(true, sys::ParseLinkStateReply(gone.data(), gone.size())).first, "none");
+  // An error field no kernel sends (the reply is the driver's or a replay's bytes): INT_MIN
+  // cannot be negated (undefined: fuzz/link_events_fuzzer), a positive one or 4096 is no
+  // -errno. Malformed, never a negative or zero errno.
+  for (const int field : {INT_MIN, -4096, 5}) {
+    std::string odd = BuildError(0);
+    std::memcpy(odd.data() + NLMSG_HDRLEN, &field, sizeof field);
+    const auto parsed = sys::ParseLinkStateReply(odd.data(), odd.size());
+    ASSERT_FALSE(parsed) << field;
+    EXPECT_EQ(parsed.error(), field == 5 ? 5 : EBADMSG) << field;
+  }
 }
 
 TEST(LinkState, RequestAsksStatisticsAndRefusesNonNames) {
@@ -278,6 +291,11 @@ TEST(RtnetlinkLinks, MalformedMessagesAreRefused) {
   EXPECT_TRUE(out.empty());
   const std::string error = BuildError(ENOBUFS);
   EXPECT_EQ(sys::ParseLinkMessages(error.data(), error.size(), out), ENOBUFS);
+  // An error field outside the errno range (INT_MIN: negating it is undefined).
+  std::string odd = BuildError(0);
+  const int field = INT_MIN;
+  std::memcpy(odd.data() + NLMSG_HDRLEN, &field, sizeof field);
+  EXPECT_EQ(sys::ParseLinkMessages(odd.data(), odd.size(), out), EBADMSG);
 }
 
 // ---- the event log
@@ -611,6 +629,17 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
     }
     ASSERT_TRUE(writer->WriteIndex("test", {"link"}).has_value());
   }
+  // The samples' times as a capture taken long ago would have them, so that an event stamped
+  // with the replay's clock could not match them by chance.
+  const std::vector<std::string> times = {"2026-12-06T12:00:00.000Z", "2026-12-06T12:00:10.250Z",
+                                          "2026-12-06T12:00:20.500Z"};
+  {
+    const auto index_path = dir.path() / "cap" / "index.json";
+    std::ifstream in(index_path);
+    nlohmann::json index = nlohmann::json::parse(in);
+    for (size_t n = 0; n < times.size(); ++n) index["samples"][n]["time"] = times[n];
+    std::ofstream(index_path) << index.dump();
+  }
   EXPECT_NE(recorded[1].find(R"(rdma_link_down_events_total{device="mlx5_0",port="1",)"
                              R"(netdev="eth2",reason="no_cable",substate=""} 1)"),
             std::string::npos)
@@ -633,6 +662,27 @@ TEST(LinkEventCapture, RecordedLinkStateReplaysTheSameSeriesAndPage) {
   const std::string json = routes.at("/debug/links")("");
   EXPECT_NE(json.find(R"("reason": "no_cable")"), std::string::npos) << json;
   EXPECT_NE(json.find(R"("direction": "up")"), std::string::npos);
+  // Each event at the time of the sample that showed it (index.json), not the replay's clock:
+  // the down edge between samples 1 and 2 at sample 2's time, the up edge at sample 3's.
+  const nlohmann::json page = nlohmann::json::parse(json);
+  std::vector<std::pair<std::string, std::string>> events;
+  for (const auto& port : page.at("ports")) {
+    for (const auto& event : port.at("events")) {
+      events.emplace_back(event.at("direction").get<std::string>(),
+                          event.at("time").get<std::string>());
+    }
+  }
+  EXPECT_EQ(events, (std::vector<std::pair<std::string, std::string>>{{"down", times[1]},
+                                                                      {"up", times[2]}}))
+      << json;
+}
+
+// Live and under capture an event's time is the clock's.
+TEST(LinkEventCapture, EventTimeIsTheClockWithoutAReplay) {
+  const auto before = std::chrono::system_clock::now();
+  const auto time = LinkEventTime();
+  EXPECT_GE(time, before);
+  EXPECT_LE(time, std::chrono::system_clock::now());
 }
 
 TEST(LinkEventCapture, HostileReplayedBytesAreNoReading) {
