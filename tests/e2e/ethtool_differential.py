@@ -431,8 +431,8 @@ def make_capture(root):
         "collectors_replayed": ["link"], "netdevs": {}, "not_recorded": [],
     }
     write(os.path.join(root, "index.json"), json.dumps(index, indent=2) + "\n")
-    for number, up in (("0001", True), ("0002", False)):
-        sample = os.path.join(root, "samples", number)
+    for sample_name, up in (("0001", True), ("0002", False)):
+        sample = os.path.join(root, "samples", sample_name)
         for name in INTERFACES:
             net = os.path.join(sample, "sys", "class", "net", name)
             write(os.path.join(net, "device", ".listed"), "")  # a physical interface
@@ -726,6 +726,16 @@ class Differential:
         self.thresholds(name, f, samples, key, bias_factor, external_rx)
         self.identity(name, f, samples, key, standard)
 
+    def no_module(self, ethtool, samples, name):
+        """A driver without module access: ethtool's error, our source 0 and no series."""
+        rc, _, err = ethtool.run("-m", name)
+        self.check.expect(f"{name}: ethtool -m fails: {err.strip()!r}",
+                          (rc != 0, "Operation not supported" in err), (True, True))
+        self.check.expect(f"{name}: module source", harness.value(
+            samples, "rdma_link_source_available", netdev=name, source="module"), 0.0)
+        self.check.expect(f"{name}: no module series", harness.series(
+            samples, "rdma_link_module_info", netdev=name), {})
+
     def thresholds(self, name, f, samples, key, bias_factor, external_rx):
         quantities = [
             ("temperature", "rdma_link_module_temperature_threshold_celsius", "Module temperature",
@@ -832,6 +842,7 @@ def main(argv):
         for name, (standard, _) in MODULES.items():
             diff.module(ethtool_up, up, name, standard,
                         external_rx if name == "ens4f1" else None)
+        diff.no_module(ethtool_up, up, "eno1")
         return checker.result()
     finally:
         if not keep:
