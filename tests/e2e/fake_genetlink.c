@@ -24,7 +24,7 @@
 //    capture lacks is EIO, a `.errno` half its errno.
 // Configuration: FAKE_GENETLINK_DIRS, directories searched in turn (a capture's sample, then
 // one with replies a capture does not hold, such as the link mode names of STRSET_GET);
-// FAKE_GENETLINK_LOG, a file that gets one line per ethtool request ("FEC_GET eth0 flags=0x4
+// FAKE_GENETLINK_LOG, a file that gets one line per ethtool request ("fec_get eth0 flags=0x4
 // -> 1 messages"), so a test can check what ethtool asked. Bounded: files of at most 1 MiB,
 // 16 faked sockets, 1 MiB of queued answers per socket.
 #define _GNU_SOURCE
