@@ -1,12 +1,12 @@
 #include "collectors/link.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <utility>
 
 #include "collectors/debug_links.h"
 #include "core/capture.h"
-#include "core/capture_index.h"
 #include "core/log.h"
 #include "core/sysfs.h"
 #include "sys/ethtool_netlink.h"
@@ -16,18 +16,13 @@ namespace rdmascope {
 
 std::chrono::system_clock::time_point LinkEventTime() {
   // Replaying: the event happened when the capture took the sample that shows it, not when
-  // this replay reads it (the edge is between two samples; the later one saw it). The index's
-  // times are what the Writer stamped (core/capture.h Writer::sample_times).
+  // this replay reads it (the edge is between two samples; the later one saw it). An index
+  // whose times do not read leaves the clock: the events' order is still right.
   if (const capture::Session* session = capture::Active(); session && session->replaying()) {
-    const auto facts = capture::ReadIndexFacts(session->reader()->index_text());
-    const size_t sample = session->sample();
-    if (facts && sample >= 1 && sample <= facts->sample_times.size()) {
-      if (const auto millis = capture::ParseUtcMillis(facts->sample_times[sample - 1])) {
-        return std::chrono::system_clock::time_point(std::chrono::milliseconds(*millis));
-      }
+    if (const auto seconds = session->sample_seconds()) {
+      return std::chrono::system_clock::time_point(
+          std::chrono::milliseconds(static_cast<int64_t>(std::llround(*seconds * 1000))));
     }
-    // An index whose times do not read (ReadIndexFacts refuses it; doctor --replay refuses
-    // such a capture) leaves the clock: the event's order is still right.
   }
   return std::chrono::system_clock::now();
 }

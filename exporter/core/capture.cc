@@ -17,6 +17,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "core/capture_index.h"
 #include "core/sysfs.h"
 
 namespace rdmascope::capture {
@@ -871,7 +872,22 @@ std::unique_ptr<Session> Session::Recording(Layout layout, Writer* writer) {
 std::unique_ptr<Session> Session::Replaying(Layout layout, Reader reader) {
   std::unique_ptr<Session> session(new Session(std::move(layout)));
   session->reader_.emplace(std::move(reader));
+  // The samples' times, read once: an index that does not read leaves them unknown (doctor
+  // --replay refuses such a capture; serve replays it on its own clock).
+  if (const auto facts = ReadIndexFacts(session->reader_->index_text())) {
+    for (const std::string& time : facts->sample_times) {
+      const auto millis = ParseUtcMillis(time);
+      session->sample_seconds_.push_back(
+          millis ? std::optional<double>(static_cast<double>(*millis) / 1000) : std::nullopt);
+    }
+  }
   return session;
+}
+
+std::optional<double> Session::sample_seconds() const {
+  const size_t n = sample();
+  if (n < 1 || n > sample_seconds_.size()) return std::nullopt;
+  return sample_seconds_[n - 1];
 }
 
 void Session::NextSample() {

@@ -254,6 +254,11 @@ class Session {
   size_t sample() const { return sample_.load(std::memory_order_acquire); }
   // One collection (a scrape, `check`'s pass): the next sample, the last one repeating.
   void NextSample();
+  // When the capture took the sample replayed now (index.json's time, seconds since the
+  // epoch): what a replay's clocks read, so that a rate over two samples is over the time
+  // between them, not between two scrapes of the replay. None when not replaying or when
+  // the index's time does not read.
+  std::optional<double> sample_seconds() const;
 
   // Files as sysfs.cc asks for them (replaying), and what the live reads returned (recording).
   std::expected<std::string, int> ReplayFile(const std::filesystem::path& host,
@@ -280,6 +285,7 @@ class Session {
   std::optional<Reader> reader_;
   std::atomic<size_t> sample_{1};
   std::atomic<size_t> collections_{0};
+  std::vector<std::optional<double>> sample_seconds_;  // by sample, from 1; replaying only
 };
 
 namespace internal {

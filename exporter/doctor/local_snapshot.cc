@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/capture.h"
 #include "core/log.h"
 #include "doctor/checks.h"
 
@@ -43,7 +44,14 @@ std::map<std::string, std::string> ProbeErrors(const std::vector<NamedCollector>
 
 Snapshot CollectSnapshot(const CollectorRunner& runner,
                          const std::map<std::string, std::string>& probe_errors) {
-  return CollectSnapshot(runner, probe_errors, MonotonicSeconds());
+  auto families = runner.Collect();
+  // Replaying (serve --replay's /doctor): the time the capture took the sample this
+  // collection replayed, so that rates are over the capture's window, not over the time
+  // between two requests to the replay (found by e2e_link_captures: a pre-FEC BER of 2e-7
+  // read as 1e-5, critical). The collection chose its sample: asked after it.
+  const capture::Session* session = capture::Active();
+  const auto replayed = session != nullptr ? session->sample_seconds() : std::nullopt;
+  return SnapshotOf(runner, families, probe_errors, replayed.value_or(MonotonicSeconds()));
 }
 
 Snapshot CollectSnapshot(const CollectorRunner& runner,

@@ -92,6 +92,9 @@ int OnAttribute(const nlattr* attr, void* data) {
       break;
     case ETHTOOL_A_LINKSTATE_EXT_SUBSTATE:
       ok = u8(state->reading.ext_substate);
+      // The kernel sends a substate only when the driver gave one (linkstate_fill_reply: `if
+      // (__link_ext_substate)`): a 0 is no substate, not a named one (link_events_fuzzer).
+      if (ok && state->reading.ext_substate == 0) state->reading.ext_substate.reset();
       break;
     case kLinkStateExtDownCount:
       ok = mnl_attr_validate(attr, MNL_TYPE_U32) >= 0;

@@ -83,7 +83,7 @@ int RunReply(const void* data, size_t len, mnl_cb_t callback, ReplyState& state)
   if (mnl_cb_run(data, len, 0, 0, callback, &state) < 0) {
     if (state.malformed) return EBADMSG;
     // An NLMSG_ERROR reply: libmnl sets errno to the kernel's error.
-    return errno != 0 ? errno : EBADMSG;
+    return ReplyErrno(errno);
   }
   return state.malformed ? EBADMSG : 0;
 }

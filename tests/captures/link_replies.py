@@ -402,12 +402,13 @@ def sample_files(source, kernel_text, netdevs, index_of, sample):
             files[f"netlink/ethtool/linkstate_get-{name}.bin"] = linkstate_reply(
                 index_of[name], name, state, kernel, seq)
         else:
-            files[f"netlink/ethtool/linkstate_get-{name}"] = NOT_MODELLED
+            files[f"netlink/ethtool/linkstate_get-{name}.bin"] = NOT_MODELLED
         # No module: what the kernel answers for a driver without module access.
         module = specs[name].get("module", {"errno": "EOPNOTSUPP"})
         for leaf, data in module_halves(source, module).items():
             files[f"ethtool/{name}/module/{leaf}"] = data
-    for path in [p for p in files if p.endswith(".bin")]:  # the recorder's review copy
+    # The recorder's review copy of each reply received (an errno has none).
+    for path in [p for p, data in files.items() if p.endswith(".bin") and isinstance(data, bytes)]:
         files[path[:-4] + ".json"] = decode_json(files[path]).encode("ascii")
     return files
 
@@ -415,8 +416,9 @@ def sample_files(source, kernel_text, netdevs, index_of, sample):
 def not_modelled_files(netdevs):
     """A shape without link sources: every request answers EOPNOTSUPP, as make_capture.py's
     other unmodelled sources do (the collector then says each source is unavailable)."""
-    files = {"netlink/ethtool/fec_get": NOT_MODELLED, "netlink/ethtool/linkmodes_get": NOT_MODELLED}
+    files = {"netlink/ethtool/fec_get.bin": NOT_MODELLED,
+             "netlink/ethtool/linkmodes_get.bin": NOT_MODELLED}
     for name in netdevs:
-        files[f"netlink/ethtool/linkstate_get-{name}"] = NOT_MODELLED
+        files[f"netlink/ethtool/linkstate_get-{name}.bin"] = NOT_MODELLED
         files[f"ethtool/{name}/module/i2c-0x50.page-0x00.bank-0.lower"] = NOT_MODELLED
     return files

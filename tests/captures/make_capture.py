@@ -234,10 +234,12 @@ def build(source, shape, out):
             if isinstance(data, bytes):
                 write(os.path.join(root, rel), data)
                 continue
+            # As the recorder keeps a refused request: the reply's path and `.errno`
+            # (capture::Writer::Errno), "netlink KEY" in not_recorded (NetlinkRecording).
             write(os.path.join(root, rel + ".errno"), data)
             if n == 0 and rel.startswith("netlink/"):
-                not_recorded.append({"source": "netlink " + rel[len("netlink/"):],
-                                     "reason": data})
+                key = rel[len("netlink/"):].removesuffix(".bin")
+                not_recorded.append({"source": "netlink " + key, "reason": data})
     index = {
         "format_version": FORMAT_VERSION,
         "rdmascope_version": "make_capture.py",

@@ -172,6 +172,17 @@ TEST(LinkState, NamesFollowTheUapiEnums) {
             "cable_test_failure");
 }
 
+TEST(LinkState, ASubstateOfZeroIsNoSubstate) {
+  // linkstate_fill_reply puts EXT_SUBSTATE only when it is not 0; a reply with a 0 (a replay's
+  // or a hostile one) has no substate, so the down edge is labelled by its state alone.
+  const std::string reply = BuildLinkStateReply(
+      "eth2", {.link = 0, .ext_state = ETHTOOL_LINK_EXT_STATE_NO_CABLE, .ext_substate = 0});
+  const auto reading = sys::ParseLinkStateReply(reply.data(), reply.size());
+  ASSERT_TRUE(reading);
+  EXPECT_FALSE(reading->ext_substate);
+  EXPECT_EQ(DownReason(true, reading), (std::pair<std::string, std::string>{"no_cable", ""}));
+}
+
 TEST(LinkState, UnknownNumbersAreUnknown) {
   const std::string reply =
       BuildLinkStateReply("eth2", {.link = 0, .ext_state = 200, .ext_substate = 9});
