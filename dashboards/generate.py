@@ -495,12 +495,16 @@ def link_health():
                    [(f"increase(rdma_link_fec_uncorrectable_codewords_total{{{SEL},{nd}}}"
                      "[$__rate_interval])", port)], "short"),
         timeseries("Speed against the maximum", "The speed the link trained at, the port's "
-                   "fastest mode and the fastest both ends advertise: below the latter is "
-                   "RdmaLinkSpeedDegraded (400G trained at 200G).",
+                   "fastest mode, the fastest both ends advertise and the module's advertised "
+                   "maximum: below the common maximum, or without the partner's modes below "
+                   "both the port's and the module's, is RdmaLinkSpeedDegraded (400G trained "
+                   "at 200G).",
                    [(f"rdma_link_speed_bits_per_second{{{SEL},{nd}}}", port + " speed"),
                     (f"rdma_link_max_speed_bits_per_second{{{SEL},{nd}}}", port + " port max"),
                     (f"rdma_link_common_max_speed_bits_per_second{{{SEL},{nd}}}",
-                     port + " common max")], "bps"),
+                     port + " common max"),
+                    (f"rdma_link_module_max_speed_bits_per_second{{{SEL},{nd}}}",
+                     port + " module max")], "bps"),
         table("FEC mode", "The FEC each port runs (rs, baser, llrs, none) and whether it was "
               "chosen by autonegotiation.",
               [(f"rdma_link_fec_info{{{SEL},{nd}}}", "")], width=12),
