@@ -2,6 +2,8 @@
 
 #include <linux/if.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -159,13 +161,24 @@ std::map<std::string, PortEvents> LinkEventLog::Snapshot() const {
 
 LinkWatcher::LinkWatcher(LinkEventLog& log, LinkEventReads reads,
                          std::chrono::milliseconds phy_count_interval)
-    : log_(log), reads_(std::move(reads)), phy_count_interval_(phy_count_interval) {
+    : log_(log),
+      reads_(std::move(reads)),
+      phy_count_interval_(phy_count_interval),
+      // Wakes the thread to stop: it sleeps in poll() until a notice, the next PHY count or
+      // kIdleWake, not in 100 ms steps (an idle exporter's watcher costs nothing). Without one
+      // (EMFILE), the thread polls every kStopCheck instead.
+      wake_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   thread_ = std::thread([this] { Run(); });
 }
 
 LinkWatcher::~LinkWatcher() {
   stop_ = true;
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+  }
   thread_.join();
+  if (wake_fd_ >= 0) close(wake_fd_);
 }
 
 bool LinkWatcher::WaitReady(std::chrono::milliseconds timeout) const {
@@ -232,9 +245,17 @@ void LinkWatcher::Run() {
     } else if (dumping && log_.TakeDumpWanted()) {
       dump_again = true;  // asked again when the dump in flight ends
     }
-    pollfd fd{.fd = socket->fd(), .events = POLLIN, .revents = 0};
-    // 100 ms: how long the destructor waits at most.
-    poll(&fd, 1, 100);
+    // Until a notice, the stop, the next PHY count, or kIdleWake: interfaces newly followed
+    // (Follow, from the collector's refresh) are dumped within that.
+    auto timeout = wake_fd_ >= 0 ? kIdleWake : kStopCheck;
+    if (reads_.link_state && phy_count_interval_.count() > 0) {
+      const auto until_count = std::chrono::ceil<std::chrono::milliseconds>(
+          next_count - std::chrono::steady_clock::now());
+      timeout = std::clamp(until_count, std::chrono::milliseconds(0), timeout);
+    }
+    pollfd fds[2] = {{.fd = socket->fd(), .events = POLLIN, .revents = 0},
+                     {.fd = wake_fd_, .events = POLLIN, .revents = 0}};
+    poll(fds, wake_fd_ >= 0 ? 2 : 1, static_cast<int>(timeout.count()));
     for (;;) {
       if (stop_.load()) return;
       notices.clear();

@@ -164,8 +164,13 @@ class LinkWatcher {
   LinkEventLog& log_;
   LinkEventReads reads_;
   std::chrono::milliseconds phy_count_interval_;
+  // The longest the thread sleeps with nothing to do; without an eventfd to wake it, how
+  // long the destructor may wait.
+  static constexpr std::chrono::milliseconds kIdleWake{1000};
+  static constexpr std::chrono::milliseconds kStopCheck{100};
   std::atomic<bool> stop_{false};
   std::atomic<bool> ready_{false};
+  int wake_fd_ = -1;
   std::thread thread_;
 };
 
