@@ -25,11 +25,7 @@ Usage: link_captures.py RDMASCOPE SOURCE_DIR"""
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
-
-import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -203,17 +199,11 @@ def main(binary, source):
 
     # 2. The alerts, over the scrapes of every link shape.
     link_shapes = {row["shape"] for row in checks}
-    with tempfile.TemporaryDirectory(prefix="rdmascope-link-captures-") as work:
-        case = promtool_case({s: scrapes[s] for s in link_shapes},
-                             [row for row in checks if row["alert"]],
-                             os.path.join(source, "rules", "rdmascope.rules.yml"))
-        test_file = os.path.join(work, "link_captures.rules.test.yml")
-        with open(test_file, "w") as f:
-            yaml.safe_dump(case, f, sort_keys=False)
-        promtool = subprocess.run(["promtool", "test", "rules", test_file], capture_output=True,
-                                  text=True, timeout=180)
-    print(promtool.stdout.strip(), promtool.stderr.strip())
-    expect("the rows' alerts quiet and firing when they say (promtool)", promtool.returncode, 0)
+    case = promtool_case({s: scrapes[s] for s in link_shapes},
+                         [row for row in checks if row["alert"]],
+                         os.path.join(source, "rules", "rdmascope.rules.yml"))
+    returncode, _ = matrix_captures.promtool_test(case, "link-captures")
+    expect("the rows' alerts quiet and firing when they say (promtool)", returncode, 0)
 
     # 3. Doctor's finding on the row's netdev (and lane), from /doctor and doctor --replay.
     for row in checks:

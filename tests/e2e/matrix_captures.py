@@ -6,6 +6,9 @@ replay."""
 import json
 import os
 import subprocess
+import tempfile
+
+import yaml
 
 import harness
 
@@ -79,3 +82,16 @@ def doctor_replay(binary, capture):
     except (json.JSONDecodeError, KeyError) as e:
         raise RuntimeError(f"doctor --replay's output is not its JSON report ({e}):\n"
                            f"{run.stdout}\n{run.stderr}") from e
+
+
+def promtool_test(case, name):
+    """`promtool test rules` on one test file's content (`case`, a dict), written to a
+    temporary NAME.rules.test.yml: (exit code, its output). Prints the output."""
+    with tempfile.TemporaryDirectory(prefix="rdmascope-" + name + "-") as work:
+        test_file = os.path.join(work, name + ".rules.test.yml")
+        with open(test_file, "w", encoding="utf-8") as f:
+            yaml.safe_dump(case, f, sort_keys=False)
+        run = subprocess.run(["promtool", "test", "rules", test_file], capture_output=True,
+                             text=True, timeout=180)
+    print(run.stdout.strip(), run.stderr.strip())
+    return run.returncode, run.stdout + run.stderr

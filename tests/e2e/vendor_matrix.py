@@ -21,11 +21,7 @@ Usage: vendor_matrix.py RDMASCOPE SOURCE_DIR"""
 
 import os
 import re
-import subprocess
 import sys
-import tempfile
-
-import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -142,22 +138,13 @@ def main(binary, source):
                 replayed_severity[f["scope"]["device"]] = f["severity"]
 
     # 2. The alert, from the last scrape of each capture.
-    with tempfile.TemporaryDirectory(prefix="rdmascope-matrix-") as work:
-        case = promtool_case(last, sorted(last),
-                             os.path.join(source, "rules", "rdmascope.rules.yml"))
-        case["tests"][0]["promql_expr_test"][0]["exp_samples"] = [
-            {"labels": f'{{device="{device}"}}', "value": 1}
-            for device, row in sorted(rows.items()) if row["fires"]]
-        test_file = os.path.join(work, "matrix.rules.test.yml")
-        with open(test_file, "w") as f:
-            yaml.safe_dump(case, f, sort_keys=False)
-        promtool = subprocess.run(["promtool", "test", "rules", test_file], capture_output=True,
-                                  text=True, timeout=120)
-    print(promtool.stdout.strip(), promtool.stderr.strip())
-    expect("RdmaPortDown fires for exactly the rows that say so (promtool)",
-           promtool.returncode, 0)
-    if promtool.returncode != 0:
-        output = promtool.stdout + promtool.stderr
+    case = promtool_case(last, sorted(last), os.path.join(source, "rules", "rdmascope.rules.yml"))
+    case["tests"][0]["promql_expr_test"][0]["exp_samples"] = [
+        {"labels": f'{{device="{device}"}}', "value": 1}
+        for device, row in sorted(rows.items()) if row["fires"]]
+    returncode, output = matrix_captures.promtool_test(case, "matrix")
+    expect("RdmaPortDown fires for exactly the rows that say so (promtool)", returncode, 0)
+    if returncode != 0:
         got = set(re.findall(r'device="([^"]+)"', output.split("got:", 1)[-1]))
         print("firing:", sorted(got), "want:", sorted(d for d, r in rows.items() if r["fires"]))
 

@@ -27,11 +27,7 @@ Usage: vendor_matrix_counters.py RDMASCOPE SOURCE_DIR"""
 
 import os
 import re
-import subprocess
 import sys
-import tempfile
-
-import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -213,15 +209,9 @@ def main(binary, source):
         expect(what + " after", harness.value(second, row["series"], **labels), row["after"])
 
     # 2. The alerts and recorded rates, from the two scrapes of every capture.
-    with tempfile.TemporaryDirectory(prefix="rdmascope-matrix-counters-") as work:
-        case = promtool_case(scrapes, rows, os.path.join(source, "rules", "rdmascope.rules.yml"))
-        test_file = os.path.join(work, "matrix_counters.rules.test.yml")
-        with open(test_file, "w") as f:
-            yaml.safe_dump(case, f, sort_keys=False)
-        promtool = subprocess.run(["promtool", "test", "rules", test_file], capture_output=True,
-                                  text=True, timeout=120)
-    print(promtool.stdout.strip(), promtool.stderr.strip())
-    expect("alerts firing and recorded rates are the table's (promtool)", promtool.returncode, 0)
+    case = promtool_case(scrapes, rows, os.path.join(source, "rules", "rdmascope.rules.yml"))
+    returncode, _ = matrix_captures.promtool_test(case, "matrix-counters")
+    expect("alerts firing and recorded rates are the table's (promtool)", returncode, 0)
 
     # 3. Doctor: the row's checks, on its device (or netdev), and file where they name one; from
     # serve's /doctor and from doctor --replay.
